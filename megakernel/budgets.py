@@ -1,0 +1,50 @@
+"""Per-token byte budgets derived from the configuration alone (SPEC section 6).
+
+Nothing here touches weights, so ``megakernel info`` is instant for the 27B preset.
+"""
+
+from __future__ import annotations
+
+from .config import ModelConfig
+from .tensors import tensor_specs
+
+BF16_BYTES = 2
+FP32_BYTES = 4
+
+# Pure-read streaming bandwidth measured on the project's H200 (DESIGN.md, 2026-11-29). Used only
+# to turn bytes into a floor time in `info`; every benchmark re-measures it in its own run.
+H200_READ_GBPS_MEASURED = 4453.0
+
+
+def budgets(c: ModelConfig) -> dict[str, int | float]:
+    specs = tensor_specs(c)
+    embed_row = c.hidden_size * BF16_BYTES  # a decode step reads one embedding row, not the table
+    by_group: dict[str, int] = {}
+    for s in specs:
+        by_group[s.group] = by_group.get(s.group, 0) + s.nbytes
+
+    weight_bytes = by_group["trunk"] + by_group["head"] + embed_row
+    mtp_bytes = by_group.get("mtp", 0) + by_group["head"] + embed_row if c.mtp_num_hidden_layers else 0
+    kv_per_layer = 2 * c.kv_dim * BF16_BYTES  # k and v, bf16
+    n_gdn = len(c.gdn_layers)
+    ssm_bytes = n_gdn * c.linear_num_value_heads * c.linear_key_head_dim * c.linear_value_head_dim * FP32_BYTES
+    # Conv state: the last (K - 1) raw in_proj_qkv outputs per GDN layer, bf16.
+    conv_bytes = n_gdn * c.gdn_conv_dim * (c.linear_conv_kernel_dim - 1) * BF16_BYTES
+    params = sum(s.numel for s in specs if s.group != "mtp" and not s.is_scale)
+
+    return {
+        "weight_bytes_per_token": weight_bytes,
+        "fp8_payload_bytes": sum(s.nbytes for s in specs if s.is_fp8 and s.group == "trunk"),
+        "scale_bytes": sum(s.nbytes for s in specs if s.is_scale and s.group == "trunk"),
+        "lm_head_bytes": by_group["head"],
+        "kv_bytes_per_token": len(c.attention_layers) * kv_per_layer,
+        "mtp_kv_bytes_per_token": c.mtp_num_hidden_layers * kv_per_layer,
+        "gdn_ssm_state_bytes": ssm_bytes,
+        "gdn_conv_state_bytes": conv_bytes,
+        "gdn_state_bytes": ssm_bytes + conv_bytes,
+        "mtp_draft_bytes": mtp_bytes,
+        "parameters": params,
+        "checkpoint_bytes": sum(s.nbytes for s in specs),
+        # Derived, not measured: weight bytes over the measured H200 read bandwidth.
+        "decode_floor_ms_h200": weight_bytes / (H200_READ_GBPS_MEASURED * 1e9) * 1e3,
+    }

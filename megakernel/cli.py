@@ -1,0 +1,132 @@
+"""Command line: ``megakernel <command> ...`` (also ``python -m megakernel``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from . import __version__
+from .budgets import budgets
+from .config import PRESETS
+from .errors import MegakernelError
+from .models import DEFAULT_MODEL, model_config
+
+MODEL_HELP = f"checkpoint directory or synthetic:<preset>[:seed], presets: {', '.join(PRESETS)} (default {DEFAULT_MODEL})"
+
+
+def cmd_info(args: argparse.Namespace) -> None:
+    c = model_config(args.model)
+    info = {
+        "model": args.model,
+        "layers": c.num_hidden_layers,
+        "gdn_layers": len(c.gdn_layers),
+        "attention_layers": len(c.attention_layers),
+        "attention_layer_indices": list(c.attention_layers),
+        "hidden_size": c.hidden_size,
+        "intermediate_size": c.intermediate_size,
+        "attention_heads": c.num_attention_heads,
+        "kv_heads": c.num_key_value_heads,
+        "head_dim": c.head_dim,
+        "rotary_dim": c.rotary_dim,
+        "rope_theta": c.rope_theta,
+        "gdn_key_heads": c.linear_num_key_heads,
+        "gdn_value_heads": c.linear_num_value_heads,
+        "gdn_head_dim": c.linear_key_head_dim,
+        "conv_kernel": c.linear_conv_kernel_dim,
+        "mtp_layers": c.mtp_num_hidden_layers,
+        "vocab_size": c.vocab_size,
+        "defined_vocab": c.defined_vocab,
+        "rms_norm_eps": c.rms_norm_eps,
+        **budgets(c),
+    }
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return
+    width = max(map(len, info))
+    for key, value in info.items():
+        shown = f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else value
+        if key == "decode_floor_ms_h200":
+            shown = f"{value:.3f}  (derived: weight bytes / 4,453 GB/s measured on the H200)"
+        print(f"{key:<{width}}  {shown}")
+
+
+def _parse_size(text: str) -> int:
+    units = {"": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30}
+    number = text.rstrip("KMGiBkmgib")
+    unit = text[len(number):].upper()
+    if not number.isdigit() or unit not in units or int(number) == 0:
+        raise argparse.ArgumentTypeError(f"bad size {text!r} (examples: 4GB, 500MB, 1048576)")
+    return int(number) * units[unit]
+
+
+def cmd_make_checkpoint(args: argparse.Namespace) -> None:
+    from .checkpoint_writer import write_synthetic_checkpoint
+    from .config import preset
+
+    config = preset(args.preset)
+    write_synthetic_checkpoint(args.out, config, seed=args.seed, pow2_scales=args.pow2_scales,
+                               shard_bytes=args.shard_size)
+    print(f"wrote {args.out} ({args.preset}, seed {args.seed}, "
+          f"{'power-of-two' if args.pow2_scales else 'amax/448'} scales)")
+
+
+def cmd_tokenize(args: argparse.Namespace) -> None:
+    from .tokenizer import load_tokenizer
+
+    tok = load_tokenizer(args.tokenizer)
+    ids = tok.encode(args.text, allow_special=not args.no_special)
+    if args.json:
+        print(json.dumps({"ids": ids, "pieces": [tok.token_bytes(i).decode("utf-8", "replace") for i in ids]}))
+    else:
+        print(" ".join(map(str, ids)))
+
+
+def cmd_detokenize(args: argparse.Namespace) -> None:
+    from .tokenizer import load_tokenizer
+
+    sys.stdout.write(load_tokenizer(args.tokenizer).decode(args.ids) + "\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="megakernel", description=(
+        "Qwen3.5-27B decode: a persistent megakernel vs a CUDA graph of discrete kernels."))
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="command")
+
+    p = sub.add_parser("info", help="configuration and per-token byte budgets (reads no weights)")
+    p.add_argument("--model", default=DEFAULT_MODEL, help=MODEL_HELP)
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_info)
+
+    p = sub.add_parser("make-checkpoint", help="write a deterministic synthetic checkpoint in the FP8 release format")
+    p.add_argument("--preset", required=True, choices=sorted(PRESETS))
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", required=True, help="new (or empty) directory to create")
+    p.add_argument("--pow2-scales", action="store_true",
+                   help="power-of-two block scales (then bf16(fp8 x scale) is exact)")
+    p.add_argument("--shard-size", type=_parse_size, default="4GiB", help="largest shard (default 4GiB)")
+    p.set_defaults(func=cmd_make_checkpoint)
+
+    p = sub.add_parser("tokenize", help="text -> token ids (the real Qwen3.5 tokenizer)")
+    p.add_argument("text")
+    p.add_argument("--json", action="store_true", help="print ids and pieces as JSON")
+    p.add_argument("--no-special", action="store_true", help="treat special-token strings as plain text")
+    p.add_argument("--tokenizer", default=None, help="checkpoint directory whose tokenizer.json to use")
+    p.set_defaults(func=cmd_tokenize)
+
+    p = sub.add_parser("detokenize", help="token ids -> text")
+    p.add_argument("ids", nargs="+", type=int)
+    p.add_argument("--tokenizer", default=None, help="checkpoint directory whose tokenizer.json to use")
+    p.set_defaults(func=cmd_detokenize)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        args.func(args)
+    except MegakernelError as e:
+        print(f"megakernel: error: {e}", file=sys.stderr)
+        return 2
+    return 0
