@@ -88,6 +88,39 @@ def cmd_detokenize(args: argparse.Namespace) -> None:
     sys.stdout.write(load_tokenizer(args.tokenizer).decode(args.ids) + "\n")
 
 
+def cmd_generate(args: argparse.Namespace) -> None:
+    from .errors import InputError
+    from .generate import ReferenceBackend, generate
+    from .models import open_weights
+    from .reference import ReferenceModel
+    from .sampling import SamplingParams
+    from .tokenizer import load_tokenizer
+
+    if args.temperature == 0 and (args.top_k or args.top_p < 1):
+        raise InputError("--top-k / --top-p need --temperature > 0 (temperature 0 is greedy)")
+    params = SamplingParams(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed)
+    tokenizer = load_tokenizer(None if args.model.startswith("synthetic:") else args.model)
+    prompt = [{"role": "user", "content": args.prompt}] if args.chat else None
+    prompt_ids = tokenizer.encode_chat(prompt) if prompt else tokenizer.encode(args.prompt)
+    if not prompt_ids:
+        raise InputError("the prompt is empty")
+    backend = ReferenceBackend(ReferenceModel(open_weights(args.model), args.numerics), args.context)
+
+    def stream(text: str) -> None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+    result = generate(backend, tokenizer, prompt_ids, args.max_new_tokens, params,
+                      on_text=None if args.json else stream)
+    if args.json:
+        print(json.dumps(result.as_dict()))
+    else:
+        sys.stdout.write("\n")
+        print(f"[{len(result.tokens)} tokens, {result.stop_reason}, {result.ms_per_token:.1f} ms/token, "
+              f"prompt {len(prompt_ids)} tokens in {result.prompt_ms:.0f} ms, backend {args.backend}]",
+              file=sys.stderr)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="megakernel", description=(
         "Qwen3.5-27B decode: a persistent megakernel vs a CUDA graph of discrete kernels."))
@@ -107,6 +140,24 @@ def build_parser() -> argparse.ArgumentParser:
                    help="power-of-two block scales (then bf16(fp8 x scale) is exact)")
     p.add_argument("--shard-size", type=_parse_size, default="4GiB", help="largest shard (default 4GiB)")
     p.set_defaults(func=cmd_make_checkpoint)
+
+    p = sub.add_parser("generate", help="generate text (streams to stdout)")
+    p.add_argument("--model", default=DEFAULT_MODEL, help=MODEL_HELP)
+    p.add_argument("--backend", default="auto", choices=["auto", "reference"],
+                   help="auto: the best available (today the NumPy reference on the CPU)")
+    p.add_argument("--prompt", required=True)
+    p.add_argument("--chat", action="store_true", help="wrap the prompt as a user turn of the chat template")
+    p.add_argument("--max-new-tokens", type=int, default=32)
+    p.add_argument("--temperature", type=float, default=0.0, help="0 (default) is greedy")
+    p.add_argument("--top-k", type=int, default=0, help="0: off")
+    p.add_argument("--top-p", type=float, default=1.0, help="1: off")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--context", type=int, default=4096, help="session capacity in tokens (prompt + generated)")
+    p.add_argument("--numerics", default="oracle", choices=["oracle", "engine"],
+                   help="reference rounding points: the HF oracle's or the GPU engine's (docs/NUMERICS.md)")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object (prompt_ids, tokens, text, stop_reason, ms_per_token) at the end")
+    p.set_defaults(func=cmd_generate)
 
     p = sub.add_parser("tokenize", help="text -> token ids (the real Qwen3.5 tokenizer)")
     p.add_argument("text")

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# One GPU session on the H200: environment facts, GPU tests, and the chosen experiments, all output
+# under OUT (default $OUT, else ./out). Steps run in the order given:
+#   experiments/gpu_run.sh [OUT] tests goldens ...
+# Missing Python packages travel as wheels in .whl/ (see README, "GPU runs").
+set -uo pipefail
+out=${OUT:-out}
+if [ $# -gt 0 ] && [[ "$1" == */* || -d "$1" ]]; then out=$1; shift; fi
+mkdir -p "$out"
+export PYTHONUNBUFFERED=1
+if compgen -G ".whl/*.whl" >/dev/null; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} || exit 1
+fi
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+
+{
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
+  python3 -c "import sys, torch, transformers, cupy, numpy; print(sys.version.split()[0], 'torch', torch.__version__, 'transformers', transformers.__version__, 'cupy', cupy.__version__, 'numpy', numpy.__version__)"
+  git rev-parse HEAD 2>/dev/null || true
+} 2>&1 | tee "$out/environment.txt"
+
+status=0
+for step in "$@"; do
+  echo "=== $step ($(date -u +%H:%M:%S))"
+  case "$step" in
+    tests)   python3 -m pytest -q -m gpu tests/gpu 2>&1 | tee "$out/gpu_tests.log" ;;
+    goldens) python3 experiments/record_goldens.py --out "$out" --models tiny,27b 2>&1 | tee "$out/goldens.log" ;;
+    goldens-tiny) python3 experiments/record_goldens.py --out "$out" --models tiny 2>&1 | tee "$out/goldens.log" ;;
+    *) echo "unknown step $step"; status=2 ;;
+  esac
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+done
+echo "=== done ($(date -u +%H:%M:%S)) status $status"
+exit $status

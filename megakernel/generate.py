@@ -1,0 +1,94 @@
+"""Generation loop over a backend: prompt ids in, tokens out, text streamed as it becomes complete."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from .errors import InputError
+from .sampling import SamplingParams, make_rng, sample
+from .tokenizer import Tokenizer
+
+STOP = "stop"  # a stop id was produced
+LENGTH = "length"  # max_new_tokens reached
+CONTEXT_FULL = "context_full"  # the session's KV capacity is exhausted
+
+
+@dataclass
+class GenerationResult:
+    prompt_ids: list[int]
+    tokens: list[int]  # generated ids, the stop id included when one ended the generation
+    text: str  # decoded generated text, stop id excluded
+    stop_reason: str
+    ms_per_token: float  # wall time per generated token after the first (decode steps only)
+    prompt_ms: float  # time to first token: prompt processing plus the first choice
+
+    def as_dict(self) -> dict:
+        return {"prompt_ids": self.prompt_ids, "tokens": self.tokens, "text": self.text,
+                "stop_reason": self.stop_reason, "ms_per_token": round(self.ms_per_token, 3),
+                "prompt_ms": round(self.prompt_ms, 3)}
+
+
+class ReferenceBackend:
+    """The NumPy reference model behind the generation loop (CPU)."""
+
+    def __init__(self, model, capacity: int):
+        self.model = model
+        self.capacity = capacity
+        self.session = None
+
+    @property
+    def defined_vocab(self) -> int:
+        return self.model.config.defined_vocab
+
+    def start(self, prompt_ids: list[int]) -> np.ndarray:
+        self.session = self.model.new_session(self.capacity)
+        return self.model.forward(self.session, prompt_ids).logits[-1]
+
+    def step(self, token: int) -> np.ndarray:
+        return self.model.forward(self.session, [token]).logits[0]
+
+
+def generate(backend, tokenizer: Tokenizer, prompt_ids: list[int], max_new_tokens: int,
+             params: SamplingParams = SamplingParams(), on_text: Callable[[str], None] | None = None
+             ) -> GenerationResult:
+    if not prompt_ids:
+        raise InputError("the prompt is empty")
+    if max_new_tokens < 1:
+        raise InputError(f"--max-new-tokens must be at least 1, got {max_new_tokens}")
+    if len(prompt_ids) >= backend.capacity:
+        raise InputError(f"context_full: the prompt has {len(prompt_ids)} tokens, the session holds "
+                         f"{backend.capacity} (prompt and generated tokens together)")
+    rng = make_rng(params.seed)
+    stream = tokenizer.stream()
+    emit = on_text or (lambda text: None)
+    t0 = time.perf_counter()
+    logits = backend.start(prompt_ids)
+    tokens: list[int] = []
+    stop_reason = LENGTH
+    t_first = None
+    while True:
+        token = sample(logits, params, rng, backend.defined_vocab)
+        tokens.append(token)
+        if t_first is None:
+            t_first = time.perf_counter()
+        if token in tokenizer.stop_ids:
+            stop_reason = STOP
+            break
+        emit(stream.push(token))
+        if len(tokens) == max_new_tokens:
+            break
+        if len(prompt_ids) + len(tokens) >= backend.capacity:
+            stop_reason = CONTEXT_FULL
+            break
+        logits = backend.step(token)
+    emit(stream.flush())
+    t_end = time.perf_counter()
+    decode_steps = len(tokens) - 1
+    text_ids = tokens[:-1] if stop_reason == STOP else tokens
+    return GenerationResult(list(prompt_ids), tokens, tokenizer.decode(text_ids), stop_reason,
+                            (t_end - t_first) * 1e3 / decode_steps if decode_steps else 0.0,
+                            (t_first - t0) * 1e3)

@@ -1,0 +1,239 @@
+"""The NumPy reference model of Qwen3.5: decode over M rows, chunked GDN prompt path, MTP draft head.
+
+`ReferenceModel.forward(session, tokens)` runs M rows layer by layer (as the GPU's verify pass will),
+and is exactly M sequential one-token steps: every op computes each row with the same code, the
+GDN recurrence and the conv ring walk the rows in order, and row m attends to the cache up to its
+own position. With `gdn="chunked"` the GDN core uses the WY form over the rows instead (prompts).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..config import ModelConfig
+from ..errors import InputError
+from ..sampling import greedy
+from ..tensors import EMBED, FINAL_NORM, LM_HEAD, MTP_PREFIX, layer_prefix, mtp_layer_prefix, scale_name
+from ..weights import WeightSet
+from . import gdn, ops
+from .numerics import F32, Mode, as_f32, bf16
+
+
+@dataclass
+class KVCache:
+    keys: np.ndarray  # [capacity, kv_heads, head_dim], bf16 values (post-norm, post-RoPE)
+    values: np.ndarray
+
+    @classmethod
+    def empty(cls, capacity: int, c: ModelConfig) -> KVCache:
+        shape = (capacity, c.num_key_value_heads, c.head_dim)
+        return cls(np.zeros(shape, F32), np.zeros(shape, F32))
+
+
+@dataclass
+class Session:
+    """Everything a sequence carries between steps."""
+
+    capacity: int
+    position: int = 0
+    kv: dict[int, KVCache] = field(default_factory=dict)  # attention layer index -> cache
+    ssm: dict[int, np.ndarray] = field(default_factory=dict)  # GDN layer -> [Hv, dk, dv] fp32
+    conv: dict[int, np.ndarray] = field(default_factory=dict)  # GDN layer -> [K-1, conv_dim] raw bf16
+    mtp_kv: KVCache | None = None
+
+    def copy(self) -> Session:
+        return Session(self.capacity, self.position,
+                       {i: KVCache(c.keys.copy(), c.values.copy()) for i, c in self.kv.items()},
+                       {i: s.copy() for i, s in self.ssm.items()}, {i: s.copy() for i, s in self.conv.items()},
+                       None if self.mtp_kv is None else KVCache(self.mtp_kv.keys.copy(), self.mtp_kv.values.copy()))
+
+
+@dataclass
+class StepOutput:
+    logits: np.ndarray  # [M, vocab] fp32 (bf16 values in ORACLE mode)
+    hidden: np.ndarray  # [M, hidden] post-final-norm hidden (what lm_head and the MTP head read)
+
+
+class _AttentionLayer:
+    def __init__(self, w: WeightSet, p: str, c: ModelConfig, mode: Mode):
+        self.c = c
+        self.q_proj, self.k_proj, self.v_proj, self.o_proj = (
+            _linear(w, p + f"self_attn.{n}_proj.weight", mode) for n in "qkvo")
+        self.q_norm, self.k_norm = w[p + "self_attn.q_norm.weight"], w[p + "self_attn.k_norm.weight"]
+
+    def __call__(self, h: np.ndarray, positions: np.ndarray, cache: KVCache, rope_theta: float) -> np.ndarray:
+        c = self.c
+        q, gate = ops.split_query_gate(self.q_proj(h), c.num_attention_heads, c.head_dim)
+        q = ops.rms_norm_1p(q, self.q_norm, c.rms_norm_eps)
+        k = ops.rms_norm_1p(self.k_proj(h).reshape(-1, c.num_key_value_heads, c.head_dim), self.k_norm,
+                            c.rms_norm_eps)
+        v = self.v_proj(h).reshape(-1, c.num_key_value_heads, c.head_dim)
+        cos, sin = ops.rope_tables(positions, c.rotary_dim, rope_theta)
+        q, k = ops.apply_rope(q, cos, sin), ops.apply_rope(k, cos, sin)
+        cache.keys[positions], cache.values[positions] = k, v
+        scale = c.head_dim ** -0.5
+        o = np.stack([ops.attend(q[m], cache.keys[:p + 1], cache.values[:p + 1], scale)
+                      for m, p in enumerate(positions)])
+        return self.o_proj(ops.output_gate(o.reshape(len(positions), -1), gate))
+
+
+class _GDNLayer:
+    def __init__(self, w: WeightSet, p: str, c: ModelConfig, mode: Mode):
+        self.c = c
+        p += "linear_attn."
+        self.in_proj_qkv, self.in_proj_z, self.in_proj_b, self.in_proj_a, self.out_proj = (
+            _linear(w, p + f"{n}.weight", mode) for n in ("in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a",
+                                                          "out_proj"))
+        self.conv_weight, self.a_log, self.dt_bias = w[p + "conv1d.weight"], w[p + "A_log"], w[p + "dt_bias"]
+        self.norm_weight = w[p + "norm.weight"]
+
+    def __call__(self, h: np.ndarray, first_position: int, ssm: np.ndarray, conv: np.ndarray,
+                 chunked: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        c = self.c
+        rows = h.shape[0]
+        mixed = self.in_proj_qkv(h)
+        z = self.in_proj_z(h).reshape(rows, c.linear_num_value_heads, c.linear_value_head_dim)
+        beta, g = gdn.gates(self.in_proj_b(h), self.in_proj_a(h), self.a_log, self.dt_bias)
+        convolved = np.empty_like(mixed)
+        for m in range(rows):
+            convolved[m], conv = gdn.conv_step(mixed[m], conv, self.conv_weight)
+        q, k, v = gdn.split_qkv(convolved, c.gdn_key_dim)
+        shape = (rows, -1, c.linear_key_head_dim)
+        q, k = gdn.prepare_qk(q.reshape(shape), k.reshape(shape), c.linear_num_value_heads)
+        v = v.reshape(rows, c.linear_num_value_heads, c.linear_value_head_dim)
+        if chunked:
+            o, ssm = gdn.chunked(ssm, q, k, v, g, beta, first_position)
+        else:
+            o = np.empty_like(v)
+            for m in range(rows):
+                o[m], ssm = gdn.recurrent_step(ssm, q[m], k[m], v[m], g[m], beta[m])
+        out = ops.gated_rms_norm(o, z, self.norm_weight, c.rms_norm_eps)
+        return self.out_proj(out.reshape(rows, -1)), ssm, conv
+
+
+class _MLP:
+    def __init__(self, w: WeightSet, p: str, mode: Mode):
+        self.gate, self.up, self.down = (_linear(w, p + f"mlp.{n}_proj.weight", mode) for n in ("gate", "up", "down"))
+
+    def __call__(self, h: np.ndarray) -> np.ndarray:
+        return self.down(ops.swiglu(self.gate(h), self.up(h)))
+
+
+def _linear(w: WeightSet, name: str, mode: Mode) -> ops.Linear:
+    scale = w[scale_name(name)] if scale_name(name) in w else None
+    return ops.Linear(w[name], scale, mode)
+
+
+class ReferenceModel:
+    """Qwen3.5 in NumPy. `mode` picks the rounding points (Mode.ORACLE or Mode.ENGINE)."""
+
+    def __init__(self, weights: WeightSet, mode: Mode | str = Mode.ORACLE):
+        self.config = c = weights.config
+        self.mode = Mode(mode)
+        self.rope_theta = c.rope_theta
+        self.embed = weights[EMBED]
+        self.layers = []
+        for i in range(c.num_hidden_layers):
+            p = layer_prefix(i)
+            mixer = (_AttentionLayer(weights, p, c, self.mode) if i in c.attention_layers
+                     else _GDNLayer(weights, p, c, self.mode))
+            self.layers.append((weights[p + "input_layernorm.weight"], mixer,
+                                weights[p + "post_attention_layernorm.weight"], _MLP(weights, p, self.mode)))
+        self.final_norm = weights[FINAL_NORM]
+        self.lm_head = ops.Linear(weights[LM_HEAD], None, self.mode)
+        self.mtp = _MTPHead(weights, c, self.mode) if c.mtp_num_hidden_layers else None
+
+    def new_session(self, capacity: int = 4096) -> Session:
+        c = self.config
+        s = Session(capacity)
+        for i in c.attention_layers:
+            s.kv[i] = KVCache.empty(capacity, c)
+        for i in c.gdn_layers:
+            s.ssm[i] = np.zeros((c.linear_num_value_heads, c.linear_key_head_dim, c.linear_value_head_dim), F32)
+            s.conv[i] = np.zeros((c.linear_conv_kernel_dim - 1, c.gdn_conv_dim), F32)
+        if self.mtp is not None:
+            s.mtp_kv = KVCache.empty(capacity, c)
+        return s
+
+    def forward(self, session: Session, tokens, gdn_form: str = "sequential") -> StepOutput:
+        """Process len(tokens) rows at positions session.position..; advances the session."""
+        c = self.config
+        tokens = self.check_tokens(tokens)
+        positions = np.arange(session.position, session.position + len(tokens))
+        if positions[-1] >= session.capacity:
+            raise InputError(f"context_full: position {positions[-1]} is beyond the session capacity "
+                             f"{session.capacity}")
+        x = as_f32(self.embed[tokens])
+        for i, (norm_in, mixer, norm_post, mlp) in enumerate(self.layers):
+            h = ops.rms_norm_1p(x, norm_in, c.rms_norm_eps)
+            if isinstance(mixer, _AttentionLayer):
+                h = mixer(h, positions, session.kv[i], self.rope_theta)
+            else:
+                h, session.ssm[i], session.conv[i] = mixer(h, session.position, session.ssm[i], session.conv[i],
+                                                           gdn_form == "chunked")
+            x = bf16(x + h)
+            x = bf16(x + mlp(ops.rms_norm_1p(x, norm_post, c.rms_norm_eps)))
+        session.position += len(tokens)
+        hidden = ops.rms_norm_1p(x, self.final_norm, c.rms_norm_eps)
+        return StepOutput(self.logits(hidden), hidden)
+
+    def logits(self, hidden: np.ndarray) -> np.ndarray:
+        # ENGINE keeps the fp32 accumulators: the GPU head takes its argmax before any rounding.
+        acc = self.lm_head.accumulate(hidden)
+        return bf16(acc) if self.mode == Mode.ORACLE else acc
+
+    def check_tokens(self, tokens) -> np.ndarray:
+        tokens = np.asarray(tokens, dtype=np.int64).reshape(-1)
+        if tokens.size == 0:
+            raise InputError("no tokens to process")
+        bad = tokens[(tokens < 0) | (tokens >= self.config.defined_vocab)]
+        if bad.size:
+            raise InputError(f"token id {int(bad[0])} is outside the vocabulary 0..{self.config.defined_vocab - 1}")
+        return tokens
+
+    def mtp_forward(self, session: Session, tokens, hidden: np.ndarray, positions) -> StepOutput:
+        """MTP rows: row r pairs token x_{p+1} with the target's post-final-norm hidden h_p at position p
+        (SPEC 4) and predicts x_{p+2}; writes the MTP KV cache at those positions. Returns the MTP logits
+        and its post-mtp.norm hidden (fed back when chaining drafts)."""
+        if self.mtp is None:
+            raise InputError("this model has no MTP head")
+        return self.mtp(self, session, self.check_tokens(tokens), hidden, np.asarray(positions).reshape(-1))
+
+    def mtp_draft(self, session: Session, token: int, hidden: np.ndarray, position: int, k: int) -> list[int]:
+        """k chained greedy drafts. The target produced `token` (x_{p+1}) from its hidden h_p at `position`
+        p; draft i+1 feeds back draft i and the MTP's own post-mtp.norm hidden at position p + i.
+        (Prompt ingestion fills the MTP cache with mtp_forward over tokens x_1..x_n, hiddens h_0..h_{n-1},
+        positions 0..n-1, x_n being the first generated token.)"""
+        drafts = []
+        for i in range(k):
+            out = self.mtp_forward(session, [token], hidden.reshape(1, -1), [position + i])
+            token = greedy(out.logits[0], self.config.defined_vocab)
+            drafts.append(token)
+            hidden = out.hidden[0]
+        return drafts
+
+
+class _MTPHead:
+    def __init__(self, w: WeightSet, c: ModelConfig, mode: Mode):
+        self.c = c
+        self.fc = _linear(w, MTP_PREFIX + "fc.weight", mode)
+        self.norm_embedding = w[MTP_PREFIX + "pre_fc_norm_embedding.weight"]
+        self.norm_hidden = w[MTP_PREFIX + "pre_fc_norm_hidden.weight"]
+        p = mtp_layer_prefix()
+        self.norm_in, self.norm_post = w[p + "input_layernorm.weight"], w[p + "post_attention_layernorm.weight"]
+        self.attention = _AttentionLayer(w, p, c, mode)
+        self.mlp = _MLP(w, p, mode)
+        self.norm_out = w[MTP_PREFIX + "norm.weight"]
+
+    def __call__(self, model: ReferenceModel, session: Session, tokens, hidden, positions) -> StepOutput:
+        eps = self.c.rms_norm_eps
+        e = ops.rms_norm_1p(as_f32(model.embed[tokens]), self.norm_embedding, eps)
+        h = ops.rms_norm_1p(as_f32(hidden), self.norm_hidden, eps)
+        x = self.fc(np.concatenate([e, h], axis=-1))  # embedding half first
+        x = bf16(x + self.attention(ops.rms_norm_1p(x, self.norm_in, eps), positions, session.mtp_kv,
+                                     model.rope_theta))
+        x = bf16(x + self.mlp(ops.rms_norm_1p(x, self.norm_post, eps)))
+        out = ops.rms_norm_1p(x, self.norm_out, eps)
+        return StepOutput(model.logits(out), out)

@@ -1,0 +1,52 @@
+"""Every megakernel/cuda/*.cu builds for the H200 (sm_90a) with nvcc, and no kernel spills registers.
+
+Runs on the CPU: nvcc needs no GPU. The same files are built at run time by NVRTC (through CuPy),
+so they must also stay free of anything NVRTC lacks (standard library headers); the GPU tests
+check that side.
+"""
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from megakernel import fp8, gpu_synthetic
+
+CUDA_DIR = Path(__file__).resolve().parents[1] / "megakernel" / "cuda"
+SOURCES = sorted(CUDA_DIR.glob("*.cu"))
+NVCC = shutil.which("nvcc")
+
+needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc (the CUDA toolkit) is not on PATH")
+
+
+def ptxas_report(log: str) -> dict[str, str]:
+    """Entry function -> its ptxas lines (registers, stack frame, spills), from -Xptxas -v output."""
+    parts = re.split(r"ptxas info\s*: Compiling entry function '([^']+)'", log)
+    return dict(zip(parts[1::2], parts[2::2]))
+
+
+@needs_nvcc
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.name)
+def test_builds_for_sm90a_without_spills(source, tmp_path):
+    cmd = [NVCC, "-arch=sm_90a", "-std=c++17", "-Xptxas", "-v", "-c", "-o", str(tmp_path / f"{source.stem}.o"),
+           str(source)]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    log = result.stdout + result.stderr
+    assert result.returncode == 0, log
+    kernels = ptxas_report(log)
+    assert kernels, f"ptxas reported no entry functions:\n{log}"
+    for name, report in kernels.items():
+        spills = re.findall(r"(\d+) bytes spill (?:stores|loads)", report)
+        assert spills, f"{name}: no spill figures in\n{report}"
+        assert all(int(n) == 0 for n in spills), f"{name} spills registers:\n{report}"
+
+
+def test_synthetic_kernels_exist_and_python_agrees_on_their_constants():
+    source = (CUDA_DIR / "synthetic.cu").read_text()
+    for kernel in ("synth_bf16", "synth_fp8"):
+        assert re.search(rf'extern "C" __global__ void __launch_bounds__\([A-Z0-9_]+\)\s*{kernel}\(', source), kernel
+    assert f"__launch_bounds__({gpu_synthetic.BF16_THREADS})" in source
+    assert gpu_synthetic.fp8_threads() % 32 == 0 and fp8.BLOCK % (gpu_synthetic.fp8_threads() // 32) == 0
+    assert gpu_synthetic.arch_for(9, 0) == "sm_90a" and gpu_synthetic.arch_for(8, 9) == "sm_89"

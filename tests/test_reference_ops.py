@@ -1,0 +1,209 @@
+"""Each reference op against a direct float64 transcription of SPEC section 3, on random inputs."""
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from megakernel import fp8
+from megakernel.reference import gdn, ops
+from megakernel.reference.numerics import Mode, bf16
+
+RNG = np.random.default_rng(0)
+
+
+def rand_bf16(*shape, scale=1.0):
+    return bf16(RNG.standard_normal(shape).astype(np.float32) * scale)
+
+
+def bf16_ulp(x):
+    """Spacing of bf16 numbers at |x| (8 significant bits)."""
+    return 2.0 ** (np.floor(np.log2(np.maximum(np.abs(x), 1e-30))) - 7)
+
+
+def assert_within_ulps(actual, exact, ulps=1, max_fraction=1.0):
+    err = np.abs(actual.astype(np.float64) - exact) / bf16_ulp(exact)
+    assert err.max() <= ulps, err.max()
+    assert (err > 0.5).mean() <= max_fraction  # beyond plain rounding of the exact value
+
+
+def test_rms_norm_1p():
+    x, w = rand_bf16(5, 256, scale=3), rand_bf16(256, scale=0.1)
+    x64 = x.astype(np.float64)
+    exact = x64 / np.sqrt((x64 ** 2).mean(-1, keepdims=True) + 1e-6) * (1 + w.astype(np.float64))
+    out = ops.rms_norm_1p(x, w, 1e-6)
+    assert_within_ulps(out, exact, ulps=1, max_fraction=0.01)
+    # (1 + w), not w: a zero weight is the identity norm
+    assert np.allclose(ops.rms_norm_1p(x, np.zeros(256, np.float32), 1e-6),
+                       x64 / np.sqrt((x64 ** 2).mean(-1, keepdims=True) + 1e-6), rtol=2 ** -8)
+
+
+def test_gated_rms_norm_plain_weight_and_silu_gate():
+    o, z, w = rand_bf16(6, 128), rand_bf16(6, 128, scale=2), rand_bf16(128, scale=0.1) + 1
+    o64, z64 = o.astype(np.float64), z.astype(np.float64)
+    # HF rounds to bf16 after the normalisation and after the weight product (SPEC 3.4), then once more
+    xn = bf16(o64 / np.sqrt((o64 ** 2).mean(-1, keepdims=True) + 1e-6)).astype(np.float64)
+    t = bf16(xn * w).astype(np.float64)
+    exact = t * (z64 / (1 + np.exp(-z64)))
+    assert_within_ulps(ops.gated_rms_norm(o, z, w, 1e-6), exact, ulps=1, max_fraction=0.02)
+
+
+@pytest.mark.parametrize("mode", [Mode.ORACLE, Mode.ENGINE])
+def test_fp8_linear_modes(mode):
+    w = RNG.standard_normal((256, 384)).astype(np.float32) * 0.02
+    q, s = fp8.quantize(w)
+    x = rand_bf16(3, 384)
+    lin = ops.Linear(q, s, mode)
+    deq = q.astype(np.float64) * np.repeat(np.repeat(s.astype(np.float64), 128, 0), 128, 1)
+    if mode == Mode.ORACLE:  # HF multiplies bf16-dequantised weights
+        deq = deq.astype(np.float32).astype(ml_dtypes.bfloat16).astype(np.float64)
+    exact = x.astype(np.float64) @ deq.T
+    assert_within_ulps(lin(x), exact, ulps=1, max_fraction=0.01)
+
+
+def test_engine_and_oracle_linears_differ_only_by_weight_rounding():
+    w = RNG.standard_normal((256, 256)).astype(np.float32) * 0.02
+    q, s = fp8.quantize(w, pow2=True)  # bf16(fp8 x scale) is exact: both modes compute the same sum
+    x = rand_bf16(2, 256)
+    a, b = ops.Linear(q, s, Mode.ORACLE).accumulate(x), ops.Linear(q, s, Mode.ENGINE).accumulate(x)
+    assert np.allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_linear_rows_do_not_depend_on_the_other_rows():
+    lin = ops.Linear(rand_bf16(512, 256), None, Mode.ORACLE)
+    x = rand_bf16(8, 256)
+    together = lin(x)
+    assert all(np.array_equal(together[m], lin(x[m:m + 1])[0]) for m in range(8))
+
+
+def test_split_query_gate_is_per_head_interleaved():
+    heads, d = 3, 4
+    qg = np.arange(heads * 2 * d, dtype=np.float32)[None, :]
+    q, gate = ops.split_query_gate(qg, heads, d)
+    assert q[0, 1].tolist() == [8, 9, 10, 11]  # head 1 query = rows 8..11 of the 24
+    assert gate[0, :4].tolist() == [4, 5, 6, 7] and gate[0, 4:8].tolist() == [12, 13, 14, 15]
+
+
+def test_rope_pairs_and_theta():
+    rot, theta = 64, 1e7
+    x = rand_bf16(3, 2, 256)
+    positions = np.array([0, 5, 1000])
+    cos, sin = ops.rope_tables(positions, rot, theta)
+    out = ops.apply_rope(x, cos, sin)
+    assert np.array_equal(out[0], x[0])  # position 0 rotates by nothing
+    assert np.array_equal(out[:, :, rot:], x[:, :, rot:])  # dims 64.. untouched
+    inv = theta ** (-np.arange(32) / 32)
+    ang = positions[:, None, None] * inv
+    x64 = x.astype(np.float64)
+    exact_lo = x64[..., :32] * np.cos(ang) - x64[..., 32:64] * np.sin(ang)  # pairs (i, i + 32)
+    exact_hi = x64[..., 32:64] * np.cos(ang) + x64[..., :32] * np.sin(ang)
+    err = np.abs(out[..., :64] - np.concatenate([exact_lo, exact_hi], -1))
+    assert err.max() < 0.04 * np.abs(x).max()  # three bf16 roundings and bf16 cos/sin
+    wrong = ops.apply_rope(x, *ops.rope_tables(positions, rot, 1e6))
+    assert np.abs(wrong[1:, :, :64] - out[1:, :, :64]).max() > 0.05
+
+
+def test_attention_gqa_mapping_and_math():
+    heads, kv_heads, d, T = 12, 2, 256, 7
+    q, keys, values = rand_bf16(heads, d), rand_bf16(T, kv_heads, d), rand_bf16(T, kv_heads, d)
+    out = ops.attend(q, keys, values, d ** -0.5)
+    group = heads // kv_heads
+    for h in range(heads):
+        s = keys[:, h // group].astype(np.float64) @ q[h] / 16
+        p = np.exp(s - s.max())
+        p /= p.sum()
+        exact = p @ values[:, h // group]
+        assert np.abs(out[h] - exact).max() < 0.02 * np.abs(exact).max() + 0.02
+    keys2 = keys.copy()
+    keys2[:, 1] = rand_bf16(T, d)  # kv head 1 serves query heads 6..11 only
+    out2 = ops.attend(q, keys2, values, d ** -0.5)
+    assert np.array_equal(out2[:6], out[:6]) and not np.array_equal(out2[6:], out[6:])
+
+
+def test_output_gate_is_sigmoid():
+    o, g = rand_bf16(10), rand_bf16(10)
+    exact = o.astype(np.float64) / (1 + np.exp(-g.astype(np.float64)))
+    assert_within_ulps(ops.output_gate(o, g), exact, ulps=2)
+
+
+def test_conv_step_is_a_causal_depthwise_conv():
+    C, K, T = 40, 4, 9
+    w = rand_bf16(C, 1, K, scale=0.3)
+    xs = rand_bf16(T, C)
+    state = np.zeros((K - 1, C), np.float32)
+    outs = []
+    for t in range(T):
+        y, state = gdn.conv_step(xs[t], state, w)
+        outs.append(y)
+    padded = np.concatenate([np.zeros((K - 1, C)), xs.astype(np.float64)])
+    conv = np.stack([(padded[t:t + K] * w[:, 0, :].T).sum(0) for t in range(T)])  # tap K-1 = current
+    exact = conv / (1 + np.exp(-conv))
+    assert np.abs(np.stack(outs) - exact).max() <= 4 * bf16_ulp(np.abs(exact).max())
+    assert np.array_equal(state, xs[-(K - 1):])  # raw pre-conv inputs, oldest first
+
+
+def test_gates():
+    b, a = rand_bf16(6), rand_bf16(6)
+    a_log, dt = np.log(np.linspace(1, 16, 6)).astype(np.float32), rand_bf16(6)
+    beta, g = gdn.gates(b, a, a_log, dt)
+    assert_within_ulps(beta, 1 / (1 + np.exp(-b.astype(np.float64))), ulps=1)
+    exact_g = -np.exp(a_log.astype(np.float64)) * np.log1p(np.exp(a.astype(np.float64) + dt))
+    assert np.allclose(g, exact_g, rtol=1e-5)
+
+
+def delta_rule_f64(S, q, k, v, g, beta):
+    S = S.copy()
+    outs = []
+    for t in range(len(q)):
+        S *= np.exp(g[t])[:, None, None]
+        m = np.einsum("hkv,hk->hv", S, k[t])
+        S += np.einsum("hk,hv->hkv", k[t], (v[t] - m) * beta[t][:, None])
+        outs.append(np.einsum("hkv,hk->hv", S, q[t]))
+    return np.stack(outs), S
+
+
+def random_gdn_inputs(T, Hk=2, Hv=6, d=128):
+    q, k = gdn.prepare_qk(rand_bf16(T, Hk, d), rand_bf16(T, Hk, d), Hv)
+    v = rand_bf16(T, Hv, d)
+    g = -RNG.uniform(0.001, 1.5, (T, Hv)).astype(np.float32)
+    beta = bf16(RNG.uniform(0, 1, (T, Hv)))
+    return q, k, v, g, beta
+
+
+def test_prepare_qk_maps_value_head_j_to_key_head_j_div_3():
+    q = rand_bf16(2, 128)
+    k = rand_bf16(2, 128)
+    qh, kh = gdn.prepare_qk(q, k, 6)
+    x = q.astype(np.float64)
+    expected = x / np.sqrt((x ** 2).sum(-1, keepdims=True) + 1e-6) / np.sqrt(128)
+    assert np.allclose(qh, np.repeat(expected, 3, axis=0), rtol=1e-6)  # heads 0,1,2 <- key head 0
+    assert np.allclose((kh.astype(np.float64) ** 2).sum(-1), 1, atol=1e-4)
+
+
+def test_recurrent_step_matches_float64_delta_rule():
+    T, Hv, d = 20, 6, 128
+    q, k, v, g, beta = random_gdn_inputs(T)
+    S = np.zeros((Hv, d, d), np.float32)
+    outs = []
+    for t in range(T):
+        o, S = gdn.recurrent_step(S, q[t], k[t], v[t], g[t], beta[t])
+        outs.append(o)
+    exact_o, exact_S = delta_rule_f64(np.zeros((Hv, d, d)), q.astype(np.float64), k.astype(np.float64),
+                                      v.astype(np.float64), g.astype(np.float64), beta.astype(np.float64))
+    assert np.abs(S - exact_S).max() < 1e-5 * np.abs(exact_S).max()
+    assert_within_ulps(np.stack(outs), exact_o, ulps=1, max_fraction=0.01)
+
+
+@pytest.mark.parametrize("first_position, T", [(0, 150), (10, 100), (63, 2)])
+def test_chunked_matches_sequential(first_position, T):
+    q, k, v, g, beta = random_gdn_inputs(T)
+    S0 = RNG.standard_normal((6, 128, 128)).astype(np.float32) * 0.1
+    o_chunk, S_chunk = gdn.chunked(S0, q, k, v, g, beta, first_position)
+    S = S0
+    seq = []
+    for t in range(T):
+        o, S = gdn.recurrent_step(S, q[t], k[t], v[t], g[t], beta[t])
+        seq.append(o)
+    seq = np.stack(seq)
+    # fp32 in both forms; the chunked form reassociates sums and products (NUMERICS.md states the bound)
+    assert np.abs(S_chunk - S).max() <= 1e-4 * np.abs(S).max()
+    assert np.abs(o_chunk - seq).max() <= 2 * bf16_ulp(np.abs(seq).max())
