@@ -26,7 +26,7 @@ for step in "$@"; do
   case "$step" in
     tests)   python3 -m pytest -q -m gpu tests/gpu 2>&1 | tee "$out/gpu_tests.log" ;;
     goldens) python3 experiments/record_goldens.py --out "$out" --models tiny,27b 2>&1 | tee "$out/goldens.log" ;;
-    goldens-tiny) python3 experiments/record_goldens.py --out "$out" --models tiny 2>&1 | tee "$out/goldens.log" ;;
+    goldens-pow2) python3 experiments/record_goldens.py --out "$out" --models tiny-pow2 2>&1 | tee "$out/goldens_pow2.log" ;;
     *) echo "unknown step $step"; status=2 ;;
   esac
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1

@@ -87,7 +87,7 @@ def hf_name(canonical: str) -> str | None:
     return canonical
 
 
-def dequantised_tensors(c: ModelConfig, seed: int, on_gpu: bool):
+def dequantised_tensors(c: ModelConfig, seed: int, on_gpu: bool, pow2: bool):
     """(HF name, bf16 torch tensor) for every text-model tensor, fp8 dequantised as bf16(fp8 x scale).
     on_gpu: generate in GPU memory (the 27B model's 30 GB), else with the NumPy generator."""
     for spec in tensor_specs(c):
@@ -99,7 +99,7 @@ def dequantised_tensors(c: ModelConfig, seed: int, on_gpu: bool):
 
             # bf16 comes back as uint16 bits: hand torch int16 (which views as bfloat16)
             arrays = {k: torch.from_dlpack(v.view("int16") if v.dtype == np.uint16 else v)
-                      for k, v in synthesize_gpu(spec, seed).items()}
+                      for k, v in synthesize_gpu(spec, seed, pow2).items()}
             w = arrays[spec.name]
             if not spec.is_fp8:
                 yield name, w.view(torch.bfloat16)
@@ -108,7 +108,7 @@ def dequantised_tensors(c: ModelConfig, seed: int, on_gpu: bool):
             s = s.repeat_interleave(fp8.BLOCK, 0).repeat_interleave(fp8.BLOCK, 1)
             yield name, (w.view(torch.float8_e4m3fn).float() * s).to(torch.bfloat16)
         else:
-            arrays = synthesize(spec, seed)
+            arrays = synthesize(spec, seed, pow2)
             w = arrays[spec.name]
             deq = fp8.dequantize(w, arrays[scale_name(spec.name)]) if spec.is_fp8 else w.astype(np.float32)
             yield name, torch.from_numpy(np.ascontiguousarray(deq)).to(torch.bfloat16)
@@ -199,11 +199,11 @@ def record_prompt(out: dict, key: str, c: ModelConfig, paths: dict, probes: torc
 
 
 def record(model_name: str, c: ModelConfig, seed: int, device: str, out_path: str, prompts: list[list[int]],
-           full_state: bool, command: str):
+           states: bool, command: str, pow2: bool = False):
     import transformers
 
     t0 = time.time()
-    model, config = build_oracle(c, dequantised_tensors(c, seed, on_gpu=model_name == "27b"), device)
+    model, config = build_oracle(c, dequantised_tensors(c, seed, model_name == "27b", pow2), device)
     built = time.time() - t0
     probes = torch.from_numpy(np.random.default_rng(SKETCH_SEED).standard_normal(
         (c.linear_value_head_dim, SKETCH_PROBES))).to(device=device, dtype=torch.float64)
@@ -211,12 +211,12 @@ def record(model_name: str, c: ModelConfig, seed: int, device: str, out_path: st
     for n, ids in enumerate(prompts):
         out[f"p{n}_ids"] = np.asarray(ids, dtype=np.int32)
         paths = run_paths(model, config, ids, device)
-        if full_state:
-            record_prompt(out, f"p{n}", c, paths, probes, full=n == 0, kv=n < KV_PROMPTS)
+        if states:
+            record_prompt(out, f"p{n}", c, paths, probes, full=n == 0 and not pow2, kv=n < KV_PROMPTS and not pow2)
         else:
             record_top(out, f"p{n}", paths)
     meta = {
-        "model": f"synthetic:{c.name}:{seed}", "oracle": "transformers Qwen3_5ForCausalLM, eager attention, "
+        "model": f"synthetic:{c.name}:{seed}", "pow2_scales": pow2, "oracle": "transformers Qwen3_5ForCausalLM, eager attention, "
         "torch GDN/conv fallbacks, fp8 weights dequantised to bf16(fp8 x scale) up front",
         "transformers": transformers.__version__, "torch": torch.__version__,
         "device": torch.cuda.get_device_name() if device.startswith("cuda") else "cpu",
@@ -233,6 +233,8 @@ def record(model_name: str, c: ModelConfig, seed: int, device: str, out_path: st
 
 
 def _git_commit() -> str:
+    if os.environ.get("GIT_COMMIT"):  # the device's copy of the tree has no .git
+        return os.environ["GIT_COMMIT"]
     try:
         return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
@@ -251,7 +253,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True, help="directory for oracle_<model>.npz")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--models", default="tiny", help="comma list of tiny, 27b")
+    parser.add_argument("--models", default="tiny", help="comma list of tiny, tiny-pow2, 27b")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
@@ -261,11 +263,14 @@ def main() -> None:
     for name in args.models.split(","):
         if name == "tiny":
             record("tiny", preset("tiny"), args.seed, args.device, os.path.join(args.out, "oracle_tiny.npz"),
-                   prompts, full_state=True, command=command)
+                   prompts, states=True, command=command)
+        elif name == "tiny-pow2":  # power-of-two scales: bf16(fp8 x scale) exact, so engine == oracle maths
+            record("tiny", preset("tiny"), args.seed, args.device, os.path.join(args.out, "oracle_tiny_pow2.npz"),
+                   prompts, states=True, command=command, pow2=True)
         elif name == "27b":
             short = prompts[:2]  # the two shortest-but-complete chat prompts
             record("27b", preset("qwen3.5-27b"), args.seed, args.device,
-                   os.path.join(args.out, "oracle_27b.npz"), short, full_state=False, command=command)
+                   os.path.join(args.out, "oracle_27b.npz"), short, states=False, command=command)
         else:
             raise SystemExit(f"unknown model {name!r}")
 

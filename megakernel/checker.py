@@ -72,7 +72,7 @@ class Goldens:
         self.prompts = [self.data[f"p{n}_ids"].tolist() for n in range(self.meta["prompts"])]
         self.probes = self.data["probes"].astype(np.float64)
 
-    def _get(self, key: str) -> np.ndarray | None:
+    def get(self, key: str) -> np.ndarray | None:
         return self.data.get(key)
 
     def decode_top(self, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -82,17 +82,17 @@ class Goldens:
         return _top_gap(*self.decode_top(n), self.defined_vocab)
 
     def full_positions(self, n: int) -> np.ndarray | None:
-        return self._get(f"p{n}_full_positions")
+        return self.get(f"p{n}_full_positions")
 
     def view(self, n: int, path: str) -> View:
         p = f"p{n}_{path}"
         ids, vals = self.data[f"{p}_top_ids"], self.data[f"{p}_top_vals"]
         at = vals if path == "decode" else self.data[f"p{n}_prefill_at_decode_ids"]
-        bits = {k: self._get(f"{p}_{k}") for k in ("full_logits", "conv", "keys", "values")}
+        bits = {k: self.get(f"{p}_{k}") for k in ("full_logits", "conv", "keys", "values")}
         return View(at, _argmax_lowest_id(ids, vals, self.defined_vocab),
                     None if bits["full_logits"] is None else _from_bits(bits["full_logits"]),
                     None if bits["conv"] is None else _from_bits(bits["conv"]),
-                    self._get(f"{p}_ssm_sketch"),
+                    self.get(f"{p}_ssm_sketch"),
                     None if bits["keys"] is None else _from_bits(bits["keys"]),
                     None if bits["values"] is None else _from_bits(bits["values"]))
 
@@ -111,7 +111,7 @@ class Observation:
         ids, _ = goldens.decode_top(n)
         defined = self.logits[:, :goldens.defined_vocab]
         positions = goldens.full_positions(n)
-        has_kv = goldens._get(f"p{n}_decode_keys") is not None
+        has_kv = goldens.get(f"p{n}_decode_keys") is not None
         return View(np.take_along_axis(self.logits, ids.astype(np.int64), axis=1),
                     defined.argmax(axis=1),  # first occurrence: the lowest id on ties
                     None if positions is None else self.logits[positions],
@@ -119,10 +119,10 @@ class Observation:
                     self.keys if has_kv else None, self.values if has_kv else None)
 
 
-def observe(model: ReferenceModel, ids: list[int]) -> Observation:
-    """Teacher-force the reference over a prompt (sequential GDN: exact with decode)."""
+def observe(model: ReferenceModel, ids: list[int], gdn_form: str = "sequential") -> Observation:
+    """Teacher-force the reference over a prompt in one call (sequential GDN: exact with decode)."""
     session = model.new_session(len(ids))
-    logits = model.forward(session, ids).logits
+    logits = model.forward(session, ids, gdn_form).logits
     c = model.config
     T = len(ids)
     return Observation(
