@@ -123,3 +123,17 @@ def test_mtp_draft_chain_feeds_back_its_own_hidden_at_the_next_position(weights)
     assert drafts == expected
     written = np.abs(session.mtp_kv.keys).sum(axis=(1, 2)) > 0
     assert written.nonzero()[0].tolist() == [p, p + 1, p + 2]
+
+
+def test_mtp_prefill_is_the_mtp_over_every_prompt_position(weights):
+    model = ReferenceModel(weights)
+    target = model.forward(model.new_session(32), PROMPT)
+    first = int(target.logits[-1, :248077].argmax())
+    together = model.new_session(32)
+    out = model.mtp_prefill(together, PROMPT, target.hidden, first)
+    one_by_one = model.new_session(32)
+    tokens = PROMPT[1:] + [first]
+    rows = [model.mtp_forward(one_by_one, [tokens[p]], target.hidden[p:p + 1], [p]).logits for p in range(len(PROMPT))]
+    assert np.array_equal(out.logits, np.concatenate(rows))
+    assert np.array_equal(together.mtp_kv.keys, one_by_one.mtp_kv.keys)
+    assert (np.abs(together.mtp_kv.keys[:len(PROMPT)]).sum(axis=(1, 2)) > 0).all()

@@ -201,11 +201,16 @@ class ReferenceModel:
             raise InputError("this model has no MTP head")
         return self.mtp(self, session, self.check_tokens(tokens), hidden, np.asarray(positions).reshape(-1))
 
+    def mtp_prefill(self, session: Session, prompt_ids, hidden: np.ndarray, first_token: int) -> StepOutput:
+        """Fill the MTP cache over every prompt position: row p pairs x_{p+1} with h_p at position p,
+        x_n being the first generated token; hidden [n, H] is the target's post-final-norm hidden.
+        The last row's output drafts x_{n+1}."""
+        tokens = list(prompt_ids[1:]) + [first_token]
+        return self.mtp_forward(session, tokens, hidden, np.arange(len(tokens)))
+
     def mtp_draft(self, session: Session, token: int, hidden: np.ndarray, position: int, k: int) -> list[int]:
         """k chained greedy drafts. The target produced `token` (x_{p+1}) from its hidden h_p at `position`
-        p; draft i+1 feeds back draft i and the MTP's own post-mtp.norm hidden at position p + i.
-        (Prompt ingestion fills the MTP cache with mtp_forward over tokens x_1..x_n, hiddens h_0..h_{n-1},
-        positions 0..n-1, x_n being the first generated token.)"""
+        p; draft i+1 feeds back draft i and the MTP's own post-mtp.norm hidden at position p + i."""
         drafts = []
         for i in range(k):
             out = self.mtp_forward(session, [token], hidden.reshape(1, -1), [position + i])
