@@ -1,5 +1,8 @@
-"""The instruction compiler: model config + rows M -> Program (lowering, partitioning, buffer
-allocation, dependency counters, validation) and a CPU interpreter of Programs.
+"""The instruction compiler: model config + rows M -> Program (lowering, partitioning, buffer allocation,
+dependency counters), the validator that proves a Program race- and deadlock-free, and a CPU
+interpreter that executes a Program with NumPy."""
 
-Empty until the compiler issue lands; the package exists so that the layout is fixed.
-"""
+from .build import DEFAULT_CAPACITY, lower
+from .validate import validate
+
+__all__ = ["DEFAULT_CAPACITY", "lower", "validate"]

@@ -1,4 +1,12 @@
 """The instruction set: opcodes, the fixed-size instruction word, encode/decode, the Program container.
 
-Empty until the instruction-set issue lands; the package exists so that the layout is fixed.
+docs/ISA.md is the reference for CUDA authors; isa/word.py holds the one definition of the word layout.
 """
+
+from .opcodes import CONTROL_BUFFER, GEMV_OPS, NO_BUFFER, NO_LAYER, Flag, Op, WaitMode
+from .program import BufferEntry, CounterEntry, DType, Kind, Program, WeightEntry
+from .word import WORD_BYTES, WORD_U32, Wait, Word, bits_f32, decode, encode, f32_bits
+
+__all__ = ["CONTROL_BUFFER", "GEMV_OPS", "NO_BUFFER", "NO_LAYER", "Flag", "Op", "WaitMode", "BufferEntry",
+           "CounterEntry", "DType", "Kind", "Program", "WeightEntry", "WORD_BYTES", "WORD_U32", "Wait", "Word",
+           "bits_f32", "decode", "encode", "f32_bits"]

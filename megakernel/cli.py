@@ -96,6 +96,7 @@ def cmd_generate(args: argparse.Namespace) -> None:
     from .sampling import SamplingParams
     from .tokenizer import load_tokenizer
 
+    args.numerics = args.numerics or ("engine" if args.backend == "interpreter" else "oracle")
     if args.temperature == 0 and (args.top_k or args.top_p < 1):
         raise InputError("--top-k / --top-p need --temperature > 0 (temperature 0 is greedy)")
     params = SamplingParams(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed)
@@ -104,7 +105,15 @@ def cmd_generate(args: argparse.Namespace) -> None:
     prompt_ids = tokenizer.encode_chat(prompt) if prompt else tokenizer.encode(args.prompt)
     if not prompt_ids:
         raise InputError("the prompt is empty")
-    backend = ReferenceBackend(ReferenceModel(open_weights(args.model), args.numerics), args.context)
+    weights = open_weights(args.model)
+    if args.backend == "interpreter":
+        from .generate import InterpreterBackend
+
+        if args.numerics != "engine":
+            raise InputError("--backend interpreter computes the engine's numerics: use --numerics engine")
+        backend = InterpreterBackend(weights, args.context)
+    else:
+        backend = ReferenceBackend(ReferenceModel(weights, args.numerics), args.context)
 
     def stream(text: str) -> None:
         sys.stdout.write(text)
@@ -119,6 +128,37 @@ def cmd_generate(args: argparse.Namespace) -> None:
         print(f"[{len(result.tokens)} tokens, {result.stop_reason}, {result.ms_per_token:.1f} ms/token, "
               f"prompt {len(prompt_ids)} tokens in {result.prompt_ms:.0f} ms, backend {args.backend}]",
               file=sys.stderr)
+
+
+def cmd_compile(args: argparse.Namespace) -> None:
+    from compiler import lower, validate
+
+    config = model_config(args.model)
+    program = lower(config, rows=args.rows, sms=args.sms, capacity=args.context, debug_logits=args.debug_logits)
+    report = validate(program, args.sms) if args.validate else None
+    if args.out:
+        with open(args.out, "wb") as f:
+            f.write(program.to_bytes())
+    summary = program.to_json()
+    if not args.full_json:
+        summary = {k: v for k, v in summary.items() if k not in ("program", "buffers", "weights")}
+    if report is not None:
+        summary["validated"] = {"ok": report.ok, "nodes": report.nodes, "problems": report.problems}
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        if args.listing:
+            print(program.listing())
+        print(f"{len(program.words)} words ({', '.join(f'{k} {v}' for k, v in summary['opcodes'].items())}); "
+              f"{len(program.counters)} counters; arena {program.arena_bytes:,} B; weights {program.weight_bytes:,} B; "
+              f"compiled in {program.meta['compile_seconds']:.2f} s")
+        if report is not None:
+            print(f"validator: {'proved race- and deadlock-free' if report.ok else 'FAILED'} "
+                  f"({report.nodes:,} nodes over 3 steps on {args.sms} blocks)")
+            for problem in report.problems:
+                print("  " + problem)
+    if report is not None and not report.ok:
+        raise SystemExit(1)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -143,8 +183,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("generate", help="generate text (streams to stdout)")
     p.add_argument("--model", default=DEFAULT_MODEL, help=MODEL_HELP)
-    p.add_argument("--backend", default="auto", choices=["auto", "reference"],
-                   help="auto: the best available (today the NumPy reference on the CPU)")
+    p.add_argument("--backend", default="auto", choices=["auto", "reference", "interpreter"],
+                   help="auto: the best available (today the NumPy reference on the CPU); interpreter: the "
+                        "compiled Program run by the CPU interpreter (slow, engine numerics)")
     p.add_argument("--prompt", required=True)
     p.add_argument("--chat", action="store_true", help="wrap the prompt as a user turn of the chat template")
     p.add_argument("--max-new-tokens", type=int, default=32)
@@ -153,11 +194,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--top-p", type=float, default=1.0, help="1: off")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--context", type=int, default=4096, help="session capacity in tokens (prompt + generated)")
-    p.add_argument("--numerics", default="oracle", choices=["oracle", "engine"],
+    p.add_argument("--numerics", default=None, choices=["oracle", "engine"],
                    help="reference rounding points: the HF oracle's or the GPU engine's (docs/NUMERICS.md)")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object (prompt_ids, tokens, text, stop_reason, ms_per_token) at the end")
     p.set_defaults(func=cmd_generate)
+
+    p = sub.add_parser("compile", help="compile the model into an instruction Program; print its summary")
+    p.add_argument("--model", default=DEFAULT_MODEL, help=MODEL_HELP)
+    p.add_argument("--rows", type=int, default=1, help="rows M per pass, 1..8 (M > 1: verify passes)")
+    p.add_argument("--sms", type=int, default=132, help="blocks G (one per SM; the H200 has 132)")
+    p.add_argument("--context", type=int, default=4096, help="KV capacity in tokens")
+    p.add_argument("--debug-logits", action="store_true", help="the head also writes fp32 logits")
+    p.add_argument("--listing", action="store_true", help="print one line per instruction word")
+    p.add_argument("--validate", action="store_true", help="prove the Program race- and deadlock-free for G blocks")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--full-json", action="store_true", help="with --json: every word, buffer and weight too")
+    p.add_argument("--out", help="write the Program bytes (exactly what the GPU reads) to this file")
+    p.set_defaults(func=cmd_compile)
 
     p = sub.add_parser("tokenize", help="text -> token ids (the real Qwen3.5 tokenizer)")
     p.add_argument("text")

@@ -52,6 +52,30 @@ class ReferenceBackend:
         return self.model.forward(self.session, [token]).logits[0]
 
 
+class InterpreterBackend:
+    """The compiled Program run by the CPU interpreter (one row per pass; logits kept for sampling)."""
+
+    def __init__(self, weights, capacity: int, sms: int = 7):
+        from compiler import lower
+        from compiler.interpreter import Interpreter
+
+        self.program = lower(weights.config, rows=1, sms=sms, capacity=capacity, debug_logits=True)
+        self.interpreter = Interpreter(self.program, weights)
+        self.capacity = capacity
+        self.defined_vocab = weights.config.defined_vocab
+
+    def start(self, prompt_ids: list[int]) -> np.ndarray:
+        self.interpreter.reset()
+        for token in prompt_ids:
+            logits = self.step(token)
+        return logits
+
+    def step(self, token: int) -> np.ndarray:
+        self.interpreter.set_tokens([token])
+        self.interpreter.run(1)
+        return self.interpreter.buffer("logits")[0]
+
+
 def generate(backend, tokenizer: Tokenizer, prompt_ids: list[int], max_new_tokens: int,
              params: SamplingParams = SamplingParams(), on_text: Callable[[str], None] | None = None
              ) -> GenerationResult:

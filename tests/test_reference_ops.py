@@ -207,3 +207,29 @@ def test_chunked_matches_sequential(first_position, T):
     # fp32 in both forms; the chunked form reassociates sums and products (NUMERICS.md states the bound)
     assert np.abs(S_chunk - S).max() <= 1e-4 * np.abs(S).max()
     assert np.abs(o_chunk - seq).max() <= 2 * bf16_ulp(np.abs(seq).max())
+
+
+def test_engine_gemv_pieces_do_not_depend_on_how_the_work_is_cut():
+    """What a tile computes (a row range, a block range) equals the same rows/blocks of the whole."""
+    w = RNG.standard_normal((384, 768)).astype(np.float32) * 0.02
+    q, s = fp8.quantize(w)
+    x = rand_bf16(768)
+    w3 = q.astype(np.float32).reshape(384, 6, 128)
+    whole = ops.block_partials(w3, x)
+    assert np.array_equal(ops.block_partials(w3[128:256, 2:5], x[256:640]), whole[128:256, 2:5])
+    scale = np.repeat(s.astype(np.float32), 128, axis=0)
+    lin = ops.Linear(q, s, Mode.ENGINE, slices=3)
+    by_slices = ops.combine_slices([ops.slice_sum(whole[:, 2 * i:2 * i + 2], scale[:, 2 * i:2 * i + 2])
+                                    for i in range(3)])
+    assert np.array_equal(lin.accumulate(x)[0], by_slices)
+    assert not np.array_equal(ops.Linear(q, s, Mode.ENGINE, slices=1).accumulate(x)[0], by_slices)
+
+
+def test_partitioned_attention_matches_attend_closely_and_handles_short_rows():
+    heads, kv_heads, d = 12, 2, 256
+    for T in (1, 5, 31, 200):  # fewer keys than partitions leaves some partitions empty
+        q, keys, values = rand_bf16(heads, d), rand_bf16(T, kv_heads, d), rand_bf16(T, kv_heads, d)
+        a = ops.attend(q, keys, values, d ** -0.5)
+        b = ops.attend_partitioned(q, keys, values, d ** -0.5)
+        assert np.isfinite(b).all()
+        assert np.abs(a - b).max() <= 2 * bf16_ulp(np.abs(a).max()), T

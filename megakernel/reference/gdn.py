@@ -52,11 +52,20 @@ def recurrent_step(state: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndarra
     """One token for all value heads: state [Hv, dk, dv] fp32; q, k [Hv, dk]; v [Hv, dv]; g, beta [Hv].
     Returns (o [Hv, dv] bf16, new state)."""
     state = state * np.exp(g, dtype=F32)[:, None, None]
-    memory = (state * k[:, :, None]).sum(axis=1, dtype=F32)  # S^T k
+    memory = _transpose_times(state, k)  # S^T k
     delta = (as_f32(v) - memory) * as_f32(beta)[:, None]
     state = state + k[:, :, None] * delta[:, None, :]
-    o = (state * q[:, :, None]).sum(axis=1, dtype=F32)  # S^T q
-    return bf16(o), state
+    return bf16(_transpose_times(state, q)), state
+
+
+def _transpose_times(state: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """S^T x per head, summed over k in order 0..dk-1 (fp32). An explicit order: numpy's axis
+    reductions change their order with the array's shape, and a tile holding some value columns
+    must get the bits of the whole."""
+    acc = np.zeros((state.shape[0], state.shape[2]), dtype=F32)
+    for i in range(state.shape[1]):
+        acc += state[:, i, :] * x[:, i, None]
+    return acc
 
 
 def chunked(state: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndarray, g: np.ndarray, beta: np.ndarray,

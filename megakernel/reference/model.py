@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import plan
 from ..config import ModelConfig
 from ..errors import InputError
 from ..sampling import greedy
@@ -59,6 +60,7 @@ class StepOutput:
 class _AttentionLayer:
     def __init__(self, w: WeightSet, p: str, c: ModelConfig, mode: Mode):
         self.c = c
+        self.attend = ops.attend_partitioned if mode == Mode.ENGINE else ops.attend
         self.q_proj, self.k_proj, self.v_proj, self.o_proj = (
             _linear(w, p + f"self_attn.{n}_proj.weight", mode) for n in "qkvo")
         self.q_norm, self.k_norm = w[p + "self_attn.q_norm.weight"], w[p + "self_attn.k_norm.weight"]
@@ -74,7 +76,7 @@ class _AttentionLayer:
         q, k = ops.apply_rope(q, cos, sin), ops.apply_rope(k, cos, sin)
         cache.keys[positions], cache.values[positions] = k, v
         scale = c.head_dim ** -0.5
-        o = np.stack([ops.attend(q[m], cache.keys[:p + 1], cache.values[:p + 1], scale)
+        o = np.stack([self.attend(q[m], cache.keys[:p + 1], cache.values[:p + 1], scale)
                       for m, p in enumerate(positions)])
         return self.o_proj(ops.output_gate(o.reshape(len(positions), -1), gate))
 
@@ -123,7 +125,7 @@ class _MLP:
 
 def _linear(w: WeightSet, name: str, mode: Mode) -> ops.Linear:
     scale = w[scale_name(name)] if scale_name(name) in w else None
-    return ops.Linear(w[name], scale, mode)
+    return ops.Linear(w[name], scale, mode, plan.slices_by_weight(w.config)[name])
 
 
 class ReferenceModel:
@@ -142,7 +144,7 @@ class ReferenceModel:
             self.layers.append((weights[p + "input_layernorm.weight"], mixer,
                                 weights[p + "post_attention_layernorm.weight"], _MLP(weights, p, self.mode)))
         self.final_norm = weights[FINAL_NORM]
-        self.lm_head = ops.Linear(weights[LM_HEAD], None, self.mode)
+        self.lm_head = _linear(weights, LM_HEAD, self.mode)
         self.mtp = _MTPHead(weights, c, self.mode) if c.mtp_num_hidden_layers else None
 
     def new_session(self, capacity: int = 4096) -> Session:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import plan
+from ..plan import K_BLOCK, ROW_BLOCK
 from .numerics import F32, Mode, as_f32, bf16, rsqrt, sigmoid, silu
-
-BLOCK = 128
 
 
 # --- norms (SPEC 3.2, 3.4) --------------------------------------------------------------------
@@ -32,22 +32,46 @@ def gated_rms_norm(o: np.ndarray, z: np.ndarray, weight: np.ndarray, eps: float)
 
 
 # --- linear layers ----------------------------------------------------------------------------
-class Linear:
-    """y = W x for each row. bf16 weights: fp32 accumulate, bf16 out. fp8 weights per mode:
-    ORACLE multiplies bf16(fp8 x scale) weights; ENGINE widens fp8 exactly and applies each
-    128x128 block scale once to the block's fp32 partial sum."""
+def block_partials(w_blocks: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Engine GEMV, first level: w_blocks [rows, blocks, 128] (fp8 or bf16 values), x [blocks * 128]
+    -> fp32 [rows, blocks], the products of each 128-wide block summed (one fixed order)."""
+    return np.einsum("nbk,bk->nb", w_blocks, x.reshape(-1, K_BLOCK))
 
-    def __init__(self, weight: np.ndarray, scale: np.ndarray | None, mode: Mode):
+
+def slice_sum(partials: np.ndarray, scale: np.ndarray | None) -> np.ndarray:
+    """Second level: accumulate scale x partial over a slice's blocks in order (fp32)."""
+    acc = np.zeros(partials.shape[0], dtype=F32)
+    for b in range(partials.shape[1]):
+        acc += partials[:, b] if scale is None else scale[:, b] * partials[:, b]
+    return acc
+
+
+def combine_slices(slice_sums: list[np.ndarray]) -> np.ndarray:
+    """Third level: the k-slices added in order 0..S-1 (fp32)."""
+    acc = slice_sums[0].copy()
+    for part in slice_sums[1:]:
+        acc += part
+    return acc
+
+
+class Linear:
+    """y = W x for each row. bf16 weights: fp32 accumulate, bf16 out. Per mode:
+    ORACLE multiplies bf16(fp8 x scale) weights with one BLAS product per row; ENGINE widens fp8
+    exactly, applies each 128 x 128 block scale once to the block's fp32 partial and sums in the
+    order of megakernel/plan.py with `slices` k-slices (bf16 weights: the same order, no scale)."""
+
+    def __init__(self, weight: np.ndarray, scale: np.ndarray | None, mode: Mode, slices: int = 1):
         self.out_features, self.in_features = weight.shape
-        self.blockwise = scale is not None and mode == Mode.ENGINE
-        if scale is None:
-            self.w = as_f32(weight)
-        elif self.blockwise:
+        self.engine = mode == Mode.ENGINE
+        self.slices = slices
+        if self.engine:
             n, k = weight.shape
-            self.w = as_f32(weight).reshape(n, k // BLOCK, BLOCK)
-            self.scale = np.repeat(as_f32(scale), BLOCK, axis=0)[:n]  # [N, K/128]
+            self.w = as_f32(weight).reshape(n, k // K_BLOCK, K_BLOCK)
+            self.scale = None if scale is None else np.repeat(as_f32(scale), ROW_BLOCK, axis=0)[:n]
+        elif scale is None:
+            self.w = as_f32(weight)
         else:
-            s = np.repeat(np.repeat(as_f32(scale), BLOCK, axis=0), BLOCK, axis=1)[: weight.shape[0], : weight.shape[1]]
+            s = np.repeat(np.repeat(as_f32(scale), ROW_BLOCK, axis=0), K_BLOCK, axis=1)[: weight.shape[0], : weight.shape[1]]
             self.w = bf16(as_f32(weight) * s)
 
     def accumulate(self, x: np.ndarray) -> np.ndarray:
@@ -60,10 +84,14 @@ class Linear:
 
     def _row(self, x: np.ndarray) -> np.ndarray:
         x = np.ascontiguousarray(x)
-        if not self.blockwise:
+        if not self.engine:
             return self.w @ x
-        partial = np.einsum("nbk,bk->nb", self.w, x.reshape(-1, BLOCK))
-        return (partial * self.scale).sum(axis=1, dtype=F32)
+        partials = block_partials(self.w, x)
+        sums = []
+        for s in range(self.slices):
+            b0, b1 = plan.slice_blocks(self.in_features, self.slices, s)
+            sums.append(slice_sum(partials[:, b0:b1], None if self.scale is None else self.scale[:, b0:b1]))
+        return combine_slices(sums)
 
 
 def swiglu(gate: np.ndarray, up: np.ndarray) -> np.ndarray:
@@ -119,3 +147,58 @@ def attend(q: np.ndarray, keys: np.ndarray, values: np.ndarray, scale: float) ->
 def output_gate(o: np.ndarray, gate: np.ndarray) -> np.ndarray:
     """Attention output times sigmoid(gate), both rounded to bf16 (SPEC 3.3 step 7)."""
     return bf16(o * bf16(sigmoid(gate)))
+
+
+# --- engine attention: the same rounding points, summed partition by partition (plan.py) ----------
+def attention_scores(q: np.ndarray, keys: np.ndarray, scale: float) -> np.ndarray:
+    """q [heads, d] of one kv head's group, keys [T, d] -> bf16 scores [heads, T]."""
+    return bf16(bf16(q @ keys.T) * F32(scale))
+
+
+def partition_stats(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """scores [heads, n] of one partition -> (max, sum of exp(s - max)) per head, fp32; empty: (-inf, 0)."""
+    if scores.shape[1] == 0:
+        return np.full(scores.shape[0], -np.inf, F32), np.zeros(scores.shape[0], F32)
+    m = scores.max(axis=1)
+    return m, np.exp(scores - m[:, None], dtype=F32).sum(axis=1, dtype=F32)
+
+
+def combine_stats(maxes: np.ndarray, sums: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """[P, heads] partition statistics -> global (max, sum) per head, partitions added in order."""
+    m = maxes.max(axis=0)
+    total = np.zeros_like(m)
+    for p in range(maxes.shape[0]):
+        total += np.where(np.isfinite(maxes[p]), sums[p] * np.exp(maxes[p] - m, dtype=F32), F32(0))
+    return m, total
+
+
+def partition_output(scores: np.ndarray, m: np.ndarray, total: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """One partition's fp32 share of P.V: P = bf16(exp(s - m) / total) (as HF), values [n, d] bf16."""
+    p = bf16(np.exp(scores - m[:, None], dtype=F32) / total[:, None])
+    return (p @ values).astype(F32)
+
+
+def merge_partitions(parts: np.ndarray) -> np.ndarray:
+    """[P, heads, d] partition outputs -> bf16 attention output, added in order."""
+    return bf16(combine_slices(list(parts)))
+
+
+def attend_partitioned(q: np.ndarray, keys: np.ndarray, values: np.ndarray, scale: float,
+                       partitions: int = plan.ATTENTION_PARTITIONS) -> np.ndarray:
+    """Engine attention for one query row: like `attend`, with scores, softmax statistics and P.V
+    computed partition by partition (plan.partition_bounds) and combined in a fixed order. Each piece
+    has the shapes of one (KV head, partition) tile of the GPU kernels and of the interpreter."""
+    heads, d = q.shape
+    kv_heads = keys.shape[1]
+    group = heads // kv_heads
+    length = keys.shape[0]
+    out = np.empty((heads, d), dtype=F32)
+    bounds = [plan.partition_bounds(length, p, partitions) for p in range(partitions)]
+    for kv in range(kv_heads):
+        qh = q[kv * group:(kv + 1) * group]
+        scores = [attention_scores(qh, keys[lo:hi, kv, :], scale) for lo, hi in bounds]
+        stats = [partition_stats(s) for s in scores]
+        m, total = combine_stats(np.stack([s[0] for s in stats]), np.stack([s[1] for s in stats]))
+        parts = np.stack([partition_output(s, m, total, values[lo:hi, kv, :]) for s, (lo, hi) in zip(scores, bounds)])
+        out[kv * group:(kv + 1) * group] = merge_partitions(parts)
+    return out

@@ -1,0 +1,289 @@
+"""What each tile reads and writes: rectangles of buffers, the contract that the validator proves
+ordered and that the interpreter enforces on every array access it makes.
+
+Buffers are 2-D (rows x cols, row-major). Three conventions:
+* dynamic rows (KV-cache rows at the current position, conv-ring rows modulo the ring) are declared
+  as all rows: a conservative superset;
+* the attention `scores` buffer is declared in partition units (column p stands for the keys of
+  partition p of that row, whatever the length), since partitions of one row never overlap;
+* conv-ring reads of past positions are tagged HIST and ring writes of the pass's positions NEW: in
+  one step they never touch the same rows (the ring holds >= kernel - 1 + M rows), so the validator
+  does not pair them within a step, only across steps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from isa import Flag, Op, Program
+from isa.opcodes import CONTROL_BUFFER, CTRL_POSITION, CTRL_STEP, CTRL_TOKENS_IN, CTRL_TOKENS_OUT
+from megakernel import plan
+
+from .tiling import main_tile, params, row_groups, tile_meaning
+
+HIST, NEW = "hist", "new"
+
+
+@dataclass(frozen=True)
+class Access:
+    buffer: int
+    r0: int
+    r1: int
+    c0: int
+    c1: int
+    write: bool
+    tag: str | None = None
+
+    def overlaps(self, other: Access) -> bool:
+        return (self.buffer == other.buffer and self.r0 < other.r1 and other.r0 < self.r1
+                and self.c0 < other.c1 and other.c0 < self.c1)
+
+
+def _rows(program: Program, buf: int) -> int:
+    return program.buffers[buf].rows
+
+
+def _cols(program: Program, buf: int) -> int:
+    return program.buffers[buf].cols
+
+
+def read(buf, r0, r1, c0, c1, tag=None):
+    return Access(buf, r0, r1, c0, c1, False, tag)
+
+
+def write(buf, r0, r1, c0, c1, tag=None):
+    return Access(buf, r0, r1, c0, c1, True, tag)
+
+
+def position_read() -> Access:
+    return read(CONTROL_BUFFER, 0, 1, CTRL_POSITION, CTRL_POSITION + 1)
+
+
+def accesses(program: Program, index: int, stage: int, tile: int) -> list[Access]:
+    """The tile's declared accesses (decoded from the instruction's table: one source of truth)."""
+    rows, starts = tile_rows(program, index, stage)
+    return [Access(int(r[1]), int(r[2]), int(r[3]), int(r[4]), int(r[5]), bool(r[6]), _TAG_NAMES[int(r[7])])
+            for r in rows[starts[tile]:starts[tile + 1]]]
+
+
+_TAG_CODES = {None: 0, HIST: 1, NEW: 2}
+_TAG_NAMES = {v: k for k, v in _TAG_CODES.items()}
+_TABLES: list[tuple[Program, dict]] = []  # a few recent programs' tables
+
+
+def tile_rows(program: Program, index: int, stage: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every tile's accesses as int64 rows [tile, buffer, r0, r1, c0, c1, write, tag] in tile order,
+    and the first row of each tile (starts[t]..starts[t + 1])."""
+    global _TABLES
+    cache = next((c for p, c in _TABLES if p is program), None)
+    if cache is None:
+        cache = {}
+        _TABLES = [(program, cache)] + _TABLES[:3]
+    key = (index, stage)
+    if key not in cache:
+        w = program.words[index]
+        if w.opcode in _VECTOR_RULES:
+            cache[key] = _VECTOR_RULES[w.opcode](program, w, stage)
+        else:
+            rows, starts = [], [0]
+            for t in range(w.reduce_tiles if stage else w.tiles):
+                rows += [(t, a.buffer, a.r0, a.r1, a.c0, a.c1, a.write, _TAG_CODES[a.tag])
+                         for a in _RULES[w.opcode](program, w, stage, t)]
+                starts.append(len(rows))
+            cache[key] = (np.array(rows, np.int64).reshape(-1, 8), np.array(starts, np.int64))
+    return cache[key]
+
+
+def _gemv_table(program, w, stage):
+    """The GEMV family's accesses (not QKV, whose epilogue varies by head), for all tiles at once."""
+    m, op, S = w.rows, w.opcode, w.k_slices
+    groups = row_groups(program, w)
+    r0 = np.array([g.r0 for g in groups], np.int64)
+    r1 = np.array([g.r1 for g in groups], np.int64)
+    gi = np.arange(len(groups), dtype=np.int64)
+    columns = []  # one [tiles, 8] array per access kind, each tile's accesses in this order
+
+    def add(tile, buf, a0, a1, b0, b1, is_write):
+        n = len(tile)
+        columns.append(np.stack([tile, np.full(n, buf), np.broadcast_to(a0, n), np.broadcast_to(a1, n),
+                                 np.broadcast_to(b0, n), np.broadcast_to(b1, n), np.full(n, int(is_write)),
+                                 np.zeros(n, np.int64)], axis=1))
+
+    if stage == 0:
+        tiles = np.arange(len(groups) * S, dtype=np.int64)
+        s, g = tiles // len(groups), tiles % len(groups)
+        bounds = np.array([plan.slice_blocks(w.k, S, k) for k in range(S)], np.int64) * plan.K_BLOCK
+        k0, k1 = bounds[s, 0], bounds[s, 1]
+        if op in (Op.NORM_GEMV, Op.NORM_GATE_UP, Op.NORM_HEAD):
+            add(tiles, w.buf_in, 0, m, 0, w.k, False)  # the RMSNorm prologue reads the whole residual
+        else:
+            add(tiles, w.buf_in, 0, m, k0, k1, False)
+        if op == Op.GATED_NORM_GEMV_RESIDUAL:
+            z = params(w)["z_col"]
+            add(tiles, w.buf_aux1, 0, m, z + k0, z + k1, False)
+        if S > 1:
+            add(tiles, w.buf_scratch, s * m, (s + 1) * m, r0[g], r1[g], True)
+            if op == Op.NORM_GATE_UP:
+                add(tiles, w.buf_scratch, s * m, (s + 1) * m, w.n + r0[g], w.n + r1[g], True)
+            return _interleave(columns, len(tiles))
+    else:
+        tiles, g = gi, gi
+        add(tiles, w.buf_scratch, 0, S * m, r0[g], r1[g], False)
+        if op == Op.NORM_GATE_UP:
+            add(tiles, w.buf_scratch, 0, S * m, w.n + r0[g], w.n + r1[g], False)
+    if op in (Op.NORM_GEMV, Op.NORM_GATE_UP):
+        add(tiles, w.buf_out, 0, m, r0[g], r1[g], True)
+    elif op in (Op.GEMV_RESIDUAL, Op.GATED_NORM_GEMV_RESIDUAL):
+        add(tiles, w.buf_aux0, 0, m, r0[g], r1[g], False)
+        add(tiles, w.buf_out, 0, m, r0[g], r1[g], True)
+    else:  # NORM_HEAD
+        add(tiles, w.buf_out, 0, m, 2 * g, 2 * g + 2, True)
+        if w.flags & Flag.DEBUG_LOGITS:
+            add(tiles, w.buf_aux0, 0, m, r0[g], r1[g], True)
+    return _interleave(columns, len(tiles))
+
+
+def _interleave(columns, tiles):
+    """Per-kind arrays [tiles, 8] -> rows in tile order, and each tile's first row."""
+    rows = np.stack(columns, axis=1).reshape(-1, 8)
+    return rows, np.arange(tiles + 1, dtype=np.int64) * len(columns)
+
+
+def _gemv(program, w, stage, tile):
+    m = w.rows
+    out = []
+    if stage == 0:
+        s, rg = main_tile(program, w, tile)
+        b0, b1 = plan.slice_blocks(w.k, w.k_slices, s)
+        k0, k1 = b0 * plan.K_BLOCK, b1 * plan.K_BLOCK
+        if w.opcode in (Op.NORM_GEMV, Op.NORM_GEMV_QKV, Op.NORM_GATE_UP, Op.NORM_HEAD):
+            out.append(read(w.buf_in, 0, m, 0, w.k))  # the RMSNorm prologue reads the whole residual
+        else:
+            out.append(read(w.buf_in, 0, m, k0, k1))
+        if w.opcode == Op.GATED_NORM_GEMV_RESIDUAL:
+            z = params(w)["z_col"]
+            out.append(read(w.buf_aux1, 0, m, z + k0, z + k1))
+        if w.k_slices > 1:
+            out += _scratch(w, rg, s * m, (s + 1) * m, write)
+            return out
+    else:
+        rg = row_groups(program, w)[tile]
+        out += _scratch(w, rg, 0, w.k_slices * m, read)
+    return out + _epilogue(program, w, rg)
+
+
+def _scratch(w, rg, row0, row1, access):
+    parts = [access(w.buf_scratch, row0, row1, rg.r0, rg.r1)]
+    if w.opcode == Op.NORM_GATE_UP:  # up partials sit after the gate partials
+        parts.append(access(w.buf_scratch, row0, row1, w.n + rg.r0, w.n + rg.r1))
+    return parts
+
+
+def _epilogue(program, w, rg):
+    m, op = w.rows, w.opcode
+    if op in (Op.NORM_GEMV, Op.NORM_GATE_UP):
+        return [write(w.buf_out, 0, m, rg.r0, rg.r1)]
+    if op in (Op.GEMV_RESIDUAL, Op.GATED_NORM_GEMV_RESIDUAL):
+        return [read(w.buf_aux0, 0, m, rg.r0, rg.r1), write(w.buf_out, 0, m, rg.r0, rg.r1)]
+    if op == Op.NORM_HEAD:
+        out = [write(w.buf_out, 0, m, 2 * rg.index, 2 * rg.index + 2)]
+        if w.flags & Flag.DEBUG_LOGITS:
+            out.append(write(w.buf_aux0, 0, m, rg.r0, rg.r1))
+        return out
+    # NORM_GEMV_QKV: a row group is one head's query or gate half, or one KV head's k or v rows
+    hd = params(w)["head_dim"]
+    lr0, _ = rg.local()
+    if rg.segment == 0:
+        head, half = divmod(lr0, 2 * hd)
+        if half == 0:
+            return [position_read(), write(w.buf_out, 0, m, head * hd, (head + 1) * hd)]
+        return [write(w.buf_aux0, 0, m, head * hd, (head + 1) * hd)]
+    kv_head = lr0 // hd
+    cache = w.buf_aux1 if rg.segment == 1 else w.buf_aux2
+    return [position_read(), write(cache, 0, _rows(program, cache), kv_head * hd, (kv_head + 1) * hd)]
+
+
+def _embed(program, w, stage, tile):
+    c0, c1 = tile_meaning(program, w, stage, tile)["cols"]
+    return [read(w.buf_in, 0, 1, CTRL_TOKENS_IN, CTRL_TOKENS_IN + w.rows), write(w.buf_out, 0, w.rows, c0, c1)]
+
+
+def _gdn_core(program, w, stage, tile):
+    p, t = params(w), tile_meaning(program, w, stage, tile)
+    j, (v0, v1) = t["head"], t["cols"]
+    m, dk, dv = w.rows, p["key_dim"], p["value_dim"]
+    per_key = p["value_heads"] // p["key_heads"]
+    key_dim = p["key_heads"] * dk
+    kh = j // per_key
+    q = (kh * dk, (kh + 1) * dk)
+    k = (key_dim + q[0], key_dim + q[1])
+    v = (2 * key_dim + j * dv + v0, 2 * key_dim + j * dv + v1)
+    b_col = 2 * key_dim + 2 * p["value_heads"] * dv + j  # mixed = [q | k | v | z | b | a]
+    a_col = b_col + p["value_heads"]
+    ring, ring_rows = w.buf_aux1, p["ring"]
+    out = [position_read()]
+    out += [read(w.buf_in, 0, m, *cols) for cols in (q, k, v)]
+    out += [read(w.buf_in, 0, m, b_col, b_col + 1), read(w.buf_in, 0, m, a_col, a_col + 1)]
+    out += [read(ring, 0, ring_rows, *cols, tag=HIST) for cols in (q, k, v)]
+    out.append(write(ring, 0, ring_rows, *v, tag=NEW))
+    if j % per_key == 0 and t["group"] == 0:  # one tile per key head writes its q/k ring channels
+        out += [write(ring, 0, ring_rows, *q, tag=NEW), write(ring, 0, ring_rows, *k, tag=NEW)]
+    out += [read(w.buf_aux0, j, j + 1, v0 * dk, v1 * dk), write(w.buf_aux0, j, j + 1, v0 * dk, v1 * dk)]
+    out.append(write(w.buf_out, 0, m, j * dv + v0, j * dv + v1))
+    return out
+
+
+def _group_rows(p, kv_head, m):
+    group = p["heads"] // p["kv_heads"]
+    return kv_head * group * m, (kv_head + 1) * group * m  # rows h * M + m of the heads of this KV head
+
+
+def _attn_scores(program, w, stage, tile):
+    p, t = params(w), tile_meaning(program, w, stage, tile)
+    kv, part, m, hd = t["kv_head"], t["partition"], w.rows, p["head_dim"]
+    group = p["heads"] // p["kv_heads"]
+    r0, r1 = _group_rows(p, kv, m)
+    return [position_read(), read(w.buf_in, 0, m, kv * group * hd, (kv + 1) * group * hd),
+            read(w.buf_aux0, 0, _rows(program, w.buf_aux0), kv * hd, (kv + 1) * hd),
+            write(w.buf_out, r0, r1, part, part + 1),  # scores, in partition units
+            write(w.buf_aux1, r0, r1, 2 * part, 2 * part + 2)]
+
+
+def _attn_pv(program, w, stage, tile):
+    p, t = params(w), tile_meaning(program, w, stage, tile)
+    kv, part, m, hd = t["kv_head"], t["partition"], w.rows, p["head_dim"]
+    r0, r1 = _group_rows(p, kv, m)
+    return [position_read(), read(w.buf_in, r0, r1, part, part + 1),
+            read(w.buf_aux1, r0, r1, 0, _cols(program, w.buf_aux1)),
+            read(w.buf_aux0, 0, _rows(program, w.buf_aux0), kv * hd, (kv + 1) * hd),
+            write(w.buf_out, r0, r1, part * hd, (part + 1) * hd)]
+
+
+def _attn_merge(program, w, stage, tile):
+    h, m, hd = tile, w.rows, params(w)["head_dim"]
+    return [read(w.buf_in, h * m, (h + 1) * m, 0, _cols(program, w.buf_in)),
+            read(w.buf_aux0, 0, m, h * hd, (h + 1) * hd), write(w.buf_out, 0, m, h * hd, (h + 1) * hd)]
+
+
+def _argmax(program, w, stage, tile):
+    return [read(w.buf_in, tile, tile + 1, 0, _cols(program, w.buf_in)),
+            write(CONTROL_BUFFER, 0, 1, CTRL_TOKENS_OUT + tile, CTRL_TOKENS_OUT + tile + 1)]
+
+
+def _handoff(program, w, stage, tile):
+    return [read(CONTROL_BUFFER, 0, 1, CTRL_TOKENS_OUT, CTRL_TOKENS_OUT + w.rows),
+            write(CONTROL_BUFFER, 0, 1, CTRL_STEP, CTRL_POSITION + 1),
+            write(CONTROL_BUFFER, 0, 1, CTRL_TOKENS_IN, CTRL_TOKENS_IN + 1)]
+
+
+_VECTOR_RULES = {op: _gemv_table for op in (Op.NORM_GEMV, Op.NORM_GATE_UP, Op.GEMV_RESIDUAL,
+                                            Op.GATED_NORM_GEMV_RESIDUAL, Op.NORM_HEAD)}
+
+_RULES = {
+    Op.EMBED: _embed, Op.NORM_GEMV: _gemv, Op.NORM_GEMV_QKV: _gemv, Op.NORM_GATE_UP: _gemv,
+    Op.GEMV_RESIDUAL: _gemv, Op.GATED_NORM_GEMV_RESIDUAL: _gemv, Op.NORM_HEAD: _gemv, Op.GDN_CORE: _gdn_core,
+    Op.ATTN_SCORES: _attn_scores, Op.ATTN_PV: _attn_pv, Op.ATTN_MERGE: _attn_merge, Op.ARGMAX: _argmax,
+    Op.HANDOFF: _handoff,
+}

@@ -1,0 +1,65 @@
+"""Assembly: the partitioned, allocated instructions -> a Program (tables and encoded words).
+
+Waits and counters are left empty here; compiler/dependencies.py fills them in.
+"""
+
+from __future__ import annotations
+
+from isa import NO_BUFFER, NO_LAYER, BufferEntry, DType, Program, WeightEntry, Word
+from isa.opcodes import PARAMS
+from isa.word import f32_bits
+from megakernel.config import ModelConfig
+from megakernel.tensors import F8, F32, scale_name, tensor_specs
+
+from .ir import Lowered
+
+WEIGHT_ALIGN = 256
+MTP_LAYER = 0xFE
+_DTYPES = {F8: DType.FP8_E4M3, "BF16": DType.BF16, F32: DType.F32}
+BUFFER_ROLES = ("in", "out", "aux0", "aux1", "aux2", "scratch")
+
+
+def _weight_table(low: Lowered, c: ModelConfig) -> tuple[list[WeightEntry], dict[str, int]]:
+    specs = {s.name: s for s in tensor_specs(c)}
+    names: list[str] = []
+    for ins in low.instrs:
+        for name in ins.weights + [v for v in ins.params.values() if isinstance(v, str)]:
+            if name not in names:
+                names.append(name)
+    entries, top = [], 0
+    for name in names:
+        spec = specs[name]
+        rows, cols = spec.shape[0], spec.numel // spec.shape[0]
+        entry = WeightEntry(name, rows, cols, _DTYPES[spec.dtype], offset=top)
+        top = -(-(top + spec.nbytes) // WEIGHT_ALIGN) * WEIGHT_ALIGN
+        if spec.is_fp8:
+            scale = specs[scale_name(name)]
+            entry.scale_dtype, entry.scale_offset = DType.BF16, top
+            top = -(-(top + scale.nbytes) // WEIGHT_ALIGN) * WEIGHT_ALIGN
+        entries.append(entry)
+    return entries, {e.name: i for i, e in enumerate(entries)}
+
+
+def assemble(low: Lowered, c: ModelConfig, offsets: dict[str, int], sms: int, meta: dict) -> Program:
+    order = ["ctrl"] + [n for n in low.buffers if n != "ctrl"]
+    buffer_id = {name: i for i, name in enumerate(order)}
+    buffers = [BufferEntry(n, low.buffers[n].rows, low.buffers[n].cols, low.buffers[n].dtype, low.buffers[n].kind,
+                           offsets[n]) for n in order]
+    weights, weight_id = _weight_table(low, c)
+    words = []
+    for ins in low.instrs:
+        ids = {role: buffer_id[name] for role, name in ins.bufs.items()}
+        param_values = []
+        for name, kind in PARAMS[ins.op]:
+            value = ins.params[name]
+            param_values.append(weight_id[value] if isinstance(value, str) else
+                                f32_bits(value) if kind == "f" else int(value))
+        words.append(Word(
+            ins.op, flags=int(ins.flags), layer=NO_LAYER if ins.layer < 0 else ins.layer, rows=low.rows,
+            n=ins.n, k=ins.k, tile_rows=ins.tile_rows, k_slices=ins.k_slices, tiles=ins.tiles,
+            reduce_tiles=ins.reduce_tiles,
+            weight_first=weight_id[ins.weights[0]] if ins.weights else 0, weight_count=len(ins.weights),
+            **{f"buf_{role}": ids.get(role, NO_BUFFER) for role in BUFFER_ROLES},
+            params=tuple(param_values)))
+    names = [ins.name for ins in low.instrs]
+    return Program(words, buffers, weights, [], low.rows, sms, {**meta, "instructions": names})

@@ -1,0 +1,398 @@
+"""CPU interpreter: executes a Program tile by tile with NumPy, honouring its waits.
+
+Every block runs its tiles in program order (tiling.block_range); a scheduler picks, at each turn,
+one block whose next tile's waits are satisfied, at random when fuzzing (`rng`), else in turn. The
+arena is one byte array laid out as the Program says, activations poisoned with NaN bytes, so a
+read of a value nobody wrote, or of a reused region too early, shows in the results. Each tile may
+touch only the rectangles its instruction declares (access.py): the interpreter checks every read
+and write against them. The maths are the reference's op functions (engine mode), so results are
+bit-identical to megakernel.reference in Mode.ENGINE.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from isa import Flag, GEMV_OPS, DType, Kind, Op, Program
+from isa.opcodes import CTRL_POSITION, CTRL_STEP, CTRL_TOKENS_IN, CTRL_TOKENS_OUT
+from megakernel import plan
+from megakernel.fp8 import BF16, E4M3
+from megakernel.reference import gdn, ops
+from megakernel.reference.numerics import F32, bf16
+from megakernel.weights import WeightSet
+
+from .access import Access, accesses
+from .hb import signals, waits_of
+from .tiling import block_range, main_tile, params, row_groups, tile_meaning
+
+NUMPY = {DType.BF16: BF16, DType.F32: np.float32, DType.I32: np.int32}
+
+
+class Deadlock(RuntimeError):
+    pass
+
+
+class AccessViolation(RuntimeError):
+    pass
+
+
+class _Tile:
+    """The declared accesses of the running tile, and checked reads and writes."""
+
+    def __init__(self, interp: Interpreter, index: int, stage: int, tile: int):
+        self.interp, self.declared = interp, accesses(interp.program, index, stage, tile)
+        self.where = f"instruction {index} stage {stage} tile {tile}"
+
+    def _check(self, buf: int, r0: int, r1: int, c0: int, c1: int, write: bool) -> None:
+        for a in self.declared:
+            if a.buffer == buf and (a.write or not write) and a.r0 <= r0 and r1 <= a.r1 and a.c0 <= c0 and c1 <= a.c1:
+                return
+        raise AccessViolation(f"{self.where}: undeclared {'write' if write else 'read'} of "
+                              f"{self.interp.program.buffers[buf].name}[{r0}:{r1}, {c0}:{c1}]")
+
+    def read(self, buf: int, r0: int, r1: int, c0: int, c1: int, units: tuple[int, int] | None = None) -> np.ndarray:
+        """units: (first, last + 1) in the buffer's declared column units when they are not columns."""
+        self._check(buf, r0, r1, *(units or (c0, c1)), False)
+        return self.interp.view(buf)[r0:r1, c0:c1].astype(np.float32 if self.interp.is_float(buf) else np.int64)
+
+    def write(self, buf: int, r0: int, c0: int, values: np.ndarray, units: tuple[int, int] | None = None) -> None:
+        values = np.atleast_2d(values)
+        r1, c1 = r0 + values.shape[0], c0 + values.shape[1]
+        self._check(buf, r0, r1, *(units or (c0, c1)), True)
+        view = self.interp.view(buf)
+        view[r0:r1, c0:c1] = values.astype(view.dtype)
+
+    def ring_rows(self, buf: int, rows: list[int], c0: int, c1: int, write_values: np.ndarray | None = None):
+        """Conv-ring rows (positions modulo the ring), declared as all rows."""
+        self._check(buf, 0, self.interp.program.buffers[buf].rows, c0, c1, write_values is not None)
+        view = self.interp.view(buf)
+        if write_values is None:
+            return view[rows, c0:c1].astype(np.float32)
+        view[rows, c0:c1] = write_values.astype(view.dtype)
+        return None
+
+
+class Interpreter:
+    def __init__(self, program: Program, weights: WeightSet):
+        self.program, self.weights = program, weights
+        self.arena = np.zeros(program.arena_bytes, np.uint8)
+        self._views = {}
+        for i, b in enumerate(program.buffers):
+            flat = np.frombuffer(self.arena, NUMPY[b.dtype], count=b.rows * b.cols, offset=b.offset)
+            self._views[i] = flat.reshape(b.rows, b.cols)
+        self._gemv_weights: dict[int, tuple[np.ndarray, np.ndarray | None]] = {}
+        self._tasks = self._block_tasks()
+        self.reset()
+
+    # --- state ----------------------------------------------------------------------------------
+    def view(self, buf: int) -> np.ndarray:
+        return self._views[buf]
+
+    def is_float(self, buf: int) -> bool:
+        return self.program.buffers[buf].dtype != DType.I32
+
+    def reset(self) -> None:
+        """A new session: state and control zeroed, activations poisoned, counters at zero."""
+        for i, b in enumerate(self.program.buffers):
+            self.arena[b.offset:b.offset + b.nbytes] = 0xFF if b.kind == Kind.ACTIVATION else 0
+        self.counters = np.zeros(len(self.program.counters), np.int64)
+        self.iteration = [0] * self.program.sms
+
+    @property
+    def position(self) -> int:
+        return int(self.view(0)[0, CTRL_POSITION])
+
+    def set_tokens(self, tokens: list[int]) -> None:
+        if len(tokens) != self.program.rows:
+            raise ValueError(f"this program takes {self.program.rows} tokens per pass, got {len(tokens)}")
+        self.view(0)[0, CTRL_TOKENS_IN:CTRL_TOKENS_IN + len(tokens)] = tokens
+
+    def tokens_out(self) -> list[int]:
+        return self.view(0)[0, CTRL_TOKENS_OUT:CTRL_TOKENS_OUT + self.program.rows].tolist()
+
+    def buffer(self, name: str) -> np.ndarray:
+        index = next(i for i, b in enumerate(self.program.buffers) if b.name == name)
+        return self.view(index).astype(np.float32 if self.is_float(index) else np.int64)
+
+    # --- scheduling -----------------------------------------------------------------------------
+    def _block_tasks(self) -> list[list[tuple[int, int, int]]]:
+        tasks: list[list[tuple[int, int, int]]] = [[] for _ in range(self.program.sms)]
+        for i, w in enumerate(self.program.words):
+            for stage in (0, 1) if w.reduce_tiles else (0,):
+                for b in range(self.program.sms):
+                    tasks[b] += [(i, stage, t) for t in block_range(w.reduce_tiles if stage else w.tiles,
+                                                                     self.program.sms, b)]
+        return tasks
+
+    def _ready(self, block: int, task: tuple[int, int, int]) -> bool:
+        i, stage, tile = task
+        t = self.iteration[block]
+        return all(self.counters[c] >= expected * (t + 1 - lag)
+                   for c, expected, lag in waits_of(self.program, self.program.words[i], stage, tile))
+
+    def run(self, steps: int = 1, rng: np.random.Generator | None = None) -> None:
+        """Every block runs the program `steps` times; rng picks among ready blocks (fuzzing)."""
+        position = [0] * self.program.sms
+        left = [steps] * self.program.sms
+        turn = 0
+        while True:
+            active = [b for b in range(self.program.sms) if left[b]]
+            if not active:
+                return
+            ready = [b for b in active if self._ready(b, self._tasks[b][position[b]])]
+            if not ready:
+                stuck = {b: self._tasks[b][position[b]] for b in active}
+                raise Deadlock(f"no block can proceed; next tasks (instruction, stage, tile): {stuck}")
+            if rng is not None:
+                block = ready[int(rng.integers(len(ready)))]
+            else:
+                block = ready[turn % len(ready)]
+                turn += 1
+            i, stage, tile = self._tasks[block][position[block]]
+            self._execute(i, stage, tile)
+            c = signals(self.program, self.program.words[i], stage, tile)
+            if c is not None:
+                self.counters[c] += 1
+            position[block] += 1
+            if position[block] == len(self._tasks[block]):
+                position[block] = 0
+                left[block] -= 1
+                self.iteration[block] += 1
+
+    # --- ops --------------------------------------------------------------------------------------
+    def _execute(self, index: int, stage: int, tile: int) -> None:
+        w = self.program.words[index]
+        ctx = _Tile(self, index, stage, tile)
+        if w.opcode in GEMV_OPS:
+            self._gemv(ctx, index, w, stage, tile)
+        else:
+            getattr(self, "_" + w.opcode.name.lower())(ctx, w, tile)
+
+    def _weight(self, entry: int) -> np.ndarray:
+        return self.weights[self.program.weights[entry].name]
+
+    def _blocked(self, entry: int) -> tuple[np.ndarray, np.ndarray | None]:
+        """A GEMV weight as float32 [rows, k-blocks, 128] and its scales per row [rows, k-blocks]."""
+        if entry not in self._gemv_weights:
+            e = self.program.weights[entry]
+            w = self.weights[e.name]
+            blocks = w.astype(np.float32).reshape(e.rows, -1, plan.K_BLOCK)
+            scale = None
+            if w.dtype == E4M3:
+                s = self.weights[e.name + "_scale_inv"].astype(np.float32)
+                scale = np.repeat(s, plan.ROW_BLOCK, axis=0)[:e.rows]
+            self._gemv_weights[entry] = (blocks, scale)
+        return self._gemv_weights[entry]
+
+    def _ctrl(self, ctx: _Tile, column: int) -> int:
+        return int(ctx.read(0, 0, 1, column, column + 1)[0, 0])
+
+    def _gemv_input(self, ctx: _Tile, w, k0: int, k1: int) -> np.ndarray:
+        """The GEMV's input rows over k-range [k0, k1): the prologue's output."""
+        m, p = w.rows, params(w)
+        if w.opcode in (Op.NORM_GEMV, Op.NORM_GEMV_QKV, Op.NORM_GATE_UP, Op.NORM_HEAD):
+            x = ctx.read(w.buf_in, 0, m, 0, w.k)
+            return ops.rms_norm_1p(x, self._weight(p["norm_weight"]), p["eps"])[:, k0:k1]
+        a = ctx.read(w.buf_in, 0, m, k0, k1)
+        if w.opcode == Op.GATED_NORM_GEMV_RESIDUAL:
+            z = ctx.read(w.buf_aux1, 0, m, p["z_col"] + k0, p["z_col"] + k1)
+            dv = p["head_dim"]
+            a = ops.gated_rms_norm(a.reshape(m, -1, dv), z.reshape(m, -1, dv), self._weight(p["norm_weight"]),
+                                   p["eps"]).reshape(m, -1)
+        return a
+
+    def _slice_sums(self, w, rg, segment: int, x: np.ndarray, b0: int, b1: int) -> np.ndarray:
+        """fp32 [M, rows] of k-slice blocks [b0, b1) for the row group's rows of one weight segment."""
+        blocks, scale = self._blocked(w.weight_first + segment)
+        lr0, lr1 = rg.local()
+        wb = blocks[lr0:lr1, b0:b1]
+        sc = None if scale is None else scale[lr0:lr1, b0:b1]
+        return np.stack([ops.slice_sum(ops.block_partials(wb, np.ascontiguousarray(row)), sc) for row in x])
+
+    def _gemv(self, ctx: _Tile, index: int, w, stage: int, tile: int) -> None:
+        m, S = w.rows, w.k_slices
+        gate_up = w.opcode == Op.NORM_GATE_UP
+        if stage == 0:
+            s, rg = main_tile(self.program, w, tile)
+            b0, b1 = plan.slice_blocks(w.k, S, s)
+            x = self._gemv_input(ctx, w, b0 * plan.K_BLOCK, b1 * plan.K_BLOCK)
+            parts = [self._slice_sums(w, rg, seg, x, b0, b1) for seg in ((0, 1) if gate_up else (rg.segment,))]
+            if S > 1:
+                for k, part in enumerate(parts):
+                    ctx.write(w.buf_scratch, s * m, k * w.n + rg.r0, part)
+                return
+            y = [ops.combine_slices([p]) for p in parts]
+        else:
+            rg = row_groups(self.program, w)[tile]
+            halves = (0, 1) if gate_up else (0,)
+            y = [ops.combine_slices([ctx.read(w.buf_scratch, s * m, (s + 1) * m, k * w.n + rg.r0, k * w.n + rg.r1)
+                                     for s in range(S)]) for k in halves]
+        self._epilogue(ctx, w, rg, y)
+
+    def _epilogue(self, ctx: _Tile, w, rg, y: list[np.ndarray]) -> None:
+        m, op = w.rows, w.opcode
+        if op == Op.NORM_GEMV:
+            ctx.write(w.buf_out, 0, rg.r0, bf16(y[0]))
+        elif op == Op.NORM_GATE_UP:
+            ctx.write(w.buf_out, 0, rg.r0, ops.swiglu(bf16(y[0]), bf16(y[1])))
+        elif op in (Op.GEMV_RESIDUAL, Op.GATED_NORM_GEMV_RESIDUAL):
+            x_in = ctx.read(w.buf_aux0, 0, m, rg.r0, rg.r1)
+            ctx.write(w.buf_out, 0, rg.r0, bf16(x_in + bf16(y[0])))
+        elif op == Op.NORM_HEAD:
+            self._head_epilogue(ctx, w, rg, y[0])
+        else:
+            self._qkv_epilogue(ctx, w, rg, bf16(y[0]))
+
+    def _head_epilogue(self, ctx: _Tile, w, rg, logits: np.ndarray) -> None:
+        defined = params(w)["defined_vocab"]
+        if w.flags & Flag.DEBUG_LOGITS:
+            ctx.write(w.buf_aux0, 0, rg.r0, logits)
+        cand = np.empty((w.rows, 2), np.int64)
+        valid = min(rg.r1, defined) - rg.r0
+        for m in range(w.rows):
+            row = logits[m, :max(valid, 0)]
+            if valid <= 0 or np.isnan(row).all():  # NaN never wins: no candidate
+                cand[m] = (int(np.array(-np.inf, F32).view(np.int32)), -1)
+            else:
+                k = int(np.nanargmax(row))  # first maximum: the lowest id on ties
+                cand[m] = (int(row[k].astype(F32).view(np.int32)), rg.r0 + k)
+        ctx.write(w.buf_out, 0, 2 * rg.index, cand)
+
+    def _qkv_epilogue(self, ctx: _Tile, w, rg, y: np.ndarray) -> None:
+        p = params(w)
+        hd, m = p["head_dim"], w.rows
+        lr0, _ = rg.local()
+        if rg.segment == 0 and (lr0 // hd) % 2 == 1:  # a head's output-gate half
+            ctx.write(w.buf_aux0, 0, (lr0 // (2 * hd)) * hd, y)
+            return
+        if rg.segment == 2:  # v rows: straight into the cache
+            pos = self._ctrl(ctx, CTRL_POSITION)
+            ctx.write(w.buf_aux2, pos, (lr0 // hd) * hd, y)
+            return
+        pos = self._ctrl(ctx, CTRL_POSITION)
+        norm = self._weight(p["q_norm_weight"] if rg.segment == 0 else p["k_norm_weight"])
+        x = ops.rms_norm_1p(y.reshape(m, 1, hd), norm, p["eps"])
+        cos, sin = ops.rope_tables(np.arange(pos, pos + m), p["rotary_dim"], p["rope_theta"])
+        x = ops.apply_rope(x, cos, sin).reshape(m, hd)
+        if rg.segment == 0:
+            ctx.write(w.buf_out, 0, (lr0 // (2 * hd)) * hd, x)
+        else:
+            ctx.write(w.buf_aux1, pos, (lr0 // hd) * hd, x)
+
+    def _embed(self, ctx: _Tile, w, tile: int) -> None:
+        c0, c1 = tile_meaning(self.program, w, 0, tile)["cols"]
+        tokens = ctx.read(w.buf_in, 0, 1, CTRL_TOKENS_IN, CTRL_TOKENS_IN + w.rows)[0]
+        table = self._weight(params(w)["embed_weight"])
+        ctx.write(w.buf_out, 0, c0, table[tokens, c0:c1].astype(np.float32))
+
+    def _gdn_core(self, ctx: _Tile, w, tile: int) -> None:
+        p, t = params(w), tile_meaning(self.program, w, 0, tile)
+        j, (v0, v1) = t["head"], t["cols"]
+        m, dk, dv, hv = w.rows, p["key_dim"], p["value_dim"], p["value_heads"]
+        per_key = hv // p["key_heads"]
+        key_dim = p["key_heads"] * dk
+        kh = j // per_key
+        channels = [(kh * dk, (kh + 1) * dk), (key_dim + kh * dk, key_dim + (kh + 1) * dk),
+                    (2 * key_dim + j * dv + v0, 2 * key_dim + j * dv + v1)]
+        pos = self._ctrl(ctx, CTRL_POSITION)
+        ring, R, K = w.buf_aux1, p["ring"], p["conv_kernel"]
+        taps = self._weight(p["conv_weight"])
+        mixed = [ctx.read(w.buf_in, 0, m, c0, c1) for c0, c1 in channels]
+        history = [ctx.ring_rows(ring, [(pos - K + 1 + i) % R for i in range(K - 1)], c0, c1) for c0, c1 in channels]
+        convolved = []
+        for (c0, c1), new, old in zip(channels, mixed, history):
+            window_rows = np.concatenate([old, new])  # positions pos-K+1 .. pos+m-1
+            out = np.empty_like(new)
+            for r in range(m):
+                out[r], _ = gdn.conv_step(new[r], window_rows[r:r + K - 1], taps[c0:c1])
+            convolved.append(out)
+        b_col = 2 * key_dim + 2 * hv * dv + j
+        b = ctx.read(w.buf_in, 0, m, b_col, b_col + 1)[:, 0]
+        a = ctx.read(w.buf_in, 0, m, b_col + hv, b_col + hv + 1)[:, 0]
+        beta, g = gdn.gates(b, a, self._weight(p["a_log"])[j:j + 1], self._weight(p["dt_bias"])[j:j + 1])
+        q, k = gdn.prepare_qk(convolved[0][:, None, :], convolved[1][:, None, :], 1)
+        state = ctx.read(w.buf_aux0, j, j + 1, v0 * dk, v1 * dk).reshape(v1 - v0, dk).T[None]  # [1, dk, cols]
+        outs = np.empty((m, v1 - v0), np.float32)
+        for r in range(m):
+            o, state = gdn.recurrent_step(state, q[r], k[r], convolved[2][r:r + 1], g[r:r + 1], beta[r:r + 1])
+            outs[r] = o[0]
+        ctx.write(w.buf_aux0, j, v0 * dk, state[0].T.reshape(1, -1))
+        ctx.write(w.buf_out, 0, j * dv + v0, outs)
+        rows = [(pos + r) % R for r in range(m)]
+        ctx.ring_rows(ring, rows, *channels[2], mixed[2])
+        if j % per_key == 0 and t["group"] == 0:
+            for (c0, c1), new in zip(channels[:2], mixed[:2]):
+                ctx.ring_rows(ring, rows, c0, c1, new)
+
+    def _attn_group(self, w, tile: int):
+        p, t = params(w), tile_meaning(self.program, w, 0, tile)
+        group = p["heads"] // p["kv_heads"]
+        return p, t["kv_head"], t["partition"], group
+
+    def _attn_scores(self, ctx: _Tile, w, tile: int) -> None:
+        p, kv, part, group = self._attn_group(w, tile)
+        m, hd, P = w.rows, p["head_dim"], p["partitions"]
+        pos = self._ctrl(ctx, CTRL_POSITION)
+        q = ctx.read(w.buf_in, 0, m, kv * group * hd, (kv + 1) * group * hd).reshape(m, group, hd)
+        for r in range(m):
+            lo, hi = plan.partition_bounds(pos + r + 1, part, P)
+            keys = ctx.read(w.buf_aux0, lo, hi, kv * hd, (kv + 1) * hd)
+            scores = ops.attention_scores(q[r], keys, p["scale"])
+            mx, total = ops.partition_stats(scores)
+            rows = [(kv * group + h) * m + r for h in range(group)]
+            for h, row in enumerate(rows):
+                if hi > lo:
+                    ctx.write(w.buf_out, row, lo, scores[h:h + 1], units=(part, part + 1))
+                ctx.write(w.buf_aux1, row, 2 * part, np.array([[mx[h], total[h]]], np.float32))
+
+    def _attn_pv(self, ctx: _Tile, w, tile: int) -> None:
+        p, kv, part, group = self._attn_group(w, tile)
+        m, hd, P = w.rows, p["head_dim"], p["partitions"]
+        pos = self._ctrl(ctx, CTRL_POSITION)
+        for r in range(m):
+            lo, hi = plan.partition_bounds(pos + r + 1, part, P)
+            rows = [(kv * group + h) * m + r for h in range(group)]
+            stats = np.stack([ctx.read(w.buf_aux1, row, row + 1, 0, 2 * P)[0].reshape(P, 2) for row in rows], axis=1)
+            mx, total = ops.combine_stats(stats[:, :, 0], stats[:, :, 1])
+            scores = np.stack([ctx.read(w.buf_in, row, row + 1, lo, hi, units=(part, part + 1))[0] for row in rows])
+            values = ctx.read(w.buf_aux0, lo, hi, kv * hd, (kv + 1) * hd)
+            out = ops.partition_output(scores, mx, total, values)
+            for h, row in enumerate(rows):
+                ctx.write(w.buf_out, row, part * hd, out[h:h + 1])
+
+    def _attn_merge(self, ctx: _Tile, w, tile: int) -> None:
+        p = params(w)
+        m, hd, P, h = w.rows, p["head_dim"], p["partitions"], tile
+        parts = ctx.read(w.buf_in, h * m, (h + 1) * m, 0, P * hd).reshape(m, P, 1, hd)
+        gate = ctx.read(w.buf_aux0, 0, m, h * hd, (h + 1) * hd)
+        for r in range(m):
+            o = ops.merge_partitions(parts[r])[0]
+            ctx.write(w.buf_out, r, h * hd, ops.output_gate(o, gate[r])[None])
+
+    def _argmax(self, ctx: _Tile, w, tile: int) -> None:
+        cand = ctx.read(w.buf_in, tile, tile + 1, 0, self.program.buffers[w.buf_in].cols)[0].reshape(-1, 2)
+        values = cand[:, 0].astype(np.int32).view(F32)
+        ids = cand[:, 1]
+        valid = ids >= 0
+        # The lowest id among the best; -1 when every candidate is empty (an engine error the host reports).
+        token = int(ids[valid & (values == values[valid].max())].min()) if valid.any() else -1
+        ctx.write(0, 0, CTRL_TOKENS_OUT + tile, np.array([[token]]))
+
+    def _handoff(self, ctx: _Tile, w, tile: int) -> None:
+        out = ctx.read(0, 0, 1, CTRL_TOKENS_OUT, CTRL_TOKENS_OUT + w.rows)[0]
+        step, position = ctx.read(0, 0, 1, CTRL_STEP, CTRL_POSITION + 1)[0]
+        ctx.write(0, 0, CTRL_STEP, np.array([[step + 1, position + w.rows]]))
+        ctx.write(0, 0, CTRL_TOKENS_IN, np.array([[out[-1]]]))
+
+    # --- session state, in the reference's layout (for comparisons) --------------------------------
+    def conv_state(self, layer: int, kernel: int) -> np.ndarray:
+        ring = self.buffer(f"L{layer}.conv_ring")
+        pos = self.position
+        return ring[[(pos - kernel + 1 + i) % len(ring) for i in range(kernel - 1)]]
+
+    def ssm_state(self, layer: int, key_dim: int) -> np.ndarray:
+        s = self.buffer(f"L{layer}.ssm")
+        return s.reshape(s.shape[0], -1, key_dim).transpose(0, 2, 1)  # [Hv, dv, dk] -> [Hv, dk, dv]
+
+
+__all__ = ["AccessViolation", "Deadlock", "Interpreter", "Access"]

@@ -1,0 +1,53 @@
+"""Partitioning: how many tiles each instruction has and how big they are (the block assignment of
+tiles is the fixed rule of tiling.block_range). Split-K GEMVs get a scratch buffer for their partials.
+
+GEMV row groups are 128 rows (one scale block), except NORM_GEMV_QKV whose row groups are one head
+(head_dim rows) so that the epilogue can normalise and rotate a whole head; k-slices come from
+megakernel/plan.py, the same numbers the reference's engine mode sums with.
+"""
+
+from __future__ import annotations
+
+from isa import DType, Kind, Op
+from megakernel import plan
+from megakernel.config import ModelConfig
+from megakernel.tensors import tensor_specs
+
+from .ir import BufferDecl, Lowered
+from .lowering import EMBED_TILE_COLS
+
+
+def partition(low: Lowered, c: ModelConfig) -> None:
+    shapes = {s.name: s.shape for s in tensor_specs(c)}
+    slices = plan.slices_by_weight(c)
+    for ins in low.instrs:
+        op, p = ins.op, ins.params
+        if ins.weights:  # the GEMV family
+            ins.tile_rows = c.head_dim if op == Op.NORM_GEMV_QKV else plan.ROW_BLOCK
+            ins.k_slices = slices[ins.weights[0]]
+            seg_rows = [shapes[w][0] for w in ins.weights]
+            if op == Op.NORM_GATE_UP:
+                seg_rows = seg_rows[:1]
+            groups = sum(-(-r // ins.tile_rows) for r in seg_rows)
+            ins.tiles = groups * ins.k_slices
+            ins.reduce_tiles = groups if ins.k_slices > 1 else 0
+            if ins.k_slices > 1:
+                width = 2 * ins.n if op == Op.NORM_GATE_UP else ins.n
+                scratch = f"{ins.name}.partials"
+                low.buffers[scratch] = BufferDecl(scratch, ins.k_slices * low.rows, width, DType.F32, Kind.ACTIVATION)
+                ins.bufs["scratch"] = scratch
+        elif op == Op.EMBED:
+            ins.tile_rows = EMBED_TILE_COLS
+            ins.tiles = -(-ins.n // EMBED_TILE_COLS)
+        elif op == Op.GDN_CORE:
+            ins.tiles = p["value_heads"] * p["column_groups"]
+        elif op in (Op.ATTN_SCORES, Op.ATTN_PV):
+            ins.tiles = p["kv_heads"] * p["partitions"]
+        elif op == Op.ATTN_MERGE:
+            ins.tiles = p["heads"]
+        elif op == Op.ARGMAX:
+            ins.tiles = low.rows
+        elif op == Op.HANDOFF:
+            ins.tiles = 1
+        else:
+            raise ValueError(f"no partitioning rule for {op.name}")

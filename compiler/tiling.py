@@ -1,0 +1,113 @@
+"""How an instruction's work is cut into tiles and tiles into blocks (the ISA's partitioning rules).
+
+Shared by the compiler, the validator, the interpreter and (as ISA.md text) the CUDA decoder:
+
+* every stage's tiles 0..T-1 go to the G blocks in contiguous ranges: block b runs
+  [b * T // G, (b + 1) * T // G), in order;
+* GEMV ops: row groups are `tile_rows` output rows of one weight segment (segments concatenated in
+  weight-table order; NORM_GATE_UP's row groups index the intermediate rows and cover gate and up);
+  main tile t computes k-slice s = t // RG of row group t % RG (slice-major); with S > 1 reduce tile
+  r adds row group r's S partials in order and applies the epilogue;
+* other ops: see `tile_meaning`.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from isa import GEMV_OPS, Op, Program, Word
+from isa.opcodes import PARAMS
+from isa.word import bits_f32
+
+
+@dataclass(frozen=True)
+class RowGroup:
+    index: int
+    r0: int  # first output row (GATE_UP: intermediate row)
+    r1: int
+    segment: int  # weight segment (index into the word's weights)
+    seg_r0: int  # the segment's first output row
+
+    def local(self) -> tuple[int, int]:
+        """Rows within the segment's weight."""
+        return self.r0 - self.seg_r0, self.r1 - self.seg_r0
+
+
+def block_range(tiles: int, sms: int, block: int) -> range:
+    return range(block * tiles // sms, (block + 1) * tiles // sms)
+
+
+@functools.lru_cache(maxsize=4096)
+def _decoded(opcode: Op, raw: tuple[int, ...]) -> dict[str, float | int]:
+    out = {}
+    for i, (name, kind) in enumerate(PARAMS[opcode]):
+        value = raw[i] if i < len(raw) else 0
+        out[name] = bits_f32(value) if kind == "f" else value
+    return out
+
+
+def params(word: Word) -> dict[str, float | int]:
+    """The word's p0.. as named values (floats decoded). Treat the result as read-only."""
+    return _decoded(word.opcode, word.params)
+
+
+@functools.cache
+def _row_groups(segment_rows: tuple[int, ...], tile_rows: int, shared: bool) -> tuple[RowGroup, ...]:
+    groups = []
+    if shared:  # NORM_GATE_UP: row groups over the intermediate rows, covering both segments
+        for r0 in range(0, segment_rows[0], tile_rows):
+            groups.append(RowGroup(len(groups), r0, min(segment_rows[0], r0 + tile_rows), 0, 0))
+        return tuple(groups)
+    start = 0
+    for seg, rows in enumerate(segment_rows):
+        for r0 in range(0, rows, tile_rows):
+            groups.append(RowGroup(len(groups), start + r0, start + min(rows, r0 + tile_rows), seg, start))
+        start += rows
+    return tuple(groups)
+
+
+_BY_WORD: dict[int, tuple[Word, tuple, tuple[RowGroup, ...]]] = {}  # id(word) -> (word, key, groups)
+
+
+def row_groups(program: Program, word: Word) -> tuple[RowGroup, ...]:
+    key = (word.weight_first, word.weight_count, word.tile_rows, word.opcode)
+    cached = _BY_WORD.get(id(word))
+    if cached is None or cached[0] is not word or cached[1] != key:
+        rows = tuple(program.weights[word.weight_first + i].rows for i in range(word.weight_count))
+        cached = (word, key, _row_groups(rows, word.tile_rows, word.opcode == Op.NORM_GATE_UP))
+        if len(_BY_WORD) > 100_000:  # words of programs long gone
+            _BY_WORD.clear()
+        _BY_WORD[id(word)] = cached
+    return cached[2]
+
+
+def main_tile(program: Program, word: Word, tile: int) -> tuple[int, RowGroup]:
+    """GEMV main-stage tile -> (k-slice, row group)."""
+    groups = row_groups(program, word)
+    return tile // len(groups), groups[tile % len(groups)]
+
+
+def tile_meaning(program: Program, word: Word, stage: int, tile: int) -> dict:
+    """What a tile covers, for listings, the interpreter and the access rules."""
+    op, p = word.opcode, params(word)
+    if op in GEMV_OPS:
+        if stage == 1:
+            return {"row_group": row_groups(program, word)[tile]}
+        s, rg = main_tile(program, word, tile)
+        return {"slice": s, "row_group": rg}
+    if op == Op.EMBED:
+        return {"cols": (tile * word.tile_rows, min(word.n, (tile + 1) * word.tile_rows))}
+    if op == Op.GDN_CORE:
+        groups = p["column_groups"]
+        head, g = divmod(tile, groups)
+        width = p["value_dim"] // groups
+        return {"head": head, "cols": (g * width, (g + 1) * width), "group": g}
+    if op in (Op.ATTN_SCORES, Op.ATTN_PV):
+        kv_head, part = divmod(tile, p["partitions"])
+        return {"kv_head": kv_head, "partition": part}
+    if op == Op.ATTN_MERGE:
+        return {"head": tile}
+    if op == Op.ARGMAX:
+        return {"row": tile}
+    return {}

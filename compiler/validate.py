@@ -1,0 +1,96 @@
+"""Static proof on a Program, for a given number of blocks G:
+
+0. dataflow: every activation a word reads was written earlier in the step;
+1. counters: each is signalled by exactly one (instruction, stage) and receives exactly its declared
+   arrivals per step; every wait names such a counter with that expected count;
+2. no deadlock: every wait (and every implicit arrival wait) targets a counter signalled strictly
+   earlier in the order (step, instruction, stage), so for any interleaving the earliest unfinished
+   tile can always run (its block's earlier tiles are done and everything it waits for is earlier);
+   counter targets expected x (step + 1 - lag) only grow;
+3. no race: over three consecutive steps, every pair of conflicting accesses (overlapping rectangles
+   of one buffer, one a write; or different buffers sharing arena bytes) is ordered by
+   happens-before (hb.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from isa import Kind, Program
+
+from .access import tile_rows
+from .hb import AccessIndex, HappensBefore, signals, waits_of
+
+
+@dataclass
+class Report:
+    problems: list[str]
+    nodes: int
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def check_counters(program: Program) -> list[str]:
+    problems = []
+    arrivals: dict[int, int] = {}
+    signaller: dict[int, tuple[int, int]] = {}
+    for i, w in enumerate(program.words):
+        for stage in (0, 1) if w.reduce_tiles else (0,):
+            for tile in range(w.reduce_tiles if stage else w.tiles):
+                c = signals(program, w, stage, tile)
+                if c is None:
+                    continue
+                if signaller.setdefault(c, (i, stage)) != (i, stage):
+                    problems.append(f"counter {c} is signalled by instructions {signaller[c]} and {(i, stage)}")
+                arrivals[c] = arrivals.get(c, 0) + 1
+    for c, entry in enumerate(program.counters):
+        if arrivals.get(c, 0) != entry.expected:
+            problems.append(f"counter {c} ({entry.name}) gets {arrivals.get(c, 0)} arrivals per step, "
+                            f"declares {entry.expected}")
+    for i, w in enumerate(program.words):
+        for stage in (0, 1) if w.reduce_tiles else (0,):
+            for tile in range(w.reduce_tiles if stage else w.tiles):
+                for c, expected, lag in waits_of(program, w, stage, tile):
+                    if c >= len(program.counters) or program.counters[c].expected != expected:
+                        problems.append(f"instruction {i} waits on counter {c} expecting {expected}")
+                        continue
+                    j, s = signaller.get(c, (None, None))
+                    if j is None or (lag == 0 and (j, s) >= (i, stage)):
+                        problems.append(f"instruction {i} stage {stage} waits on counter {c} signalled by {(j, s)}:"
+                                        " not strictly earlier (possible deadlock)")
+    return problems
+
+
+def check_dataflow(program: Program) -> list[str]:
+    """Every activation buffer a word reads was written by an earlier word (or stage) of the step."""
+    written: set[int] = set()
+    problems = []
+    for i, w in enumerate(program.words):
+        for stage in (0, 1) if w.reduce_tiles else (0,):
+            rows, _ = tile_rows(program, i, stage)
+            for buf in sorted(set(rows[rows[:, 6] == 0, 1].tolist()) - written):
+                if program.buffers[buf].kind == Kind.ACTIVATION:
+                    problems.append(f"instruction {i} reads {program.buffers[buf].name}, which nothing earlier writes")
+            written.update(rows[rows[:, 6] == 1, 1].tolist())
+    return problems
+
+
+def validate(program: Program, sms: int, steps: int = 3, limit: int = 20) -> Report:
+    problems = check_counters(program) + check_dataflow(program)
+    hb, index = HappensBefore(program, sms), AccessIndex(program)
+    for step in range(steps):
+        for i in range(len(program.words)):
+            for stage in hb.stages(i):
+                ids = hb.add(step, i, stage)
+                rows = index.gather(hb, ids)
+                for h in index.hazards(hb, ids, rows=rows) + index.alias_hazards(hb, ids, rows=rows):
+                    if len(problems) < limit:
+                        problems.append(h.describe(hb))
+                index.add(hb, ids, rows)
+                # conflicts among the nodes of one instruction stage (e.g. two tiles writing one row)
+                for h in index.hazards(hb, ids, rows=rows):
+                    if h.first in ids and h.first < h.second and len(problems) < limit:
+                        problems.append("within one instruction: " + h.describe(hb))
+    return Report(problems, len(hb))

@@ -1,0 +1,75 @@
+"""Opcodes: one per fused device function. docs/ISA.md describes each one's buffers and parameters."""
+
+from __future__ import annotations
+
+import enum
+
+
+class Op(enum.IntEnum):
+    NOP = 0
+    EMBED = 1  # x[m] = embed[token_in[m]]
+    NORM_GEMV = 2  # RMSNorm(x) -> [W_0 | W_1 | ...] -> bf16   (GDN in_proj: qkv | z | b | a)
+    NORM_GEMV_QKV = 3  # RMSNorm(x) -> q | k | v -> q_norm+RoPE, k_norm+RoPE+append, v append, gate
+    NORM_GATE_UP = 4  # RMSNorm(x) -> gate, up -> bf16(bf16(silu(g)) * u)
+    GEMV_RESIDUAL = 5  # a -> W -> x_out = bf16(x_in + bf16(W a))   (o_proj, down)
+    GATED_NORM_GEMV_RESIDUAL = 6  # gated RMSNorm(o, z) -> W -> residual   (GDN out_proj)
+    GDN_CORE = 7  # conv ring + silu, l2norm, gates, delta-rule recurrence over the M rows
+    ATTN_SCORES = 8  # bf16 scores and softmax statistics per (kv head, partition)
+    ATTN_PV = 9  # P = bf16(exp(s - max) / sum); fp32 P.V per (kv head, partition)
+    ATTN_MERGE = 10  # sum partitions in order -> bf16, times bf16(sigmoid(gate))
+    NORM_HEAD = 11  # RMSNorm(x) -> lm_head -> per-tile (max, lowest id) candidates (+ fp32 logits if DEBUG)
+    ARGMAX = 12  # candidates -> token per row (lowest id on ties)
+    HANDOFF = 13  # chosen tokens -> control block; advance position and step
+
+
+GEMV_OPS = frozenset({Op.NORM_GEMV, Op.NORM_GEMV_QKV, Op.NORM_GATE_UP, Op.GEMV_RESIDUAL,
+                      Op.GATED_NORM_GEMV_RESIDUAL, Op.NORM_HEAD})
+
+
+class Flag(enum.IntFlag):
+    NONE = 0
+    DEBUG_LOGITS = 1  # NORM_HEAD also writes fp32 logits
+
+
+class WaitMode(enum.IntEnum):
+    NONE = 0
+    ALL = 1  # every counter of the range
+    SLICE = 2  # main-stage tile with k-slice s waits on counter base + s only
+
+
+NO_BUFFER = 0xFFFF
+CONTROL_BUFFER = 0  # buffer 0 is always the control block
+NO_LAYER = 0xFF
+
+
+# Per-opcode parameter slots p0.. (name, kind): kind "u" is an unsigned integer, "f" a float32 stored as
+# its bits. Weight parameters are weight-table indices; ISA.md explains each.
+PARAMS: dict[Op, tuple[tuple[str, str], ...]] = {
+    Op.NOP: (),
+    Op.EMBED: (("embed_weight", "u"),),
+    Op.NORM_GEMV: (("norm_weight", "u"), ("eps", "f")),
+    Op.NORM_GEMV_QKV: (("norm_weight", "u"), ("eps", "f"), ("q_norm_weight", "u"), ("k_norm_weight", "u"),
+                       ("heads", "u"), ("kv_heads", "u"), ("head_dim", "u"), ("rotary_dim", "u"), ("rope_theta", "f"),
+                       ("capacity", "u")),
+    Op.NORM_GATE_UP: (("norm_weight", "u"), ("eps", "f")),
+    Op.GEMV_RESIDUAL: (),
+    Op.GATED_NORM_GEMV_RESIDUAL: (("norm_weight", "u"), ("eps", "f"), ("z_col", "u"), ("head_dim", "u")),
+    Op.GDN_CORE: (("conv_weight", "u"), ("a_log", "u"), ("dt_bias", "u"), ("key_heads", "u"), ("value_heads", "u"),
+                  ("key_dim", "u"), ("value_dim", "u"), ("conv_kernel", "u"), ("ring", "u"), ("column_groups", "u")),
+    Op.ATTN_SCORES: (("heads", "u"), ("kv_heads", "u"), ("head_dim", "u"), ("partitions", "u"), ("scale", "f"),
+                     ("capacity", "u")),
+    Op.ATTN_PV: (("heads", "u"), ("kv_heads", "u"), ("head_dim", "u"), ("partitions", "u"), ("capacity", "u")),
+    Op.ATTN_MERGE: (("heads", "u"), ("head_dim", "u"), ("partitions", "u")),
+    Op.NORM_HEAD: (("norm_weight", "u"), ("eps", "f"), ("defined_vocab", "u")),
+    Op.ARGMAX: (("candidates", "u"),),
+    Op.HANDOFF: (),
+}
+
+# The control block (buffer 0, one row of int32): what every step reads and HANDOFF writes.
+CTRL_STEP = 0  # steps completed since the session began
+CTRL_POSITION = 1  # position of the pass's first row
+CTRL_ROWS = 2  # M of the pass
+CTRL_TOKENS_IN = 3  # 8 slots: the pass's input tokens
+CTRL_TOKENS_OUT = 11  # 8 slots: the tokens chosen for each row
+CTRL_WORDS = 64
+MAX_ROWS = 8

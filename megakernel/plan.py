@@ -1,0 +1,102 @@
+"""The work decomposition that engine numerics depend on, shared by the reference (engine mode), the
+compiler and the CUDA kernels, so that all of them sum in the same order.
+
+* GEMV: the reduction axis is cut into 128-wide blocks (the fp8 scale grid). Each block's products
+  give one fp32 partial; a k-slice accumulates scale x partial over its blocks in order; the slices
+  are added in order 0..S-1. S depends only on the fused instruction's shape (never on the number of
+  SMs or on the rows M), so every build and every M computes the same bits.
+* Fused GEMVs: the weights one instruction computes together (e.g. in_proj_qkv | z | b | a) share
+  one S, computed from their total rows.
+* Attention: a row with L keys is split into P = 32 partitions, partition p holding keys
+  [p * L // P, (p + 1) * L // P); softmax statistics are combined over partitions in order.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from .config import ModelConfig
+from .tensors import LM_HEAD, MTP_PREFIX, layer_prefix, mtp_layer_prefix
+
+ROW_BLOCK = 128  # rows of one scale block; GEMV row groups are counted in these
+K_BLOCK = 128  # reduction elements of one scale block
+TILE_TARGET = 128  # aim for at least this many (row group x k-slice) tiles: about one per SM of the H200
+MAX_K_SLICES = 8  # more slices add partial traffic for little extra parallelism
+ATTENTION_PARTITIONS = 32  # x 4 KV heads = 128 attention tiles on the 27B
+
+
+def k_slices(rows: int, k: int) -> int:
+    """Slices of the reduction axis for a GEMV of `rows` outputs over `k` inputs: the smallest divisor
+    S of the k-block count with (row groups x S) >= TILE_TARGET, at most MAX_K_SLICES."""
+    blocks = -(-k // K_BLOCK)
+    row_groups = -(-rows // ROW_BLOCK)
+    candidates = [s for s in range(1, min(blocks, MAX_K_SLICES) + 1) if blocks % s == 0]
+    for s in candidates:
+        if row_groups * s >= TILE_TARGET:
+            return s
+    return candidates[-1]
+
+
+def slice_blocks(k: int, slices: int, s: int) -> tuple[int, int]:
+    """k-blocks [first, last) of slice s."""
+    blocks = -(-k // K_BLOCK)
+    return s * blocks // slices, (s + 1) * blocks // slices
+
+
+def partition_bounds(length: int, p: int, partitions: int = ATTENTION_PARTITIONS) -> tuple[int, int]:
+    return p * length // partitions, (p + 1) * length // partitions
+
+
+@dataclass(frozen=True)
+class GemvGroup:
+    """Weights computed by one GEMV instruction, concatenated along the output rows."""
+
+    name: str  # e.g. "layers.0.in_proj"
+    weights: tuple[str, ...]
+    rows: int
+    k: int
+
+    @property
+    def slices(self) -> int:
+        return k_slices(self.rows, self.k)
+
+
+def gemv_groups(c: ModelConfig) -> list[GemvGroup]:
+    """Every GEMV instruction of the target forward and the MTP head, in program order."""
+    h, f = c.hidden_size, c.intermediate_size
+    groups = []
+
+    def group(name, weights, rows, k):
+        groups.append(GemvGroup(name, tuple(weights), rows, k))
+
+    for i in range(c.num_hidden_layers):
+        p = layer_prefix(i)
+        if i in c.attention_layers:
+            a = p + "self_attn."
+            group(f"layers.{i}.qkv", [a + "q_proj.weight", a + "k_proj.weight", a + "v_proj.weight"],
+                  c.q_proj_rows + 2 * c.kv_dim, h)
+            group(f"layers.{i}.o_proj", [a + "o_proj.weight"], h, c.attn_out_dim)
+        else:
+            g = p + "linear_attn."
+            group(f"layers.{i}.in_proj", [g + "in_proj_qkv.weight", g + "in_proj_z.weight", g + "in_proj_b.weight",
+                                          g + "in_proj_a.weight"],
+                  c.gdn_conv_dim + c.gdn_value_dim + 2 * c.linear_num_value_heads, h)
+            group(f"layers.{i}.out_proj", [g + "out_proj.weight"], h, c.gdn_value_dim)
+        group(f"layers.{i}.gate_up", [p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight"], 2 * f, h)
+        group(f"layers.{i}.down", [p + "mlp.down_proj.weight"], h, f)
+    group("lm_head", [LM_HEAD], c.vocab_size, h)
+    if c.mtp_num_hidden_layers:
+        m = mtp_layer_prefix()
+        group("mtp.fc", [MTP_PREFIX + "fc.weight"], h, 2 * h)
+        group("mtp.qkv", [m + "self_attn.q_proj.weight", m + "self_attn.k_proj.weight", m + "self_attn.v_proj.weight"],
+              c.q_proj_rows + 2 * c.kv_dim, h)
+        group("mtp.o_proj", [m + "self_attn.o_proj.weight"], h, c.attn_out_dim)
+        group("mtp.gate_up", [m + "mlp.gate_proj.weight", m + "mlp.up_proj.weight"], 2 * f, h)
+        group("mtp.down", [m + "mlp.down_proj.weight"], h, f)
+    return groups
+
+
+@functools.cache
+def slices_by_weight(c: ModelConfig) -> dict[str, int]:
+    return {w: g.slices for g in gemv_groups(c) for w in g.weights}

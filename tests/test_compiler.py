@@ -1,0 +1,118 @@
+import dataclasses
+import time
+
+import pytest
+
+from compiler import lower, validate
+from isa import Op, Wait, WaitMode
+from megakernel import plan
+from megakernel.config import preset
+
+
+@pytest.fixture(scope="module")
+def tiny_programs():
+    return {(m, g): lower(preset("tiny"), rows=m, sms=g, capacity=64) for m in (1, 3, 8) for g in (1, 7, 132)}
+
+
+@pytest.mark.parametrize("rows", [1, 3, 8])
+@pytest.mark.parametrize("sms", [1, 7, 132])
+def test_tiny_programs_validate(tiny_programs, rows, sms):
+    report = validate(tiny_programs[(rows, sms)], sms)
+    assert report.ok, report.problems
+
+
+@pytest.mark.parametrize("sms", [1, 7, 132])
+def test_27b_program_validates_and_compiles_fast(sms):
+    t0 = time.perf_counter()
+    p = lower(preset("qwen3.5-27b"), rows=8, sms=sms)
+    seconds = time.perf_counter() - t0
+    assert len(p.words) == 356  # 1 + 48 x 5 + 16 x 7 + 3: docs/DECISIONS.md D11
+    assert seconds < 5  # measured about 1.5 s on the 2-core CI machine for G = 132; regression guard
+    report = validate(p, sms)
+    assert report.ok, report.problems
+
+
+def test_word_counts_per_layer_kind():
+    p = lower(preset("qwen3.5-27b"), rows=1, sms=132)
+    ops = [w.opcode for w in p.words]
+    assert ops[0] == Op.EMBED and ops[-3:] == [Op.NORM_HEAD, Op.ARGMAX, Op.HANDOFF]
+    assert ops[1:6] == [Op.NORM_GEMV, Op.GDN_CORE, Op.GATED_NORM_GEMV_RESIDUAL, Op.NORM_GATE_UP, Op.GEMV_RESIDUAL]
+    assert ops[16:23] == [Op.NORM_GEMV_QKV, Op.ATTN_SCORES, Op.ATTN_PV, Op.ATTN_MERGE, Op.GEMV_RESIDUAL,
+                          Op.NORM_GATE_UP, Op.GEMV_RESIDUAL]
+
+
+def test_split_k_matches_the_numerics_plan_and_is_independent_of_rows_and_sms():
+    c = preset("qwen3.5-27b")
+    slices = plan.slices_by_weight(c)
+    for m, g in ((1, 132), (8, 7)):
+        p = lower(c, rows=m, sms=g)
+        for w in p.words:
+            if w.weight_count:
+                assert w.k_slices == slices[p.weights[w.weight_first].name]
+
+
+def test_counters_are_monotonic_targets_and_waits_point_backwards(tiny_programs):
+    p = tiny_programs[(3, 7)]
+    for i, w in enumerate(p.words):
+        for wait in w.waits:
+            producer = p.counters[wait.base].producer
+            assert producer < i or wait.lag == 1
+            assert wait.expected == p.counters[wait.base].expected > 0
+
+
+def mutants(program):
+    """One copy of the program per wait slot, that slot removed."""
+    for i, w in enumerate(program.words):
+        for k in range(len(w.waits)):
+            words = list(program.words)
+            words[i] = dataclasses.replace(w, waits=w.waits[:k] + w.waits[k + 1:])
+            yield i, k, dataclasses.replace(program, words=words)
+
+
+@pytest.mark.parametrize("rows, sms", [(1, 7), (3, 7), (8, 132)])
+def test_every_dependency_edge_is_necessary(tiny_programs, rows, sms):
+    """Mutation test: removing any single wait must make the validator report a hazard."""
+    killed, total = 0, 0
+    for i, k, mutant in mutants(tiny_programs[(rows, sms)]):
+        total += 1
+        if not validate(mutant, sms, steps=3, limit=1).ok:
+            killed += 1
+    print(f"mutants killed {killed}/{total}")
+    assert total > 40 and killed == total
+
+
+def test_validator_rejects_a_wait_on_a_later_instruction(tiny_programs):
+    p = tiny_programs[(1, 7)]
+    words = list(p.words)
+    late = p.words[10]
+    words[5] = dataclasses.replace(words[5], waits=words[5].waits + (Wait(late.signal_base, 1, WaitMode.ALL,
+                                                                          late.signal_expected),))
+    report = validate(dataclasses.replace(p, words=words), 7, limit=5)
+    assert any("possible deadlock" in problem for problem in report.problems)
+
+
+def test_validator_rejects_a_wrong_expected_count(tiny_programs):
+    p = tiny_programs[(1, 7)]
+    words = list(p.words)
+    w = words[3]
+    words[3] = dataclasses.replace(w, waits=tuple(dataclasses.replace(x, expected=x.expected + 1) for x in w.waits))
+    assert not validate(dataclasses.replace(p, words=words), 7).ok
+
+
+def test_validator_rejects_an_arena_overlap_of_two_live_buffers(tiny_programs):
+    """Put layer 0's MLP intermediate on top of the residual x1 that the same gate/up instruction is
+    still reading in other blocks: the arena-reuse check must see the race."""
+    p = tiny_programs[(1, 7)]
+    buffers = [dataclasses.replace(b) for b in p.buffers]
+    names = [b.name for b in buffers]
+    buffers[names.index("L0.mlp_h")].offset = buffers[names.index("x1")].offset
+    report = validate(dataclasses.replace(p, buffers=buffers), 7, limit=3)
+    assert not report.ok and any("reuse" in problem for problem in report.problems), report.problems
+
+
+def test_validator_rejects_a_read_of_a_buffer_nothing_writes(tiny_programs):
+    p = tiny_programs[(1, 7)]
+    words = list(p.words)
+    words[5] = dataclasses.replace(words[5], buf_out=words[3].buf_out)  # x2 is now never written
+    report = validate(dataclasses.replace(p, words=words), 7)
+    assert any("x2" in problem and "nothing earlier writes" in problem for problem in report.problems)
