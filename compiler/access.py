@@ -17,8 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from isa import Flag, Op, Program
-from isa.opcodes import CONTROL_BUFFER, CTRL_POSITION, CTRL_STEP, CTRL_TOKENS_IN, CTRL_TOKENS_OUT
+from isa import NO_BUFFER, Flag, Op, Program
+from isa.opcodes import (CONTROL_BUFFER, CTRL_POSITION, CTRL_STEP, CTRL_TOKENS_IN, CTRL_TOKENS_OUT, MAX_ROWS,
+                         control_base)
 from megakernel import plan
 
 from .tiling import main_tile, params, row_groups, tile_meaning
@@ -57,8 +58,14 @@ def write(buf, r0, r1, c0, c1, tag=None):
     return Access(buf, r0, r1, c0, c1, True, tag)
 
 
-def position_read() -> Access:
-    return read(CONTROL_BUFFER, 0, 1, CTRL_POSITION, CTRL_POSITION + 1)
+def position_read(w) -> Access:
+    column = control_base(w.layer) + CTRL_POSITION
+    return read(CONTROL_BUFFER, 0, 1, column, column + 1)
+
+
+def tokens_read(w) -> Access:
+    first = control_base(w.layer) + CTRL_TOKENS_IN
+    return read(CONTROL_BUFFER, 0, 1, first, first + w.rows)
 
 
 def accesses(program: Program, index: int, stage: int, tile: int) -> list[Access]:
@@ -118,8 +125,15 @@ def _gemv_table(program, w, stage):
         k0, k1 = bounds[s, 0], bounds[s, 1]
         if op in (Op.NORM_GEMV, Op.NORM_GATE_UP, Op.NORM_HEAD):
             add(tiles, w.buf_in, 0, m, 0, w.k, False)  # the RMSNorm prologue reads the whole residual
+        elif op == Op.MTP_FC:  # both halves normalised whole: the tokens' embeddings and the hidden rows
+            first = control_base(w.layer) + CTRL_TOKENS_IN
+            add(tiles, CONTROL_BUFFER, 0, 1, first, first + m, False)
+            add(tiles, w.buf_in, MAX_ROWS - m, MAX_ROWS, 0, w.k // 2, False)
         else:
             add(tiles, w.buf_in, 0, m, k0, k1, False)
+        if op == Op.NORM_HEAD and w.buf_aux1 != NO_BUFFER:  # main tile 0 stores the normalised input,
+            zero = (tiles == 0).astype(np.int64)  # right-aligned: the pass's last row is always row 7
+            add(tiles, w.buf_aux1, (MAX_ROWS - m) * zero, MAX_ROWS * zero, 0, w.k * zero, True)
         if op == Op.GATED_NORM_GEMV_RESIDUAL:
             z = params(w)["z_col"]
             add(tiles, w.buf_aux1, 0, m, z + k0, z + k1, False)
@@ -133,7 +147,7 @@ def _gemv_table(program, w, stage):
         add(tiles, w.buf_scratch, 0, S * m, r0[g], r1[g], False)
         if op == Op.NORM_GATE_UP:
             add(tiles, w.buf_scratch, 0, S * m, w.n + r0[g], w.n + r1[g], False)
-    if op in (Op.NORM_GEMV, Op.NORM_GATE_UP):
+    if op in (Op.NORM_GEMV, Op.NORM_GATE_UP, Op.MTP_FC):
         add(tiles, w.buf_out, 0, m, r0[g], r1[g], True)
     elif op in (Op.GEMV_RESIDUAL, Op.GATED_NORM_GEMV_RESIDUAL):
         add(tiles, w.buf_aux0, 0, m, r0[g], r1[g], False)
@@ -151,63 +165,32 @@ def _interleave(columns, tiles):
     return rows, np.arange(tiles + 1, dtype=np.int64) * len(columns)
 
 
-def _gemv(program, w, stage, tile):
+def _qkv(program, w, stage, tile):
+    """NORM_GEMV_QKV, tile by tile: its epilogue differs per head and per q/k/v segment."""
     m = w.rows
-    out = []
     if stage == 0:
         s, rg = main_tile(program, w, tile)
-        b0, b1 = plan.slice_blocks(w.k, w.k_slices, s)
-        k0, k1 = b0 * plan.K_BLOCK, b1 * plan.K_BLOCK
-        if w.opcode in (Op.NORM_GEMV, Op.NORM_GEMV_QKV, Op.NORM_GATE_UP, Op.NORM_HEAD):
-            out.append(read(w.buf_in, 0, m, 0, w.k))  # the RMSNorm prologue reads the whole residual
-        else:
-            out.append(read(w.buf_in, 0, m, k0, k1))
-        if w.opcode == Op.GATED_NORM_GEMV_RESIDUAL:
-            z = params(w)["z_col"]
-            out.append(read(w.buf_aux1, 0, m, z + k0, z + k1))
+        out = [read(w.buf_in, 0, m, 0, w.k)]  # the RMSNorm prologue reads the whole residual
         if w.k_slices > 1:
-            out += _scratch(w, rg, s * m, (s + 1) * m, write)
-            return out
+            return out + [write(w.buf_scratch, s * m, (s + 1) * m, rg.r0, rg.r1)]
     else:
         rg = row_groups(program, w)[tile]
-        out += _scratch(w, rg, 0, w.k_slices * m, read)
-    return out + _epilogue(program, w, rg)
-
-
-def _scratch(w, rg, row0, row1, access):
-    parts = [access(w.buf_scratch, row0, row1, rg.r0, rg.r1)]
-    if w.opcode == Op.NORM_GATE_UP:  # up partials sit after the gate partials
-        parts.append(access(w.buf_scratch, row0, row1, w.n + rg.r0, w.n + rg.r1))
-    return parts
-
-
-def _epilogue(program, w, rg):
-    m, op = w.rows, w.opcode
-    if op in (Op.NORM_GEMV, Op.NORM_GATE_UP):
-        return [write(w.buf_out, 0, m, rg.r0, rg.r1)]
-    if op in (Op.GEMV_RESIDUAL, Op.GATED_NORM_GEMV_RESIDUAL):
-        return [read(w.buf_aux0, 0, m, rg.r0, rg.r1), write(w.buf_out, 0, m, rg.r0, rg.r1)]
-    if op == Op.NORM_HEAD:
-        out = [write(w.buf_out, 0, m, 2 * rg.index, 2 * rg.index + 2)]
-        if w.flags & Flag.DEBUG_LOGITS:
-            out.append(write(w.buf_aux0, 0, m, rg.r0, rg.r1))
-        return out
-    # NORM_GEMV_QKV: a row group is one head's query or gate half, or one KV head's k or v rows
+        out = [read(w.buf_scratch, 0, w.k_slices * m, rg.r0, rg.r1)]
     hd = params(w)["head_dim"]
     lr0, _ = rg.local()
     if rg.segment == 0:
         head, half = divmod(lr0, 2 * hd)
-        if half == 0:
-            return [position_read(), write(w.buf_out, 0, m, head * hd, (head + 1) * hd)]
-        return [write(w.buf_aux0, 0, m, head * hd, (head + 1) * hd)]
+        if half == 0:  # query half: q_norm, RoPE
+            return out + [position_read(w), write(w.buf_out, 0, m, head * hd, (head + 1) * hd)]
+        return out + [write(w.buf_aux0, 0, m, head * hd, (head + 1) * hd)]  # output-gate half
     kv_head = lr0 // hd
     cache = w.buf_aux1 if rg.segment == 1 else w.buf_aux2
-    return [position_read(), write(cache, 0, _rows(program, cache), kv_head * hd, (kv_head + 1) * hd)]
+    return out + [position_read(w), write(cache, 0, _rows(program, cache), kv_head * hd, (kv_head + 1) * hd)]
 
 
 def _embed(program, w, stage, tile):
     c0, c1 = tile_meaning(program, w, stage, tile)["cols"]
-    return [read(w.buf_in, 0, 1, CTRL_TOKENS_IN, CTRL_TOKENS_IN + w.rows), write(w.buf_out, 0, w.rows, c0, c1)]
+    return [tokens_read(w), write(w.buf_out, 0, w.rows, c0, c1)]
 
 
 def _gdn_core(program, w, stage, tile):
@@ -223,7 +206,7 @@ def _gdn_core(program, w, stage, tile):
     b_col = 2 * key_dim + 2 * p["value_heads"] * dv + j  # mixed = [q | k | v | z | b | a]
     a_col = b_col + p["value_heads"]
     ring, ring_rows = w.buf_aux1, p["ring"]
-    out = [position_read()]
+    out = [position_read(w)]
     out += [read(w.buf_in, 0, m, *cols) for cols in (q, k, v)]
     out += [read(w.buf_in, 0, m, b_col, b_col + 1), read(w.buf_in, 0, m, a_col, a_col + 1)]
     out += [read(ring, 0, ring_rows, *cols, tag=HIST) for cols in (q, k, v)]
@@ -245,7 +228,7 @@ def _attn_scores(program, w, stage, tile):
     kv, part, m, hd = t["kv_head"], t["partition"], w.rows, p["head_dim"]
     group = p["heads"] // p["kv_heads"]
     r0, r1 = _group_rows(p, kv, m)
-    return [position_read(), read(w.buf_in, 0, m, kv * group * hd, (kv + 1) * group * hd),
+    return [position_read(w), read(w.buf_in, 0, m, kv * group * hd, (kv + 1) * group * hd),
             read(w.buf_aux0, 0, _rows(program, w.buf_aux0), kv * hd, (kv + 1) * hd),
             write(w.buf_out, r0, r1, part, part + 1),  # scores, in partition units
             write(w.buf_aux1, r0, r1, 2 * part, 2 * part + 2)]
@@ -255,7 +238,7 @@ def _attn_pv(program, w, stage, tile):
     p, t = params(w), tile_meaning(program, w, stage, tile)
     kv, part, m, hd = t["kv_head"], t["partition"], w.rows, p["head_dim"]
     r0, r1 = _group_rows(p, kv, m)
-    return [position_read(), read(w.buf_in, r0, r1, part, part + 1),
+    return [position_read(w), read(w.buf_in, r0, r1, part, part + 1),
             read(w.buf_aux1, r0, r1, 0, _cols(program, w.buf_aux1)),
             read(w.buf_aux0, 0, _rows(program, w.buf_aux0), kv * hd, (kv + 1) * hd),
             write(w.buf_out, r0, r1, part * hd, (part + 1) * hd)]
@@ -268,22 +251,22 @@ def _attn_merge(program, w, stage, tile):
 
 
 def _argmax(program, w, stage, tile):
-    return [read(w.buf_in, tile, tile + 1, 0, _cols(program, w.buf_in)),
-            write(CONTROL_BUFFER, 0, 1, CTRL_TOKENS_OUT + tile, CTRL_TOKENS_OUT + tile + 1)]
+    out = control_base(w.layer) + CTRL_TOKENS_OUT + tile
+    return [read(w.buf_in, tile, tile + 1, 0, _cols(program, w.buf_in)), write(CONTROL_BUFFER, 0, 1, out, out + 1)]
 
 
 def _handoff(program, w, stage, tile):
-    return [read(CONTROL_BUFFER, 0, 1, CTRL_TOKENS_OUT, CTRL_TOKENS_OUT + w.rows),
-            write(CONTROL_BUFFER, 0, 1, CTRL_STEP, CTRL_POSITION + 1),
-            write(CONTROL_BUFFER, 0, 1, CTRL_TOKENS_IN, CTRL_TOKENS_IN + 1)]
+    base = control_base(w.layer)
+    return [read(CONTROL_BUFFER, 0, 1, base + CTRL_TOKENS_OUT, base + CTRL_TOKENS_OUT + w.rows),
+            write(CONTROL_BUFFER, 0, 1, base + CTRL_STEP, base + CTRL_POSITION + 1),
+            write(CONTROL_BUFFER, 0, 1, base + CTRL_TOKENS_IN, base + CTRL_TOKENS_IN + 1)]
 
 
 _VECTOR_RULES = {op: _gemv_table for op in (Op.NORM_GEMV, Op.NORM_GATE_UP, Op.GEMV_RESIDUAL,
-                                            Op.GATED_NORM_GEMV_RESIDUAL, Op.NORM_HEAD)}
+                                            Op.GATED_NORM_GEMV_RESIDUAL, Op.NORM_HEAD, Op.MTP_FC)}
 
 _RULES = {
-    Op.EMBED: _embed, Op.NORM_GEMV: _gemv, Op.NORM_GEMV_QKV: _gemv, Op.NORM_GATE_UP: _gemv,
-    Op.GEMV_RESIDUAL: _gemv, Op.GATED_NORM_GEMV_RESIDUAL: _gemv, Op.NORM_HEAD: _gemv, Op.GDN_CORE: _gdn_core,
+    Op.EMBED: _embed, Op.NORM_GEMV_QKV: _qkv, Op.GDN_CORE: _gdn_core,
     Op.ATTN_SCORES: _attn_scores, Op.ATTN_PV: _attn_pv, Op.ATTN_MERGE: _attn_merge, Op.ARGMAX: _argmax,
     Op.HANDOFF: _handoff,
 }

@@ -14,7 +14,6 @@ from megakernel.tensors import F8, F32, scale_name, tensor_specs
 from .ir import Lowered
 
 WEIGHT_ALIGN = 256
-MTP_LAYER = 0xFE
 _DTYPES = {F8: DType.FP8_E4M3, "BF16": DType.BF16, F32: DType.F32}
 BUFFER_ROLES = ("in", "out", "aux0", "aux1", "aux2", "scratch")
 

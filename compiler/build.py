@@ -10,7 +10,9 @@ from megakernel.config import ModelConfig
 from .allocate import allocate
 from .assemble import assemble
 from .dependencies import add_dependencies
+from .ir import Lowered
 from .lowering import lower as lower_forward
+from .lowering import lower_mtp as lower_mtp_pass
 from .partition import partition
 
 DEFAULT_CAPACITY = 4096
@@ -20,10 +22,22 @@ def lower(config: ModelConfig, rows: int = 1, sms: int = 132, capacity: int = DE
           debug_logits: bool = False) -> Program:
     """The target forward over `rows` tokens as a Program for `sms` blocks (one per SM)."""
     t0 = time.perf_counter()
-    low = lower_forward(config, rows, capacity, debug_logits)
+    return _finish(lower_forward(config, rows, capacity, debug_logits), config, sms, t0,
+                   {"program": "target", "debug_logits": debug_logits})
+
+
+def lower_mtp(config: ModelConfig, rows: int = 1, sms: int = 132, capacity: int = DEFAULT_CAPACITY,
+              chained: bool = False, debug_logits: bool = False) -> Program:
+    """One MTP draft pass (SPEC 4) over `rows` rows; `chained` reads the MTP's own previous hidden."""
+    t0 = time.perf_counter()
+    return _finish(lower_mtp_pass(config, rows, capacity, chained, debug_logits), config, sms, t0,
+                   {"program": "mtp-chained" if chained else "mtp", "debug_logits": debug_logits})
+
+
+def _finish(low: Lowered, config: ModelConfig, sms: int, t0: float, meta: dict) -> Program:
     partition(low, config)
     offsets = allocate(low)
-    meta = {"config": config.name, "rows": rows, "sms": sms, "capacity": capacity, "debug_logits": debug_logits}
+    meta = {"config": config.name, "rows": low.rows, "sms": sms, "capacity": low.capacity, **meta}
     program = assemble(low, config, offsets, sms, meta)
     add_dependencies(program, sms)
     program.meta["compile_seconds"] = round(time.perf_counter() - t0, 3)

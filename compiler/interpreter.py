@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa import Flag, GEMV_OPS, DType, Kind, Op, Program
-from isa.opcodes import CTRL_POSITION, CTRL_STEP, CTRL_TOKENS_IN, CTRL_TOKENS_OUT
+from isa import NO_BUFFER, Flag, GEMV_OPS, DType, Kind, Op, Program
+from isa.opcodes import CTRL_LANE, CTRL_POSITION, CTRL_STEP, CTRL_TOKENS_IN, CTRL_TOKENS_OUT, MAX_ROWS, control_base
 from megakernel import plan
 from megakernel.fp8 import BF16, E4M3
 from megakernel.reference import gdn, ops
@@ -73,16 +73,31 @@ class _Tile:
 
 
 class Interpreter:
-    def __init__(self, program: Program, weights: WeightSet):
+    """`session_of`: run this Program on another interpreter's session (the KV caches, GDN states,
+    rings, control block and hidden rows sit at the same arena offsets in every Program of a config)."""
+
+    def __init__(self, program: Program, weights: WeightSet, session_of: Interpreter | None = None):
         self.program, self.weights = program, weights
-        self.arena = np.zeros(program.arena_bytes, np.uint8)
+        if session_of is None:
+            self.arena = np.zeros(program.arena_bytes, np.uint8)
+        else:
+            mine = {b.name: (b.offset, b.nbytes) for b in program.buffers if b.kind != Kind.ACTIVATION}
+            theirs = {b.name: (b.offset, b.nbytes) for b in session_of.program.buffers if b.kind != Kind.ACTIVATION}
+            if mine != theirs:
+                raise ValueError("the two Programs lay out their sessions differently")
+            if len(session_of.arena) < program.arena_bytes:
+                session_of.arena.resize(program.arena_bytes, refcheck=False)
+            self.arena = session_of.arena
         self._views = {}
         for i, b in enumerate(program.buffers):
             flat = np.frombuffer(self.arena, NUMPY[b.dtype], count=b.rows * b.cols, offset=b.offset)
             self._views[i] = flat.reshape(b.rows, b.cols)
         self._gemv_weights: dict[int, tuple[np.ndarray, np.ndarray | None]] = {}
         self._tasks = self._block_tasks()
-        self.reset()
+        self.counters = np.zeros(len(self.program.counters), np.int64)
+        self.iteration = [0] * self.program.sms
+        if session_of is None:
+            self.reset()
 
     # --- state ----------------------------------------------------------------------------------
     def view(self, buf: int) -> np.ndarray:
@@ -102,13 +117,26 @@ class Interpreter:
     def position(self) -> int:
         return int(self.view(0)[0, CTRL_POSITION])
 
+    @property
+    def mtp_position(self) -> int:
+        return int(self.view(0)[0, CTRL_LANE + CTRL_POSITION])
+
+    def set_mtp_position(self, position: int) -> None:
+        self.view(0)[0, CTRL_LANE + CTRL_POSITION] = position
+
+    def _lane(self) -> int:
+        return control_base(self.program.words[0].layer)
+
     def set_tokens(self, tokens: list[int]) -> None:
+        """The next pass's input tokens, in this Program's control lane."""
         if len(tokens) != self.program.rows:
             raise ValueError(f"this program takes {self.program.rows} tokens per pass, got {len(tokens)}")
-        self.view(0)[0, CTRL_TOKENS_IN:CTRL_TOKENS_IN + len(tokens)] = tokens
+        first = self._lane() + CTRL_TOKENS_IN
+        self.view(0)[0, first:first + len(tokens)] = tokens
 
     def tokens_out(self) -> list[int]:
-        return self.view(0)[0, CTRL_TOKENS_OUT:CTRL_TOKENS_OUT + self.program.rows].tolist()
+        first = self._lane() + CTRL_TOKENS_OUT
+        return self.view(0)[0, first:first + self.program.rows].tolist()
 
     def buffer(self, name: str) -> np.ndarray:
         index = next(i for i, b in enumerate(self.program.buffers) if b.name == name)
@@ -184,15 +212,23 @@ class Interpreter:
             self._gemv_weights[entry] = (blocks, scale)
         return self._gemv_weights[entry]
 
-    def _ctrl(self, ctx: _Tile, column: int) -> int:
+    def _ctrl(self, ctx: _Tile, w, column: int) -> int:
+        column += control_base(w.layer)
         return int(ctx.read(0, 0, 1, column, column + 1)[0, 0])
 
     def _gemv_input(self, ctx: _Tile, w, k0: int, k1: int) -> np.ndarray:
         """The GEMV's input rows over k-range [k0, k1): the prologue's output."""
         m, p = w.rows, params(w)
         if w.opcode in (Op.NORM_GEMV, Op.NORM_GEMV_QKV, Op.NORM_GATE_UP, Op.NORM_HEAD):
-            x = ctx.read(w.buf_in, 0, m, 0, w.k)
-            return ops.rms_norm_1p(x, self._weight(p["norm_weight"]), p["eps"])[:, k0:k1]
+            return self._normed(ctx, w)[:, k0:k1]
+        if w.opcode == Op.MTP_FC:
+            first = control_base(w.layer) + CTRL_TOKENS_IN
+            tokens = ctx.read(0, 0, 1, first, first + m)[0]
+            e = ops.rms_norm_1p(self._weight(p["embed_weight"])[tokens].astype(np.float32),
+                                self._weight(p["norm_embedding"]), p["eps"])
+            hidden = ctx.read(w.buf_in, MAX_ROWS - m, MAX_ROWS, 0, w.k // 2)  # right-aligned rows
+            h = ops.rms_norm_1p(hidden, self._weight(p["norm_hidden"]), p["eps"])
+            return np.concatenate([e, h], axis=1)[:, k0:k1]  # the embedding half first
         a = ctx.read(w.buf_in, 0, m, k0, k1)
         if w.opcode == Op.GATED_NORM_GEMV_RESIDUAL:
             z = ctx.read(w.buf_aux1, 0, m, p["z_col"] + k0, p["z_col"] + k1)
@@ -200,6 +236,11 @@ class Interpreter:
             a = ops.gated_rms_norm(a.reshape(m, -1, dv), z.reshape(m, -1, dv), self._weight(p["norm_weight"]),
                                    p["eps"]).reshape(m, -1)
         return a
+
+    def _normed(self, ctx: _Tile, w) -> np.ndarray:
+        """The RMSNorm prologue: the whole residual, normalised."""
+        p = params(w)
+        return ops.rms_norm_1p(ctx.read(w.buf_in, 0, w.rows, 0, w.k), self._weight(p["norm_weight"]), p["eps"])
 
     def _slice_sums(self, w, rg, segment: int, x: np.ndarray, b0: int, b1: int) -> np.ndarray:
         """fp32 [M, rows] of k-slice blocks [b0, b1) for the row group's rows of one weight segment."""
@@ -214,6 +255,9 @@ class Interpreter:
         gate_up = w.opcode == Op.NORM_GATE_UP
         if stage == 0:
             s, rg = main_tile(self.program, w, tile)
+            if w.opcode == Op.NORM_HEAD and tile == 0 and w.buf_aux1 != NO_BUFFER:
+                # the hidden the MTP head reads, right-aligned: the pass's last row is always row 7
+                ctx.write(w.buf_aux1, MAX_ROWS - w.rows, 0, self._normed(ctx, w))
             b0, b1 = plan.slice_blocks(w.k, S, s)
             x = self._gemv_input(ctx, w, b0 * plan.K_BLOCK, b1 * plan.K_BLOCK)
             parts = [self._slice_sums(w, rg, seg, x, b0, b1) for seg in ((0, 1) if gate_up else (rg.segment,))]
@@ -231,7 +275,7 @@ class Interpreter:
 
     def _epilogue(self, ctx: _Tile, w, rg, y: list[np.ndarray]) -> None:
         m, op = w.rows, w.opcode
-        if op == Op.NORM_GEMV:
+        if op in (Op.NORM_GEMV, Op.MTP_FC):
             ctx.write(w.buf_out, 0, rg.r0, bf16(y[0]))
         elif op == Op.NORM_GATE_UP:
             ctx.write(w.buf_out, 0, rg.r0, ops.swiglu(bf16(y[0]), bf16(y[1])))
@@ -266,10 +310,10 @@ class Interpreter:
             ctx.write(w.buf_aux0, 0, (lr0 // (2 * hd)) * hd, y)
             return
         if rg.segment == 2:  # v rows: straight into the cache
-            pos = self._ctrl(ctx, CTRL_POSITION)
+            pos = self._ctrl(ctx, w, CTRL_POSITION)
             ctx.write(w.buf_aux2, pos, (lr0 // hd) * hd, y)
             return
-        pos = self._ctrl(ctx, CTRL_POSITION)
+        pos = self._ctrl(ctx, w, CTRL_POSITION)
         norm = self._weight(p["q_norm_weight"] if rg.segment == 0 else p["k_norm_weight"])
         x = ops.rms_norm_1p(y.reshape(m, 1, hd), norm, p["eps"])
         cos, sin = ops.rope_tables(np.arange(pos, pos + m), p["rotary_dim"], p["rope_theta"])
@@ -281,7 +325,8 @@ class Interpreter:
 
     def _embed(self, ctx: _Tile, w, tile: int) -> None:
         c0, c1 = tile_meaning(self.program, w, 0, tile)["cols"]
-        tokens = ctx.read(w.buf_in, 0, 1, CTRL_TOKENS_IN, CTRL_TOKENS_IN + w.rows)[0]
+        first = control_base(w.layer) + CTRL_TOKENS_IN
+        tokens = ctx.read(w.buf_in, 0, 1, first, first + w.rows)[0]
         table = self._weight(params(w)["embed_weight"])
         ctx.write(w.buf_out, 0, c0, table[tokens, c0:c1].astype(np.float32))
 
@@ -294,7 +339,7 @@ class Interpreter:
         kh = j // per_key
         channels = [(kh * dk, (kh + 1) * dk), (key_dim + kh * dk, key_dim + (kh + 1) * dk),
                     (2 * key_dim + j * dv + v0, 2 * key_dim + j * dv + v1)]
-        pos = self._ctrl(ctx, CTRL_POSITION)
+        pos = self._ctrl(ctx, w, CTRL_POSITION)
         ring, R, K = w.buf_aux1, p["ring"], p["conv_kernel"]
         taps = self._weight(p["conv_weight"])
         mixed = [ctx.read(w.buf_in, 0, m, c0, c1) for c0, c1 in channels]
@@ -332,7 +377,7 @@ class Interpreter:
     def _attn_scores(self, ctx: _Tile, w, tile: int) -> None:
         p, kv, part, group = self._attn_group(w, tile)
         m, hd, P = w.rows, p["head_dim"], p["partitions"]
-        pos = self._ctrl(ctx, CTRL_POSITION)
+        pos = self._ctrl(ctx, w, CTRL_POSITION)
         q = ctx.read(w.buf_in, 0, m, kv * group * hd, (kv + 1) * group * hd).reshape(m, group, hd)
         for r in range(m):
             lo, hi = plan.partition_bounds(pos + r + 1, part, P)
@@ -348,7 +393,7 @@ class Interpreter:
     def _attn_pv(self, ctx: _Tile, w, tile: int) -> None:
         p, kv, part, group = self._attn_group(w, tile)
         m, hd, P = w.rows, p["head_dim"], p["partitions"]
-        pos = self._ctrl(ctx, CTRL_POSITION)
+        pos = self._ctrl(ctx, w, CTRL_POSITION)
         for r in range(m):
             lo, hi = plan.partition_bounds(pos + r + 1, part, P)
             rows = [(kv * group + h) * m + r for h in range(group)]
@@ -376,13 +421,14 @@ class Interpreter:
         valid = ids >= 0
         # The lowest id among the best; -1 when every candidate is empty (an engine error the host reports).
         token = int(ids[valid & (values == values[valid].max())].min()) if valid.any() else -1
-        ctx.write(0, 0, CTRL_TOKENS_OUT + tile, np.array([[token]]))
+        ctx.write(0, 0, control_base(w.layer) + CTRL_TOKENS_OUT + tile, np.array([[token]]))
 
     def _handoff(self, ctx: _Tile, w, tile: int) -> None:
-        out = ctx.read(0, 0, 1, CTRL_TOKENS_OUT, CTRL_TOKENS_OUT + w.rows)[0]
-        step, position = ctx.read(0, 0, 1, CTRL_STEP, CTRL_POSITION + 1)[0]
-        ctx.write(0, 0, CTRL_STEP, np.array([[step + 1, position + w.rows]]))
-        ctx.write(0, 0, CTRL_TOKENS_IN, np.array([[out[-1]]]))
+        base = control_base(w.layer)
+        out = ctx.read(0, 0, 1, base + CTRL_TOKENS_OUT, base + CTRL_TOKENS_OUT + w.rows)[0]
+        step, position = ctx.read(0, 0, 1, base + CTRL_STEP, base + CTRL_POSITION + 1)[0]
+        ctx.write(0, 0, base + CTRL_STEP, np.array([[step + 1, position + w.rows]]))
+        ctx.write(0, 0, base + CTRL_TOKENS_IN, np.array([[out[-1]]]))
 
     # --- session state, in the reference's layout (for comparisons) --------------------------------
     def conv_state(self, layer: int, kernel: int) -> np.ndarray:

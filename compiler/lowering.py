@@ -5,6 +5,8 @@
              per attention layer: NORM_GEMV_QKV (q|k|v, norms, RoPE, KV append), ATTN_SCORES, ATTN_PV,
                                   ATTN_MERGE (+ sigmoid gate), GEMV_RESIDUAL (o_proj), NORM_GATE_UP, GEMV_RESIDUAL
           -> NORM_HEAD (final norm + lm_head) -> ARGMAX -> HANDOFF
+and the MTP draft pass (lower_mtp): MTP_FC, one attention layer, MLP, NORM_HEAD (mtp.norm), ARGMAX,
+HANDOFF = 11 words.
 
 Five words per GDN layer and seven per attention layer: 48 x 5 + 16 x 7 + 4 = 356 for the 27B.
 Activations are named in SSA form (x0, x1, ... for the residual stream); the allocator maps them onto
@@ -15,10 +17,10 @@ need the position or the tokens read the control block (buffer 0) implicitly.
 from __future__ import annotations
 
 from isa import DType, Flag, Kind, Op
-from isa.opcodes import CTRL_WORDS, MAX_ROWS
+from isa.opcodes import CTRL_WORDS, MAX_ROWS, MTP_LAYER
 from megakernel import plan
 from megakernel.config import ModelConfig
-from megakernel.tensors import EMBED, FINAL_NORM, LM_HEAD, layer_prefix
+from megakernel.tensors import EMBED, FINAL_NORM, LM_HEAD, MTP_PREFIX, layer_prefix, mtp_layer_prefix
 
 from .ir import BufferDecl, Instr, Lowered
 
@@ -27,39 +29,82 @@ EMBED_TILE_COLS = 1024  # columns of the residual one EMBED tile writes
 
 
 def lower(c: ModelConfig, rows: int, capacity: int, debug_logits: bool = False) -> Lowered:
-    if not 1 <= rows <= MAX_ROWS:
-        raise ValueError(f"rows M = {rows} outside 1..{MAX_ROWS}")
-    if CONV_RING < c.linear_conv_kernel_dim - 1 + MAX_ROWS:
-        raise ValueError("conv ring too short for the kernel and MAX_ROWS")
+    """The target forward over `rows` tokens: embedding to chosen tokens."""
     b = _Builder(c, rows, capacity)
-    b.buffer("ctrl", 1, CTRL_WORDS, DType.I32, Kind.CONTROL)
     x = b.residual()
     b.emit(Instr(Op.EMBED, "embed", -1, n=c.hidden_size, bufs={"in": "ctrl", "out": x},
                  params={"embed_weight": EMBED}))
     for i in range(c.num_hidden_layers):
         x = (b.attention_layer if i in c.attention_layers else b.gdn_layer)(i, x)
         x = b.mlp(i, x)
-    b.head(x, debug_logits)
+    b.head(x, FINAL_NORM, "hidden", debug_logits)
     return Lowered(b.instrs, b.buffers, rows, capacity)
 
 
+def lower_mtp(c: ModelConfig, rows: int, capacity: int, chained: bool = False,
+              debug_logits: bool = False) -> Lowered:
+    """One MTP draft pass over `rows` rows at the MTP lane's position (SPEC 4): row r pairs the MTP
+    lane's token r with hidden row r, the target's post-final-norm `hidden` (first draft, prompt rows)
+    or, chained, the MTP's own post-mtp.norm `mtp_hidden` of the previous draft."""
+    if not c.mtp_num_hidden_layers:
+        raise ValueError(f"config {c.name!r} has no MTP layer")
+    b = _Builder(c, rows, capacity, MTP_LAYER)
+    x = b.residual()
+    b.emit(Instr(Op.MTP_FC, "mtp.fc", MTP_LAYER, n=c.hidden_size, k=2 * c.hidden_size,
+                 weights=[MTP_PREFIX + "fc.weight"], bufs={"in": "mtp_hidden" if chained else "hidden", "out": x},
+                 params={"embed_weight": EMBED, "norm_embedding": MTP_PREFIX + "pre_fc_norm_embedding.weight",
+                         "norm_hidden": MTP_PREFIX + "pre_fc_norm_hidden.weight", "eps": c.rms_norm_eps}))
+    x = b.attention_layer(MTP_LAYER, x)
+    x = b.mlp(MTP_LAYER, x)
+    b.head(x, MTP_PREFIX + "norm.weight", "mtp_hidden", debug_logits)
+    return Lowered(b.instrs, b.buffers, rows, capacity)
+
+
+def session_buffers(c: ModelConfig, capacity: int) -> list[BufferDecl]:
+    """Everything a session keeps between passes, identical (names, sizes, order) in every Program of
+    the config, so that the target, verify and MTP programs share one session arena."""
+    out = [BufferDecl("ctrl", 1, CTRL_WORDS, DType.I32, Kind.CONTROL)]
+    kv = c.num_key_value_heads * c.head_dim
+    for i in c.attention_layers:
+        out += [BufferDecl(f"L{i}.k_cache", capacity, kv, DType.BF16, Kind.STATE),
+                BufferDecl(f"L{i}.v_cache", capacity, kv, DType.BF16, Kind.STATE)]
+    for i in c.gdn_layers:
+        out += [BufferDecl(f"L{i}.ssm", c.linear_num_value_heads, c.linear_value_head_dim * c.linear_key_head_dim,
+                           DType.F32, Kind.STATE),
+                BufferDecl(f"L{i}.conv_ring", CONV_RING, c.gdn_conv_dim, DType.BF16, Kind.STATE)]
+    out.append(BufferDecl("hidden", MAX_ROWS, c.hidden_size, DType.BF16, Kind.STATE))
+    if c.mtp_num_hidden_layers:
+        out += [BufferDecl("mtp.k_cache", capacity, kv, DType.BF16, Kind.STATE),
+                BufferDecl("mtp.v_cache", capacity, kv, DType.BF16, Kind.STATE),
+                BufferDecl("mtp_hidden", MAX_ROWS, c.hidden_size, DType.BF16, Kind.STATE)]
+    return out
+
+
 class _Builder:
-    def __init__(self, c: ModelConfig, rows: int, capacity: int):
+    def __init__(self, c: ModelConfig, rows: int, capacity: int, layer: int | None = None):
+        if not 1 <= rows <= MAX_ROWS:
+            raise ValueError(f"rows M = {rows} outside 1..{MAX_ROWS}")
+        if CONV_RING < c.linear_conv_kernel_dim - 1 + MAX_ROWS:
+            raise ValueError("conv ring too short for the kernel and MAX_ROWS")
         self.c, self.m, self.capacity = c, rows, capacity
+        self.layer = layer  # MTP_LAYER for the draft program: every word reads the MTP control lane
         self.instrs: list[Instr] = []
-        self.buffers: dict[str, BufferDecl] = {}
+        self.buffers: dict[str, BufferDecl] = {b.name: b for b in session_buffers(c, capacity)}
         self.residuals = 0
+        self.prefix = "mtp." if layer == MTP_LAYER else ""
 
     def buffer(self, name: str, rows: int, cols: int, dtype: DType, kind: Kind = Kind.ACTIVATION) -> str:
         self.buffers[name] = BufferDecl(name, rows, cols, dtype, kind)
         return name
 
     def residual(self) -> str:
-        name = self.buffer(f"x{self.residuals}", self.m, self.c.hidden_size, DType.BF16)
+        name = self.buffer(f"{self.prefix}x{self.residuals}", self.m, self.c.hidden_size, DType.BF16)
         self.residuals += 1
         return name
 
     def emit(self, instr: Instr) -> None:
+        if self.layer is not None:
+            instr.layer = self.layer
         self.instrs.append(instr)
 
     def gdn_layer(self, i: int, x: str) -> str:
@@ -68,9 +113,7 @@ class _Builder:
         width = c.gdn_conv_dim + c.gdn_value_dim + 2 * c.linear_num_value_heads
         mixed = self.buffer(f"L{i}.mixed", m, width, DType.BF16)
         core = self.buffer(f"L{i}.gdn_out", m, c.gdn_value_dim, DType.BF16)
-        state = self.buffer(f"L{i}.ssm", c.linear_num_value_heads, c.linear_value_head_dim * c.linear_key_head_dim,
-                            DType.F32, Kind.STATE)
-        ring = self.buffer(f"L{i}.conv_ring", CONV_RING, c.gdn_conv_dim, DType.BF16, Kind.STATE)
+        state, ring = f"L{i}.ssm", f"L{i}.conv_ring"
         self.emit(Instr(Op.NORM_GEMV, f"L{i}.in_proj", i, n=width, k=c.hidden_size,
                         weights=[g + "in_proj_qkv.weight", g + "in_proj_z.weight", g + "in_proj_b.weight",
                                  g + "in_proj_a.weight"],
@@ -89,57 +132,64 @@ class _Builder:
                                 "z_col": c.gdn_conv_dim, "head_dim": c.linear_value_head_dim}))
         return out
 
+    def _names(self, i: int) -> tuple[str, str]:
+        """(weight prefix, buffer prefix) of layer i, or of the MTP layer."""
+        return (mtp_layer_prefix(), "mtp.") if i == MTP_LAYER else (layer_prefix(i), f"L{i}.")
+
     def attention_layer(self, i: int, x: str) -> str:
-        c, m, p = self.c, self.m, layer_prefix(i)
+        c, m = self.c, self.m
+        p, L = self._names(i)
         a = p + "self_attn."
         heads, kv_heads, hd, parts = c.num_attention_heads, c.num_key_value_heads, c.head_dim, plan.ATTENTION_PARTITIONS
-        q = self.buffer(f"L{i}.q", m, heads * hd, DType.BF16)
-        gate = self.buffer(f"L{i}.gate", m, heads * hd, DType.BF16)
-        keys = self.buffer(f"L{i}.k_cache", self.capacity, kv_heads * hd, DType.BF16, Kind.STATE)
-        values = self.buffer(f"L{i}.v_cache", self.capacity, kv_heads * hd, DType.BF16, Kind.STATE)
-        scores = self.buffer(f"L{i}.scores", heads * m, self.capacity, DType.BF16)
-        stats = self.buffer(f"L{i}.softmax_stats", heads * m, 2 * parts, DType.F32)
-        partial = self.buffer(f"L{i}.attn_partial", heads * m, parts * hd, DType.F32)
-        attn = self.buffer(f"L{i}.attn_out", m, heads * hd, DType.BF16)
+        q = self.buffer(f"{L}q", m, heads * hd, DType.BF16)
+        gate = self.buffer(f"{L}gate", m, heads * hd, DType.BF16)
+        keys, values = f"{L}k_cache", f"{L}v_cache"
+        scores = self.buffer(f"{L}scores", heads * m, self.capacity, DType.BF16)
+        stats = self.buffer(f"{L}softmax_stats", heads * m, 2 * parts, DType.F32)
+        partial = self.buffer(f"{L}attn_partial", heads * m, parts * hd, DType.F32)
+        attn = self.buffer(f"{L}attn_out", m, heads * hd, DType.BF16)
         shape = {"heads": heads, "kv_heads": kv_heads, "head_dim": hd}
-        self.emit(Instr(Op.NORM_GEMV_QKV, f"L{i}.qkv", i, n=c.q_proj_rows + 2 * c.kv_dim, k=c.hidden_size,
+        self.emit(Instr(Op.NORM_GEMV_QKV, f"{L}qkv", i, n=c.q_proj_rows + 2 * c.kv_dim, k=c.hidden_size,
                         weights=[a + "q_proj.weight", a + "k_proj.weight", a + "v_proj.weight"],
                         bufs={"in": x, "out": q, "aux0": gate, "aux1": keys, "aux2": values},
                         params={"norm_weight": p + "input_layernorm.weight", "eps": c.rms_norm_eps,
                                 "q_norm_weight": a + "q_norm.weight", "k_norm_weight": a + "k_norm.weight",
                                 **shape, "rotary_dim": c.rotary_dim, "rope_theta": c.rope_theta,
                                 "capacity": self.capacity}))
-        self.emit(Instr(Op.ATTN_SCORES, f"L{i}.scores", i, bufs={"in": q, "aux0": keys, "out": scores, "aux1": stats},
+        self.emit(Instr(Op.ATTN_SCORES, f"{L}scores", i, bufs={"in": q, "aux0": keys, "out": scores, "aux1": stats},
                         params={**shape, "partitions": parts, "scale": hd ** -0.5, "capacity": self.capacity}))
-        self.emit(Instr(Op.ATTN_PV, f"L{i}.pv", i, bufs={"in": scores, "aux0": values, "aux1": stats, "out": partial},
+        self.emit(Instr(Op.ATTN_PV, f"{L}pv", i, bufs={"in": scores, "aux0": values, "aux1": stats, "out": partial},
                         params={**shape, "partitions": parts, "capacity": self.capacity}))
-        self.emit(Instr(Op.ATTN_MERGE, f"L{i}.merge", i, n=heads * hd, bufs={"in": partial, "aux0": gate, "out": attn},
+        self.emit(Instr(Op.ATTN_MERGE, f"{L}merge", i, n=heads * hd, bufs={"in": partial, "aux0": gate, "out": attn},
                         params={"heads": heads, "head_dim": hd, "partitions": parts}))
         out = self.residual()
-        self.emit(Instr(Op.GEMV_RESIDUAL, f"L{i}.o_proj", i, n=c.hidden_size, k=c.attn_out_dim,
+        self.emit(Instr(Op.GEMV_RESIDUAL, f"{L}o_proj", i, n=c.hidden_size, k=c.attn_out_dim,
                         weights=[a + "o_proj.weight"], bufs={"in": attn, "aux0": x, "out": out}))
         return out
 
     def mlp(self, i: int, x: str) -> str:
-        c, m, p = self.c, self.m, layer_prefix(i)
-        h = self.buffer(f"L{i}.mlp_h", m, c.intermediate_size, DType.BF16)
-        self.emit(Instr(Op.NORM_GATE_UP, f"L{i}.gate_up", i, n=c.intermediate_size, k=c.hidden_size,
+        c, m = self.c, self.m
+        p, L = self._names(i)
+        h = self.buffer(f"{L}mlp_h", m, c.intermediate_size, DType.BF16)
+        self.emit(Instr(Op.NORM_GATE_UP, f"{L}gate_up", i, n=c.intermediate_size, k=c.hidden_size,
                         weights=[p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight"], bufs={"in": x, "out": h},
                         params={"norm_weight": p + "post_attention_layernorm.weight", "eps": c.rms_norm_eps}))
         out = self.residual()
-        self.emit(Instr(Op.GEMV_RESIDUAL, f"L{i}.down", i, n=c.hidden_size, k=c.intermediate_size,
+        self.emit(Instr(Op.GEMV_RESIDUAL, f"{L}down", i, n=c.hidden_size, k=c.intermediate_size,
                         weights=[p + "mlp.down_proj.weight"], bufs={"in": h, "aux0": x, "out": out}))
         return out
 
-    def head(self, x: str, debug_logits: bool) -> None:
-        c, m = self.c, self.m
+    def head(self, x: str, norm: str, hidden: str, debug_logits: bool) -> None:
+        """Norm + lm_head + argmax + hand-off; the normalised input is kept in `hidden` (for the MTP)."""
+        c, m, L = self.c, self.m, self.prefix
         groups = -(-c.vocab_size // plan.ROW_BLOCK)
-        candidates = self.buffer("head_candidates", m, 2 * groups, DType.I32)
-        bufs = {"in": x, "out": candidates}
+        candidates = self.buffer(f"{L}head_candidates", m, 2 * groups, DType.I32)
+        bufs = {"in": x, "out": candidates, "aux1": hidden}
         if debug_logits:
-            bufs["aux0"] = self.buffer("logits", m, c.vocab_size, DType.F32)
-        self.emit(Instr(Op.NORM_HEAD, "head", -1, n=c.vocab_size, k=c.hidden_size, weights=[LM_HEAD], bufs=bufs,
-                        params={"norm_weight": FINAL_NORM, "eps": c.rms_norm_eps, "defined_vocab": c.defined_vocab},
+            bufs["aux0"] = self.buffer(f"{L}logits", m, c.vocab_size, DType.F32)
+        self.emit(Instr(Op.NORM_HEAD, f"{L}head", -1, n=c.vocab_size, k=c.hidden_size, weights=[LM_HEAD], bufs=bufs,
+                        params={"norm_weight": norm, "eps": c.rms_norm_eps, "defined_vocab": c.defined_vocab},
                         flags=Flag.DEBUG_LOGITS if debug_logits else Flag.NONE))
-        self.emit(Instr(Op.ARGMAX, "argmax", -1, bufs={"in": candidates, "out": "ctrl"}, params={"candidates": groups}))
-        self.emit(Instr(Op.HANDOFF, "handoff", -1, bufs={"in": "ctrl", "out": "ctrl"}))
+        self.emit(Instr(Op.ARGMAX, f"{L}argmax", -1, bufs={"in": candidates, "out": "ctrl"},
+                        params={"candidates": groups}))
+        self.emit(Instr(Op.HANDOFF, f"{L}handoff", -1, bufs={"in": "ctrl", "out": "ctrl"}))

@@ -26,6 +26,8 @@ def partition(low: Lowered, c: ModelConfig) -> None:
             ins.tile_rows = c.head_dim if op == Op.NORM_GEMV_QKV else plan.ROW_BLOCK
             ins.k_slices = slices[ins.weights[0]]
             seg_rows = [shapes[w][0] for w in ins.weights]
+            if op == Op.MTP_FC:
+                seg_rows = [shapes[ins.weights[0]][0]]
             if op == Op.NORM_GATE_UP:
                 seg_rows = seg_rows[:1]
             groups = sum(-(-r // ins.tile_rows) for r in seg_rows)

@@ -20,10 +20,11 @@ class Op(enum.IntEnum):
     NORM_HEAD = 11  # RMSNorm(x) -> lm_head -> per-tile (max, lowest id) candidates (+ fp32 logits if DEBUG)
     ARGMAX = 12  # candidates -> token per row (lowest id on ties)
     HANDOFF = 13  # chosen tokens -> control block; advance position and step
+    MTP_FC = 14  # MTP: RMSNorm(embed(token)) | RMSNorm(hidden) -> fc -> bf16
 
 
 GEMV_OPS = frozenset({Op.NORM_GEMV, Op.NORM_GEMV_QKV, Op.NORM_GATE_UP, Op.GEMV_RESIDUAL,
-                      Op.GATED_NORM_GEMV_RESIDUAL, Op.NORM_HEAD})
+                      Op.GATED_NORM_GEMV_RESIDUAL, Op.NORM_HEAD, Op.MTP_FC})
 
 
 class Flag(enum.IntFlag):
@@ -40,6 +41,7 @@ class WaitMode(enum.IntEnum):
 NO_BUFFER = 0xFFFF
 CONTROL_BUFFER = 0  # buffer 0 is always the control block
 NO_LAYER = 0xFF
+MTP_LAYER = 0xFE  # every word of the MTP draft program
 
 
 # Per-opcode parameter slots p0.. (name, kind): kind "u" is an unsigned integer, "f" a float32 stored as
@@ -63,9 +65,12 @@ PARAMS: dict[Op, tuple[tuple[str, str], ...]] = {
     Op.NORM_HEAD: (("norm_weight", "u"), ("eps", "f"), ("defined_vocab", "u")),
     Op.ARGMAX: (("candidates", "u"),),
     Op.HANDOFF: (),
+    Op.MTP_FC: (("embed_weight", "u"), ("norm_embedding", "u"), ("norm_hidden", "u"), ("eps", "f")),
 }
 
-# The control block (buffer 0, one row of int32): what every step reads and HANDOFF writes.
+# The control block (buffer 0, one row of int32): what every step reads and HANDOFF writes. Two lanes
+# of the same layout: the target's at word 0, the MTP draft program's at word CTRL_LANE.
+CTRL_LANE = 32
 CTRL_STEP = 0  # steps completed since the session began
 CTRL_POSITION = 1  # position of the pass's first row
 CTRL_ROWS = 2  # M of the pass
@@ -73,3 +78,8 @@ CTRL_TOKENS_IN = 3  # 8 slots: the pass's input tokens
 CTRL_TOKENS_OUT = 11  # 8 slots: the tokens chosen for each row
 CTRL_WORDS = 64
 MAX_ROWS = 8
+
+
+def control_base(layer: int) -> int:
+    """The control-block lane a word reads and writes: the MTP program's own, or the target's."""
+    return CTRL_LANE if layer == MTP_LAYER else 0

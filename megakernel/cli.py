@@ -131,10 +131,14 @@ def cmd_generate(args: argparse.Namespace) -> None:
 
 
 def cmd_compile(args: argparse.Namespace) -> None:
-    from compiler import lower, validate
+    from compiler import lower, lower_mtp, validate
 
     config = model_config(args.model)
-    program = lower(config, rows=args.rows, sms=args.sms, capacity=args.context, debug_logits=args.debug_logits)
+    options = dict(rows=args.rows, sms=args.sms, capacity=args.context, debug_logits=args.debug_logits)
+    if args.program == "target":
+        program = lower(config, **options)
+    else:
+        program = lower_mtp(config, chained=args.program == "mtp-chained", **options)
     report = validate(program, args.sms) if args.validate else None
     if args.out:
         with open(args.out, "wb") as f:
@@ -202,7 +206,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("compile", help="compile the model into an instruction Program; print its summary")
     p.add_argument("--model", default=DEFAULT_MODEL, help=MODEL_HELP)
-    p.add_argument("--rows", type=int, default=1, help="rows M per pass, 1..8 (M > 1: verify passes)")
+    p.add_argument("--program", default="target", choices=["target", "mtp", "mtp-chained"],
+                   help="target forward (M > 1: verify passes), or the MTP draft pass reading the target's hidden "
+                        "rows or its own previous hidden (chained)")
+    p.add_argument("--rows", type=int, default=1, help="rows M per pass, 1..8")
     p.add_argument("--sms", type=int, default=132, help="blocks G (one per SM; the H200 has 132)")
     p.add_argument("--context", type=int, default=4096, help="KV capacity in tokens")
     p.add_argument("--debug-logits", action="store_true", help="the head also writes fp32 logits")

@@ -116,3 +116,24 @@ def test_validator_rejects_a_read_of_a_buffer_nothing_writes(tiny_programs):
     words[5] = dataclasses.replace(words[5], buf_out=words[3].buf_out)  # x2 is now never written
     report = validate(dataclasses.replace(p, words=words), 7)
     assert any("x2" in problem and "nothing earlier writes" in problem for problem in report.problems)
+
+
+@pytest.mark.parametrize("chained", [False, True])
+@pytest.mark.parametrize("rows, sms", [(1, 7), (8, 132), (4, 1)])
+def test_mtp_programs_validate_and_every_wait_is_necessary(rows, sms, chained):
+    from compiler import lower_mtp
+
+    p = lower_mtp(preset("tiny"), rows=rows, sms=sms, capacity=64, chained=chained)
+    assert [w.opcode for w in p.words][:2] == [Op.MTP_FC, Op.NORM_GEMV_QKV] and len(p.words) == 11
+    assert validate(p, sms).ok
+    assert all(not validate(m, sms, limit=1).ok for _, _, m in mutants(p))
+
+
+def test_27b_mtp_program_and_shared_session_layout():
+    from compiler import lower_mtp
+
+    c = preset("qwen3.5-27b")
+    target, mtp = lower(c, rows=1, sms=132), lower_mtp(c, rows=1, sms=132)
+    assert len(mtp.words) == 11 and validate(mtp, 132).ok
+    session = lambda p: {b.name: (b.offset, b.nbytes) for b in p.buffers if b.kind != 2}  # noqa: E731
+    assert session(target) == session(mtp)

@@ -153,3 +153,39 @@ def test_interpreter_backend_generates_the_reference_tokens():
         return json.loads(r.stdout)["tokens"]
 
     assert run("--backend", "interpreter") == run("--backend", "reference", "--numerics", "engine")
+
+
+def test_mtp_prefill_and_chained_drafts_bit_identical_to_the_reference(weights, reference):
+    """The target pass leaves its post-final-norm hidden rows in the session; the MTP program over the
+    same rows fills the MTP cache (prompt ingestion), then the chained program drafts token by token."""
+    from compiler import lower_mtp
+
+    c = weights.config
+    rows = 4
+    target = Interpreter(lower(c, rows=rows, sms=7, capacity=CAPACITY, debug_logits=True), weights)
+    prefill = Interpreter(lower_mtp(c, rows=rows, sms=7, capacity=CAPACITY, debug_logits=True), weights,
+                          session_of=target)
+    chain = Interpreter(lower_mtp(c, rows=1, sms=7, capacity=CAPACITY, chained=True, debug_logits=True), weights,
+                        session_of=target)
+    session = reference.new_session(CAPACITY)
+    prompt = [9707, 11, 1879, 0]
+    rng = np.random.default_rng(5)
+    target.set_tokens(prompt)
+    target.run(1, rng)
+    out = reference.forward(session, prompt)
+    assert np.array_equal(target.buffer("hidden")[-rows:], out.hidden)  # right-aligned rows
+    first = target.tokens_out()[-1]
+    prefill.set_tokens(prompt[1:] + [first])  # row p pairs x_{p+1} with h_p
+    prefill.run(1, rng)
+    mtp = reference.mtp_prefill(session, prompt, out.hidden, first)
+    assert np.array_equal(prefill.buffer("mtp.logits"), mtp.logits)
+    assert prefill.mtp_position == rows
+    drafts = [prefill.tokens_out()[-1]]
+    for _ in range(3):  # HANDOFF fed the last draft and the position forward; hidden from mtp_hidden
+        chain.run(1, rng)
+        drafts.append(chain.tokens_out()[0])
+    assert drafts[0] == int(mtp.logits[-1, :c.defined_vocab].argmax())
+    shape = (CAPACITY, c.num_key_value_heads, c.head_dim)
+    reference_chain = reference.mtp_draft(session, drafts[0], mtp.hidden[-1], rows, 3)
+    assert drafts[1:] == reference_chain
+    assert np.array_equal(target.buffer("mtp.k_cache").reshape(shape), session.mtp_kv.keys)
