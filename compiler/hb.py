@@ -25,7 +25,7 @@ import numpy as np
 from isa import GEMV_OPS, Kind, Op, Program, WaitMode, Word
 
 from .access import HIST, NEW, tile_rows
-from .tiling import block_range, main_tile, params, row_groups, tile_meaning
+from .tiling import main_tile, params, row_groups, tile_meaning
 
 
 def _first_output(program: Program, w: Word, stage: int, tile: int) -> int:
@@ -68,37 +68,24 @@ def waits_of(program: Program, w: Word, stage: int, tile: int) -> tuple[tuple[in
     return tuple(out)
 
 
-@dataclass
-class Segment:
-    """A run of one block's consecutive tiles with the same waits: one node per step."""
+class Plan:
+    """The nodes one instruction stage makes in every step, as arrays. A node is a run of one block's
+    consecutive tiles [t0, t1) with the same waits."""
 
-    block: int
-    t0: int
-    t1: int
-    waits: tuple[tuple[int, int], ...]  # (counter, lag)
+    def __init__(self, t0: np.ndarray, t1: np.ndarray, block: np.ndarray, keys: list[tuple],
+                 key_index: np.ndarray, sig: np.ndarray):
+        self.t0, self.t1, self.block, self.keys, self.key_index = t0, t1, block, keys, key_index
+        # rank of each node among its block's nodes (nodes come block by block)
+        rank = np.arange(len(block)) - np.searchsorted(block, block, side="left")
+        self.by_rank = [np.flatnonzero(rank == r) for r in range(int(rank.max(initial=-1)) + 1)]
+        seg_of_tile = np.repeat(np.arange(len(t0)), t1 - t0)
+        signalling = sig[t0[0]:t1[-1]] >= 0 if len(t0) else np.zeros(0, bool)
+        pairs = np.unique(np.stack([sig[t0[0]:t1[-1]][signalling], seg_of_tile[signalling]], axis=1), axis=0) \
+            if len(t0) else np.zeros((0, 2), np.int64)
+        self.signallers = {int(c): pairs[pairs[:, 0] == c, 1] for c in np.unique(pairs[:, 0])}
 
-    @property
-    def tiles(self) -> range:
-        return range(self.t0, self.t1)
-
-
-class _PlanArrays:
-    """A plan's segments as arrays, for building all its nodes with a few vector operations."""
-
-    def __init__(self, segments: list[Segment], sig: np.ndarray, bounds: list[int]):
-        self.block = np.array([s.block for s in segments], np.int64)
-        self.keys = list(dict.fromkeys(s.waits for s in segments))
-        position = {k: i for i, k in enumerate(self.keys)}
-        self.key_index = np.array([position[s.waits] for s in segments], np.int64)
-        ranks = np.zeros(len(segments), np.int64)
-        same = self.block[1:] == self.block[:-1]
-        for k in np.flatnonzero(same) + 1:
-            ranks[k] = ranks[k - 1] + 1
-        self.by_rank = [np.flatnonzero(ranks == r) for r in range(int(ranks.max(initial=-1)) + 1)]
-        seg_of_tile = np.repeat(np.arange(len(segments)), np.diff(bounds))
-        signalling = sig >= 0
-        pairs = np.unique(np.stack([sig[signalling], seg_of_tile[signalling]], axis=1), axis=0)
-        self.signallers = {int(c): pairs[pairs[:, 0] == c, 1] for c in np.unique(pairs[:, 0])} if len(pairs) else {}
+    def __len__(self) -> int:
+        return len(self.t0)
 
 
 class TileTables:
@@ -111,8 +98,7 @@ class TileTables:
         self.program = program
         self._info: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
         self._rows: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
-        self.plans: dict[tuple, list[Segment]] = {}
-        self.plan_arrays: dict[int, _PlanArrays] = {}
+        self.plans: dict[tuple, Plan] = {}
 
     @classmethod
     def of(cls, program: Program) -> TileTables:
@@ -158,21 +144,21 @@ class HappensBefore:
     def __init__(self, program: Program, sms: int):
         self.program, self.sms = program, sms
         self.tables = TileTables.of(program)
-        cap = 1024
+        cap = 16384
         self.step = np.zeros(cap, np.int32)
         self.instr = np.zeros(cap, np.int32)
         self.stage = np.zeros(cap, np.int8)
         self.block = np.zeros(cap, np.int32)
         self.seq = np.zeros(cap, np.int32)
         self.vc = np.zeros((cap, sms), np.int32)
-        self.segment: list[Segment] = []
+        self.t0 = np.zeros(cap, np.int64)
+        self.t1 = np.zeros(cap, np.int64)
         self.size = 0
         self.last_on_block = [-1] * sms
         self.seq_on_block = [0] * sms
         self.counter_vc: dict[tuple[int, int], np.ndarray] = {}  # (counter, step) -> join of its signallers
         self.node_range: dict[tuple[int, int, int], range] = {}  # (step, instr, stage) -> node ids
         self._plans = self.tables.plans  # shared by every analysis of this Program (they only depend on waits)
-        self._arrays = self.tables.plan_arrays
         self._undo = None
 
     def __len__(self) -> int:
@@ -181,8 +167,8 @@ class HappensBefore:
     def stages(self, index: int) -> tuple[int, ...]:
         return (0, 1) if self.program.words[index].reduce_tiles else (0,)
 
-    def plan(self, index: int, stage: int) -> list[Segment]:
-        """The segments of an instruction stage (cached per set of waits)."""
+    def plan(self, index: int, stage: int) -> Plan:
+        """The nodes of an instruction stage (cached per set of waits)."""
         w = self.program.words[index]
         key = (index, stage, self.sms, w.waits, w.signal_base, w.signal_count, w.signal_expected, w.arrival_base)
         if key in self._plans:
@@ -193,29 +179,31 @@ class HappensBefore:
         fixed = tuple((c, wt.lag) for wt in mine if wt.mode != WaitMode.SLICE for c in wt.counters())
         sliced = [(wt.base, wt.lag) for wt in mine if wt.mode == WaitMode.SLICE]
         starts = np.arange(self.sms + 1) * tiles // self.sms  # block b runs tiles starts[b]..starts[b+1]
-        cuts = set(starts.tolist())
+        cuts = [starts]
         if stage == 1:  # reduce tile t also waits on its row group's arrival counter: one node each
-            cuts.update(range(tiles))
+            cuts.append(np.arange(tiles))
         elif sliced:
-            cuts.update(np.flatnonzero(np.diff(kslice)) + 1)
-        bounds = sorted(c for c in cuts if 0 <= c <= tiles)
-        owner = np.searchsorted(starts, np.array(bounds[:-1]), side="right") - 1
-        segments = []
-        for (t0, t1), block in zip(zip(bounds, bounds[1:]), owner.tolist()):
-            waits = fixed + tuple((base + int(kslice[t0]), lag) for base, lag in sliced)
-            if stage == 1:
-                waits += ((w.arrival_base + t0, 0),)
-            segments.append(Segment(block, t0, t1, waits))
-        self._plans[key] = segments
-        self._arrays[id(segments)] = _PlanArrays(segments, sig, bounds)
-        return segments
+            cuts.append(np.flatnonzero(np.diff(kslice)) + 1)
+        bounds = np.unique(np.concatenate(cuts))
+        t0, t1 = bounds[:-1], bounds[1:]
+        block = np.searchsorted(starts, t0, side="right") - 1
+        if stage == 1:
+            keys = [fixed + ((w.arrival_base + int(t), 0),) for t in t0]
+            key_index = np.arange(len(t0))
+        elif sliced:
+            values, key_index = np.unique(kslice[t0], return_inverse=True)
+            keys = [fixed + tuple((base + int(v), lag) for base, lag in sliced) for v in values]
+        else:
+            keys, key_index = [fixed], np.zeros(len(t0), np.int64)
+        plan = Plan(t0, t1, block, keys, key_index, sig)
+        self._plans[key] = plan
+        return plan
 
     def add(self, step: int, index: int, stage: int) -> range:
         """Create the nodes of (step, instruction, stage) with their clocks; `undo` takes them back."""
-        segments = self.plan(index, stage)
-        pa = self._arrays[id(segments)]
+        pa = self.plan(index, stage)
         self._undo = (list(self.last_on_block), list(self.seq_on_block), {}, self.size)
-        first, count = self.size, len(segments)
+        first, count = self.size, len(pa)
         self._reserve(first + count)
         joined = np.full((len(pa.keys), self.sms), -1, np.int32)
         for k, waits in enumerate(pa.keys):
@@ -233,23 +221,23 @@ class HappensBefore:
                 prev_nodes = last[blocks]
                 prev = np.where(prev_nodes[:, None] >= 0, self.vc[np.maximum(prev_nodes, 0)], -1)
             else:
-                prev = vcs[sel - 1]  # the same block's previous segment of this call
+                prev = vcs[sel - 1]  # the same block's previous node of this call
             v = np.maximum(prev, joined[pa.key_index[sel]])
             seq = base_seq[blocks] + rank
             v[np.arange(len(sel)), blocks] = seq
             vcs[sel], seqs[sel] = v, seq
         ids = range(first, first + count)
-        self.vc[first:first + count] = vcs
-        self.seq[first:first + count] = seqs
-        self.block[first:first + count] = pa.block
-        self.step[first:first + count], self.instr[first:first + count] = step, index
-        self.stage[first:first + count] = stage
-        self.segment.extend(segments)
+        span = slice(first, first + count)
+        self.vc[span], self.seq[span], self.block[span] = vcs, seqs, pa.block
+        self.step[span], self.instr[span], self.stage[span] = step, index, stage
+        self.t0[span], self.t1[span] = pa.t0, pa.t1
         self.size += count
-        for k in range(count):  # in segment order, so the last one per block wins
-            self.last_on_block[pa.block[k]] = first + k
-        for block, n in zip(*np.unique(pa.block, return_counts=True)):
-            self.seq_on_block[block] += int(n)
+        if count:
+            lastpos = len(pa.block) - 1 - np.unique(pa.block[::-1], return_index=True)[1]
+            for block, k in zip(np.unique(pa.block).tolist(), lastpos.tolist()):
+                self.last_on_block[block] = first + k
+            for block, n in zip(*np.unique(pa.block, return_counts=True)):
+                self.seq_on_block[block] += int(n)
         self.node_range[(step, index, stage)] = ids
         saved = self._undo[2]
         for counter, sel in pa.signallers.items():
@@ -264,8 +252,8 @@ class HappensBefore:
     def _reserve(self, size: int) -> None:
         if size <= len(self.block):
             return
-        grow = max(size, 2 * len(self.block))
-        for name in ("step", "instr", "stage", "block", "seq"):
+        grow = max(size, 4 * len(self.block))
+        for name in ("step", "instr", "stage", "block", "seq", "t0", "t1"):
             old = getattr(self, name)
             new = np.zeros(grow, old.dtype)
             new[:len(old)] = old
@@ -282,14 +270,13 @@ class HappensBefore:
                 self.counter_vc.pop(key, None)
             else:
                 self.counter_vc[key] = value
-        del self.segment[size:]
         self.size = size
         for key in [k for k, r in self.node_range.items() if r.start >= size]:
             del self.node_range[key]
         self._undo = None
 
-    def tiles(self, n: int) -> list[int]:
-        return self.segment[n].tiles
+    def tiles(self, n: int) -> range:
+        return range(int(self.t0[n]), int(self.t1[n]))
 
     def build(self, steps: int) -> HappensBefore:
         for step in range(steps):
@@ -341,10 +328,9 @@ class AccessIndex:
         if len(ids) == 0:
             return np.zeros((0, 8), np.int64)
         rows, starts = hb.tables.rows(int(hb.instr[ids.start]), int(hb.stage[ids.start]))
-        segs = hb.segment[ids.start:ids.stop]
-        counts = np.array([starts[s.t1] - starts[s.t0] for s in segs], np.int64)
-        first, last = segs[0].t0, segs[-1].t1
-        out = rows[starts[first]:starts[last]].copy()
+        t0, t1 = hb.t0[ids.start:ids.stop], hb.t1[ids.start:ids.stop]
+        counts = starts[t1] - starts[t0]
+        out = rows[starts[t0[0]]:starts[t1[-1]]].copy()
         out[:, NODE] = np.repeat(np.arange(ids.start, ids.stop), counts)
         return out
 

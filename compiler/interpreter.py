@@ -108,7 +108,7 @@ class Interpreter:
 
     def reset(self) -> None:
         """A new session: state and control zeroed, activations poisoned, counters at zero."""
-        for i, b in enumerate(self.program.buffers):
+        for b in self.program.buffers:
             self.arena[b.offset:b.offset + b.nbytes] = 0xFF if b.kind == Kind.ACTIVATION else 0
         self.counters = np.zeros(len(self.program.counters), np.int64)
         self.iteration = [0] * self.program.sms

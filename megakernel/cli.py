@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 
 from . import __version__
@@ -53,9 +54,9 @@ def cmd_info(args: argparse.Namespace) -> None:
 
 def _parse_size(text: str) -> int:
     units = {"": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30}
-    number = text.rstrip("KMGiBkmgib")
-    unit = text[len(number):].upper()
-    if not number.isdigit() or unit not in units or int(number) == 0:
+    match = re.fullmatch(r"(\d+)([A-Za-z]*)", text)
+    number, unit = (match.group(1), match.group(2).upper()) if match else ("", "?")
+    if not number or unit not in units or int(number) == 0:
         raise argparse.ArgumentTypeError(f"bad size {text!r} (examples: 4GB, 500MB, 1048576)")
     return int(number) * units[unit]
 

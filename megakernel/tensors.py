@@ -80,7 +80,7 @@ def mtp_layer_prefix() -> str:
 def tensor_specs(c: ModelConfig) -> list[TensorSpec]:
     """Every tensor of the FP8 checkpoint for config ``c``, in a stable order."""
     specs = [TensorSpec(EMBED, (c.vocab_size, c.hidden_size), BF16, INIT_EMBED, "embed")]
-    for i, kind in enumerate(c.layer_types):
+    for i in range(c.num_hidden_layers):
         p = layer_prefix(i)
         mixer = _attention(c, p + "self_attn.", "trunk") if i in c.attention_layers else _gdn(c, p + "linear_attn.")
         specs += _decoder_layer(c, p, mixer, "trunk")

@@ -73,7 +73,7 @@ def mutants(program):
 def test_every_dependency_edge_is_necessary(tiny_programs, rows, sms):
     """Mutation test: removing any single wait must make the validator report a hazard."""
     killed, total = 0, 0
-    for i, k, mutant in mutants(tiny_programs[(rows, sms)]):
+    for _, _, mutant in mutants(tiny_programs[(rows, sms)]):
         total += 1
         if not validate(mutant, sms, steps=3, limit=1).ok:
             killed += 1
