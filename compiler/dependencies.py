@@ -15,6 +15,8 @@ conflicting pair of accesses (read-after-write, write-after-read, write-after-wr
 
 from __future__ import annotations
 
+import numpy as np
+
 from isa import GEMV_OPS, CounterEntry, Op, Program, Wait, WaitMode
 
 from .hb import AccessIndex, Hazard, HappensBefore, completion_slice
@@ -112,11 +114,16 @@ def add_dependencies(program: Program, sms: int) -> None:
         w.waits = ()
     assign_counters(program)
     hb, index = HappensBefore(program, sms), AccessIndex(program)
+    step0_end = None
     for step in (0, 1):
+        if step == 1:
+            step0_end = np.array(hb.seq_on_block) - 1  # the last step-0 node of each block
         for i in range(len(program.words)):
             for stage in hb.stages(i):
                 while True:
                     ids = hb.add(step, i, stage)
+                    if step == 1 and len(ids) and (hb.vc[ids.start:ids.stop].min(axis=0) >= step0_end).all():
+                        break  # every step-0 node happens before these: no cross-step hazard possible
                     rows = index.gather(hb, ids)
                     hazards = index.hazards(hb, ids, latest=True, rows=rows) + index.alias_hazards(hb, ids, rows=rows)
                     if not hazards:
