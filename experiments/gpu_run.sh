@@ -27,6 +27,7 @@ for step in "$@"; do
     tests)   python3 -m pytest -q -m gpu tests/gpu 2>&1 | tee "$out/gpu_tests.log" ;;
     goldens) python3 experiments/record_goldens.py --out "$out" --models tiny,27b 2>&1 | tee "$out/goldens.log" ;;
     goldens-pow2) python3 experiments/record_goldens.py --out "$out" --models tiny-pow2 2>&1 | tee "$out/goldens_pow2.log" ;;
+    bench-gemv) python3 experiments/bench_gemv.py --out "$out" 2>&1 | tee "$out/bench_gemv.log" ;;
     *) echo "unknown step $step"; status=2 ;;
   esac
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1

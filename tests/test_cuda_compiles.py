@@ -1,4 +1,4 @@
-"""Every megakernel/cuda/*.cu builds for the H200 (sm_90a) with nvcc, and no kernel spills registers.
+"""Every megakernel/cuda/*.cu and discrete/*.cu builds for the H200 (sm_90a) with nvcc, and no kernel spills registers.
 
 Runs on the CPU: nvcc needs no GPU. The same files are built at run time by NVRTC (through CuPy),
 so they must also stay free of anything NVRTC lacks (standard library headers); the GPU tests
@@ -14,8 +14,9 @@ import pytest
 
 from megakernel import fp8, gpu_synthetic
 
-CUDA_DIR = Path(__file__).resolve().parents[1] / "megakernel" / "cuda"
-SOURCES = sorted(CUDA_DIR.glob("*.cu"))
+ROOT = Path(__file__).resolve().parents[1]
+CUDA_DIR = ROOT / "megakernel" / "cuda"
+SOURCES = sorted(CUDA_DIR.glob("*.cu")) + sorted((ROOT / "discrete").glob("*.cu"))
 NVCC = shutil.which("nvcc")
 
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc (the CUDA toolkit) is not on PATH")
@@ -30,8 +31,8 @@ def ptxas_report(log: str) -> dict[str, str]:
 @needs_nvcc
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.name)
 def test_builds_for_sm90a_without_spills(source, tmp_path):
-    cmd = [NVCC, "-arch=sm_90a", "-std=c++17", "-Xptxas", "-v", "-c", "-o", str(tmp_path / f"{source.stem}.o"),
-           str(source)]
+    cmd = [NVCC, "-arch=sm_90a", "-std=c++17", "-Xptxas", "-v", f"-I{CUDA_DIR}", "-c",
+           "-o", str(tmp_path / f"{source.stem}.o"), str(source)]
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     log = result.stdout + result.stderr
     assert result.returncode == 0, log

@@ -1,0 +1,49 @@
+// The discrete build's kernels: one __global__ per op family, each a thin wrapper over the device
+// functions in megakernel/cuda/*.cuh (the megakernel calls the same functions).
+//
+// Built at run time by NVRTC (discrete/build.py, -I megakernel/cuda) and checked by nvcc in CI.
+
+#include "gemv.cuh"
+
+#define GEMV_THREADS 256  // 8 warps x 16 rows = one 128-row group
+
+// Main-stage GEMV tiles: block (row group r, k-slice s) writes the fp32 slice sums of rows
+// [128 r, 128 r + 128) for the m input rows to out[(s * m + row) * n + output row].
+template <bool FP8>
+__device__ __forceinline__ void gemv_slices(const unsigned char* weight, const __nv_bfloat16* scale,
+                                            const __nv_bfloat16* x, float* out, int n, int k, int m, int slices) {
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const int row0 = blockIdx.x * mk::ROW_BLOCK + (threadIdx.x >> 5) * mk::WARP_ROWS;
+    const int s = blockIdx.y, blocks = k / mk::K_BLOCK;
+    const int b0 = s * blocks / slices, b1 = (s + 1) * blocks / slices;
+    if (row0 >= n) return;
+    float acc[4];
+    mk::gemv_warp_slice<FP8, FP8 ? 4 : 2>(acc, weight, scale, k, row0, b0, b1, x, k, m);  // ~2 KB in flight a step
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+        const int row = row0 + g + 8 * (r >> 1), input = 2 * t + (r & 1);
+        if (input < m) out[(static_cast<size_t>(s) * m + input) * n + row] = acc[r];
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(GEMV_THREADS)
+gemv_fp8_slices(const unsigned char* weight, const __nv_bfloat16* scale, const __nv_bfloat16* x, float* out, int n,
+                int k, int m, int slices) {
+    gemv_slices<true>(weight, scale, x, out, n, k, m, slices);
+}
+
+extern "C" __global__ void __launch_bounds__(GEMV_THREADS)
+gemv_bf16_slices(const unsigned char* weight, const __nv_bfloat16* x, float* out, int n, int k, int m, int slices) {
+    gemv_slices<false>(weight, nullptr, x, out, n, k, m, slices);
+}
+
+// Pure streaming read of `bytes` (a multiple of 16): the bandwidth every result is a fraction of.
+extern "C" __global__ void __launch_bounds__(512) read_bandwidth(const uint4* data, size_t count, unsigned int* sink) {
+    unsigned int x = 0;
+    for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < count;
+         i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+        const uint4 v = mk::load_stream(data + i);
+        x ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    if (x == 0x12345678u) sink[0] = x;  // keeps the loads alive; practically never taken
+}

@@ -1,0 +1,131 @@
+"""GEMV kernel bandwidth on the GPU for every fp8 shape of the 27B decode step (and the bf16 head),
+M = 1 and 8, as fractions of the measured pure-read bandwidth. Writes gemv_bench.json (DESIGN.md
+results contract, `kernels`).
+
+  python experiments/bench_gemv.py --out DIR [--iters 50]
+
+Weights are random e4m3 bytes (NaN codes avoided) with small positive scales; each shape rotates over
+enough copies to exceed 2 x L2, so no timing is served from the cache.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+L2_BYTES = 60 << 20
+ROTATE_BYTES = 3 * L2_BYTES
+
+
+def median_us(fn, iters: int, reps: int = 10) -> tuple[float, float, float]:
+    """Median, p10, p90 of the per-launch time (us) over `iters` samples of `reps` back-to-back launches
+    (call i uses operand copy i), timed with CUDA events."""
+    import cupy
+
+    for i in range(3):
+        fn(i)
+    times = []
+    for it in range(iters):
+        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        for r in range(reps):
+            fn(it * reps + r)
+        stop.record()
+        stop.synchronize()
+        times.append(cupy.cuda.get_elapsed_time(start, stop) * 1e3 / reps)
+    times.sort()
+    return times[len(times) // 2], times[len(times) // 10], times[9 * len(times) // 10]
+
+
+def read_bandwidth(iters: int) -> float:
+    """Pure streaming read (16-byte loads, 132 x 4 blocks of 512 threads) over 4 GiB: GB/s."""
+    import cupy
+
+    from discrete.kernels import module
+
+    data = cupy.zeros(4 << 30 >> 4, dtype=cupy.dtype([("v", "<u4", (4,))]))
+    sink = cupy.zeros(1, dtype=cupy.uint32)
+    kernel = module().get_function("read_bandwidth")
+    sms = cupy.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
+    us, _, _ = median_us(lambda i: kernel((sms * 4,), (512,), (data, np.uint64(data.size), sink)), iters)
+    return data.nbytes / us / 1e3
+
+
+def random_fp8(shape):
+    import cupy
+
+    raw = cupy.random.randint(0, 256, size=shape, dtype=cupy.uint8)
+    return cupy.where((raw & 0x7F) == 0x7F, raw ^ 1, raw).astype(cupy.uint8)  # no NaN codes
+
+
+def bench_shape(name, n, k, slices, is_fp8, iters, bandwidth):
+    import cupy
+
+    from discrete.kernels import gemv_slices
+
+    elem = 1 if is_fp8 else 2
+    nbytes = n * k * elem
+    copies = max(2, -(-ROTATE_BYTES // nbytes))
+    if is_fp8:
+        weights = [random_fp8((n, k)) for _ in range(copies)]
+        scales = [cupy.full((n // 128, k // 128), 0x3A80, dtype=cupy.uint16) for _ in range(copies)]  # bf16 ~1e-3
+    else:
+        weights = [cupy.random.randint(0x3000, 0x3C00, size=(n, k), dtype=cupy.uint16) for _ in range(copies)]
+        scales = [None] * copies
+    rows = []
+    for m in (1, 8):
+        x = cupy.random.randint(0x3C00, 0x4000, size=(m, k), dtype=cupy.uint16)
+        us, p10, p90 = median_us(lambda i: gemv_slices(weights[i % copies], scales[i % copies], x, slices), iters)
+        moved = nbytes + (0 if scales[0] is None else scales[0].nbytes) + m * k * 2 + slices * m * n * 4
+        rows.append({"name": name, "shape": [n, k], "rows": m, "k_slices": slices, "bytes": moved, "us": round(us, 2),
+                     "us_p10": round(p10, 2), "us_p90": round(p90, 2),
+                     "bandwidth_fraction": round(moved / us / 1e3 / bandwidth, 4)})
+        print(f"{name:<24} {n:>7}x{k:<6} M={m} S={slices}  {us:8.1f} us  {moved / us / 1e3:7.0f} GB/s  "
+              f"{rows[-1]['bandwidth_fraction']:.1%} of read bandwidth")
+    return rows
+
+
+def main() -> None:
+    import cupy
+
+    from megakernel import plan
+    from megakernel.config import preset
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--iters", type=int, default=50)
+    args = parser.parse_args()
+    bandwidth = read_bandwidth(args.iters)
+    print(f"read bandwidth {bandwidth:.0f} GB/s")
+    c = preset("qwen3.5-27b")
+    shapes = {}
+    for group in plan.gemv_groups(c):
+        key = group.name.split(".", 2)[-1]
+        if key not in shapes and not key.startswith("mtp"):
+            shapes[key] = group
+    kernels = []
+    for key, group in shapes.items():
+        is_fp8 = key not in ("lm_head",)
+        rows = group.rows if key != "in_proj" else c.gdn_conv_dim + c.gdn_value_dim  # the fp8 part of in_proj
+        kernels += bench_shape(key, rows, group.k, group.slices, is_fp8, args.iters, bandwidth)
+    os.makedirs(args.out, exist_ok=True)
+    result = {
+        "device": cupy.cuda.runtime.getDeviceProperties(0)["name"].decode(),
+        "git_commit": os.environ.get("GIT_COMMIT") or subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True,
+                                                                      text=True).stdout.strip(),
+        "command": "python " + " ".join(sys.argv), "created": datetime.datetime.now(datetime.UTC).isoformat(),
+        "model": "synthetic:qwen3.5-27b shapes (random weights)", "read_bandwidth_gbps": round(bandwidth, 1),
+        "kernels": kernels,
+    }
+    with open(os.path.join(args.out, "gemv_bench.json"), "w") as f:
+        json.dump(result, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

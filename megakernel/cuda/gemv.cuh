@@ -1,0 +1,156 @@
+// Block-scaled GEMV on tensor cores: one warp computes 16 output rows of W x over one k-slice, for up
+// to 8 input rows at once (the 8 columns of an m16n8k16 mma: column n = input row n, so an input row's
+// result never depends on the other rows present).
+//
+// Numerics (megakernel/plan.py, docs/ISA.md "Sum order"): for each 128-wide k-block, 8 mma steps sum the
+// block's products into a fresh fp32 partial; the slice accumulates scale[row / 128, block] x partial
+// over its blocks in order (__fmul_rn, __fadd_rn: no contraction); bf16 weights have no scale. Inside a
+// block the reduction axis is permuted so that each lane loads 16 or 32 contiguous weight bytes per row
+// (lane (g, t) owns k in [32t, 32t + 32) of the block; mma step j, element e maps to k = 32t + 4j + e);
+// the activations are read in the same permuted order, so the products are the true ones.
+//
+// fp8 e4m3 weights are widened exactly: e4m3 -> f16 (hardware cvt, exact) -> f32 -> bf16 (exact for
+// every e4m3 value; e4m3 subnormals are normal in f16, f32 and bf16).
+//
+// Used by the discrete kernels (discrete/kernels.cu) and, later, the megakernel: one implementation.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
+namespace mk {
+
+constexpr int K_BLOCK = 128;
+constexpr int ROW_BLOCK = 128;
+constexpr int MAX_ROWS = 8;
+constexpr int WARP_ROWS = 16;
+
+typedef unsigned int u32;
+typedef unsigned short u16;
+typedef unsigned char u8;
+
+// Weights are read once per pass: stream them past L1.
+__device__ __forceinline__ uint4 load_stream(const void* p) {
+    uint4 r;
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+                 : "l"(p));
+    return r;
+}
+
+__device__ __forceinline__ u32 e4m3x2_to_bf16x2(u32 two_bytes) {
+    __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(two_bytes & 0xFFFFu), __NV_E4M3);
+    const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&h));
+    __nv_bfloat162 b = __floats2bfloat162_rn(f.x, f.y);
+    return *reinterpret_cast<const u32*>(&b);
+}
+
+// d += a (16 x 16, row-major fragment) x b (16 x 8, column-major fragment), fp32 accumulate.
+__device__ __forceinline__ void mma_16816(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2]) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+__device__ __forceinline__ u32 word_of(const uint4 (&v)[2], int j) {
+    const uint4& q = v[j >> 2];
+    switch (j & 3) {
+        case 0: return q.x;
+        case 1: return q.y;
+        case 2: return q.z;
+        default: return q.w;
+    }
+}
+
+// One k-block's weights for one lane: rows g and g + 8, 32 elements each (fp8: 2 x 16 bytes per row;
+// bf16: 4 x 16 bytes per row).
+template <bool FP8>
+struct BlockWeights {
+    uint4 row_g[FP8 ? 2 : 4];
+    uint4 row_g8[FP8 ? 2 : 4];
+};
+
+template <bool FP8>
+__device__ __forceinline__ void load_block(BlockWeights<FP8>& w, const u8* row_g, const u8* row_g8, int block,
+                                           int t) {
+    constexpr int ELEM = FP8 ? 1 : 2;
+    const size_t offset = (static_cast<size_t>(block) * K_BLOCK + 32 * t) * ELEM;
+#pragma unroll
+    for (int i = 0; i < (FP8 ? 2 : 4); ++i) {
+        w.row_g[i] = load_stream(row_g + offset + 16 * i);
+        w.row_g8[i] = load_stream(row_g8 + offset + 16 * i);
+    }
+}
+
+// The 8 mma steps of one k-block: returns the block's fp32 partial in c (fresh accumulator).
+template <bool FP8>
+__device__ __forceinline__ void block_partial(float (&c)[4], const BlockWeights<FP8>& w,
+                                              const __nv_bfloat16* x_row, bool has_row, int block, int t) {
+    c[0] = c[1] = c[2] = c[3] = 0.0f;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+        u32 a[4];
+        if (FP8) {
+            const uint4 g2[2] = {w.row_g[0], w.row_g[1]};
+            const uint4 g8[2] = {w.row_g8[0], w.row_g8[1]};
+            const u32 wg = word_of(g2, j), wg8 = word_of(g8, j);  // elements 4j .. 4j+3 of this lane's 32
+            a[0] = e4m3x2_to_bf16x2(wg);
+            a[1] = e4m3x2_to_bf16x2(wg8);
+            a[2] = e4m3x2_to_bf16x2(wg >> 16);
+            a[3] = e4m3x2_to_bf16x2(wg8 >> 16);
+        } else {  // bf16: elements 4j .. 4j+3 are this lane's u32 words 2j and 2j + 1
+            const u32* rg = reinterpret_cast<const u32*>(w.row_g);
+            const u32* rg8 = reinterpret_cast<const u32*>(w.row_g8);
+            a[0] = rg[2 * j];
+            a[1] = rg8[2 * j];
+            a[2] = rg[2 * j + 1];
+            a[3] = rg8[2 * j + 1];
+        }
+        u32 b[2] = {0u, 0u};
+        if (has_row) {
+            const uint2 xv = *reinterpret_cast<const uint2*>(x_row + block * K_BLOCK + 32 * t + 4 * j);
+            b[0] = xv.x;
+            b[1] = xv.y;
+        }
+        mma_16816(c, a, b);
+    }
+}
+
+// Slice sums for 16 rows [row0, row0 + 16) of W [rows, k] over k-blocks [b0, b1), input rows x [m, k]
+// (row stride x_stride elements, m <= 8). Lane (g, t) returns acc[0..3] = (row0 + g, input row 2t),
+// (row0 + g, 2t + 1), (row0 + g + 8, 2t), (row0 + g + 8, 2t + 1). PREFETCH k-blocks are loaded ahead.
+template <bool FP8, int PREFETCH>
+__device__ __forceinline__ void gemv_warp_slice(float (&acc)[4], const u8* weight, const __nv_bfloat16* scale,
+                                                int k, int row0, int b0, int b1, const __nv_bfloat16* x,
+                                                int x_stride, int m) {
+    constexpr int ELEM = FP8 ? 1 : 2;
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const u8* row_g = weight + static_cast<size_t>(row0 + g) * k * ELEM;
+    const u8* row_g8 = row_g + static_cast<size_t>(8) * k * ELEM;
+    const __nv_bfloat16* x_row = x + static_cast<size_t>(g) * x_stride;
+    const bool has_row = g < m;
+    const int k_blocks = k / K_BLOCK;
+    const __nv_bfloat16* scale_row = FP8 ? scale + static_cast<size_t>(row0 / ROW_BLOCK) * k_blocks : nullptr;
+    acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
+    for (int base = b0; base < b1; base += PREFETCH) {
+        BlockWeights<FP8> w[PREFETCH];
+#pragma unroll
+        for (int i = 0; i < PREFETCH; ++i)
+            if (base + i < b1) load_block<FP8>(w[i], row_g, row_g8, base + i, t);
+#pragma unroll
+        for (int i = 0; i < PREFETCH; ++i) {
+            if (base + i < b1) {
+                float c[4];
+                block_partial<FP8>(c, w[i], x_row, has_row, base + i, t);
+                const float s = FP8 ? __bfloat162float(scale_row[base + i]) : 1.0f;
+#pragma unroll
+                for (int r = 0; r < 4; ++r) acc[r] = __fadd_rn(acc[r], FP8 ? __fmul_rn(s, c[r]) : c[r]);
+            }
+        }
+    }
+}
+
+}  // namespace mk
