@@ -5,20 +5,24 @@
 
 #include "gemv.cuh"
 
-#define GEMV_THREADS 256  // 8 warps x 16 rows = one 128-row group
+#define GEMV_THREADS 512  // 16 warps: two per 16-row strip of a 128-row group (even / odd k-blocks)
 
 // Main-stage GEMV tiles: block (row group r, k-slice s) writes the fp32 slice sums of rows
 // [128 r, 128 r + 128) for the m input rows to out[(s * m + row) * n + output row].
 template <bool FP8>
 __device__ __forceinline__ void gemv_slices(const unsigned char* weight, const __nv_bfloat16* scale,
                                             const __nv_bfloat16* x, float* out, int n, int k, int m, int slices) {
-    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    const int row0 = blockIdx.x * mk::ROW_BLOCK + (threadIdx.x >> 5) * mk::WARP_ROWS;
+    __shared__ float partner[8][32 * 4];
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, warp = threadIdx.x >> 5;
+    const int strip = warp & 7;
+    const bool odd = warp >= 8;
+    const int row0 = blockIdx.x * mk::ROW_BLOCK + strip * mk::WARP_ROWS;
     const int s = blockIdx.y, blocks = k / mk::K_BLOCK;
     const int b0 = s * blocks / slices, b1 = (s + 1) * blocks / slices;
-    if (row0 >= n) return;
     float acc[4];
-    mk::gemv_warp_slice<FP8, FP8 ? 4 : 2>(acc, weight, scale, k, row0, b0, b1, x, k, m);  // ~2 KB in flight a step
+    mk::gemv_warp_blocks<FP8, FP8 ? 2 : 1>(acc, weight, scale, k, row0, b0 + odd, 2, b1, x, k, m);
+    mk::gemv_pair_combine(acc, partner[strip], odd);
+    if (odd) return;
 #pragma unroll
     for (int r = 0; r < 4; ++r) {
         const int row = row0 + g + 8 * (r >> 1), input = 2 * t + (r & 1);

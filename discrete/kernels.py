@@ -15,7 +15,7 @@ from megakernel import plan
 
 SOURCE = Path(__file__).with_name("kernels.cu")
 INCLUDE = Path(__file__).resolve().parents[1] / "megakernel" / "cuda"
-GEMV_THREADS = 256
+GEMV_THREADS = 512
 
 
 @functools.cache

@@ -3,11 +3,13 @@
 // result never depends on the other rows present).
 //
 // Numerics (megakernel/plan.py, docs/ISA.md "Sum order"): for each 128-wide k-block, 8 mma steps sum the
-// block's products into a fresh fp32 partial; the slice accumulates scale[row / 128, block] x partial
-// over its blocks in order (__fmul_rn, __fadd_rn: no contraction); bf16 weights have no scale. Inside a
-// block the reduction axis is permuted so that each lane loads 16 or 32 contiguous weight bytes per row
-// (lane (g, t) owns k in [32t, 32t + 32) of the block; mma step j, element e maps to k = 32t + 4j + e);
-// the activations are read in the same permuted order, so the products are the true ones.
+// block's products into a fresh fp32 partial; a warp accumulates scale[row / 128, block] x partial over
+// every other block of the slice in order (__fmul_rn, __fadd_rn: no contraction), its partner warp the
+// other blocks, and the two sums are added in a fixed order (gemv_pair_combine); bf16 weights have no
+// scale. Inside a block the reduction axis is permuted so that each load instruction of a warp reads
+// 64 contiguous bytes per row: lane (g, t) owns the 16-byte chunks at i * 64 + 16t (i = 0, 1 for fp8;
+// 0..3 for bf16), and mma step j, element e maps to the matching k; the activations are read in the
+// same permuted order, so the products are the true ones.
 //
 // fp8 e4m3 weights are widened exactly: e4m3 -> f16 (hardware cvt, exact) -> f32 -> bf16 (exact for
 // every e4m3 value; e4m3 subnormals are normal in f16, f32 and bf16).
@@ -77,12 +79,19 @@ template <bool FP8>
 __device__ __forceinline__ void load_block(BlockWeights<FP8>& w, const u8* row_g, const u8* row_g8, int block,
                                            int t) {
     constexpr int ELEM = FP8 ? 1 : 2;
-    const size_t offset = (static_cast<size_t>(block) * K_BLOCK + 32 * t) * ELEM;
+    const size_t offset = static_cast<size_t>(block) * K_BLOCK * ELEM + 16 * t;
 #pragma unroll
     for (int i = 0; i < (FP8 ? 2 : 4); ++i) {
-        w.row_g[i] = load_stream(row_g + offset + 16 * i);
-        w.row_g8[i] = load_stream(row_g8 + offset + 16 * i);
+        w.row_g[i] = load_stream(row_g + offset + 64 * i);
+        w.row_g8[i] = load_stream(row_g8 + offset + 64 * i);
     }
+}
+
+// The k index (within the 128-wide block) of element e of mma step j for lane t: fp8 lanes hold 16-element
+// chunks at 64 i + 16 t; bf16 lanes hold 8-element chunks at 32 i + 8 t.
+template <bool FP8>
+__device__ __forceinline__ int element_k(int j, int t) {
+    return FP8 ? (j >> 2) * 64 + 16 * t + 4 * (j & 3) : (j >> 1) * 32 + 8 * t + 4 * (j & 1);
 }
 
 // The 8 mma steps of one k-block: returns the block's fp32 partial in c (fresh accumulator).
@@ -93,17 +102,14 @@ __device__ __forceinline__ void block_partial(float (&c)[4], const BlockWeights<
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
         u32 a[4];
-        if (FP8) {
-            const uint4 g2[2] = {w.row_g[0], w.row_g[1]};
-            const uint4 g8[2] = {w.row_g8[0], w.row_g8[1]};
-            const u32 wg = word_of(g2, j), wg8 = word_of(g8, j);  // elements 4j .. 4j+3 of this lane's 32
-            a[0] = e4m3x2_to_bf16x2(wg);
-            a[1] = e4m3x2_to_bf16x2(wg8);
-            a[2] = e4m3x2_to_bf16x2(wg >> 16);
-            a[3] = e4m3x2_to_bf16x2(wg8 >> 16);
-        } else {  // bf16: elements 4j .. 4j+3 are this lane's u32 words 2j and 2j + 1
-            const u32* rg = reinterpret_cast<const u32*>(w.row_g);
-            const u32* rg8 = reinterpret_cast<const u32*>(w.row_g8);
+        const u32* rg = reinterpret_cast<const u32*>(w.row_g);
+        const u32* rg8 = reinterpret_cast<const u32*>(w.row_g8);
+        if (FP8) {  // elements 4j .. 4j+3 of this lane's 32 are byte-word j
+            a[0] = e4m3x2_to_bf16x2(rg[j]);
+            a[1] = e4m3x2_to_bf16x2(rg8[j]);
+            a[2] = e4m3x2_to_bf16x2(rg[j] >> 16);
+            a[3] = e4m3x2_to_bf16x2(rg8[j] >> 16);
+        } else {  // bf16: words 2j and 2j + 1
             a[0] = rg[2 * j];
             a[1] = rg8[2 * j];
             a[2] = rg[2 * j + 1];
@@ -111,7 +117,7 @@ __device__ __forceinline__ void block_partial(float (&c)[4], const BlockWeights<
         }
         u32 b[2] = {0u, 0u};
         if (has_row) {
-            const uint2 xv = *reinterpret_cast<const uint2*>(x_row + block * K_BLOCK + 32 * t + 4 * j);
+            const uint2 xv = *reinterpret_cast<const uint2*>(x_row + block * K_BLOCK + element_k<FP8>(j, t));
             b[0] = xv.x;
             b[1] = xv.y;
         }
@@ -119,37 +125,65 @@ __device__ __forceinline__ void block_partial(float (&c)[4], const BlockWeights<
     }
 }
 
-// Slice sums for 16 rows [row0, row0 + 16) of W [rows, k] over k-blocks [b0, b1), input rows x [m, k]
-// (row stride x_stride elements, m <= 8). Lane (g, t) returns acc[0..3] = (row0 + g, input row 2t),
-// (row0 + g, 2t + 1), (row0 + g + 8, 2t), (row0 + g + 8, 2t + 1). PREFETCH k-blocks are loaded ahead.
-template <bool FP8, int PREFETCH>
-__device__ __forceinline__ void gemv_warp_slice(float (&acc)[4], const u8* weight, const __nv_bfloat16* scale,
-                                                int k, int row0, int b0, int b1, const __nv_bfloat16* x,
-                                                int x_stride, int m) {
+// Sums for 16 rows [row0, row0 + 16) of W [rows, k] over the k-blocks b0 + first, b0 + first + step, ...
+// below b1, input rows x [m, k] (row stride x_stride elements, m <= 8). Lane (g, t) returns acc[0..3] =
+// (row0 + g, input row 2t), (row0 + g, 2t + 1), (row0 + g + 8, 2t), (row0 + g + 8, 2t + 1). The next
+// group of DEPTH blocks is loaded before the current one is multiplied (register double buffer); the
+// blocks are still added in increasing order.
+template <bool FP8, int DEPTH>
+__device__ __forceinline__ void gemv_warp_blocks(float (&acc)[4], const u8* weight, const __nv_bfloat16* scale,
+                                                 int k, int row0, int first, int step, int b1,
+                                                 const __nv_bfloat16* x, int x_stride, int m) {
     constexpr int ELEM = FP8 ? 1 : 2;
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const u8* row_g = weight + static_cast<size_t>(row0 + g) * k * ELEM;
     const u8* row_g8 = row_g + static_cast<size_t>(8) * k * ELEM;
     const __nv_bfloat16* x_row = x + static_cast<size_t>(g) * x_stride;
     const bool has_row = g < m;
-    const int k_blocks = k / K_BLOCK;
-    const __nv_bfloat16* scale_row = FP8 ? scale + static_cast<size_t>(row0 / ROW_BLOCK) * k_blocks : nullptr;
+    const __nv_bfloat16* scale_row = FP8 ? scale + static_cast<size_t>(row0 / ROW_BLOCK) * (k / K_BLOCK) : nullptr;
     acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
-    for (int base = b0; base < b1; base += PREFETCH) {
-        BlockWeights<FP8> w[PREFETCH];
+    const int group = DEPTH * step;
+    auto load_group = [&](BlockWeights<FP8> (&w)[DEPTH], int base) {
 #pragma unroll
-        for (int i = 0; i < PREFETCH; ++i)
-            if (base + i < b1) load_block<FP8>(w[i], row_g, row_g8, base + i, t);
+        for (int i = 0; i < DEPTH; ++i)
+            if (base + i * step < b1) load_block<FP8>(w[i], row_g, row_g8, base + i * step, t);
+    };
+    auto multiply_group = [&](const BlockWeights<FP8> (&w)[DEPTH], int base) {
 #pragma unroll
-        for (int i = 0; i < PREFETCH; ++i) {
-            if (base + i < b1) {
+        for (int i = 0; i < DEPTH; ++i) {
+            const int block = base + i * step;
+            if (block < b1) {
                 float c[4];
-                block_partial<FP8>(c, w[i], x_row, has_row, base + i, t);
-                const float s = FP8 ? __bfloat162float(scale_row[base + i]) : 1.0f;
+                block_partial<FP8>(c, w[i], x_row, has_row, block, t);
+                const float s = FP8 ? __bfloat162float(scale_row[block]) : 1.0f;
 #pragma unroll
                 for (int r = 0; r < 4; ++r) acc[r] = __fadd_rn(acc[r], FP8 ? __fmul_rn(s, c[r]) : c[r]);
             }
         }
+    };
+    // Two register buffers, named (not indexed at run time, which would put them in local memory).
+    BlockWeights<FP8> w0[DEPTH], w1[DEPTH];
+    load_group(w0, first);
+    for (int base = first; base < b1; base += 2 * group) {
+        load_group(w1, base + group);
+        multiply_group(w0, base);
+        load_group(w0, base + 2 * group);
+        multiply_group(w1, base + group);
+    }
+}
+
+// Two warps share a 16-row strip, one taking the even blocks of the slice and one the odd: the sum is
+// (even) + (odd), in that order. partner_acc: shared memory, 4 floats per lane of the odd warp.
+__device__ __forceinline__ void gemv_pair_combine(float (&acc)[4], float* partner_acc, bool odd) {
+    const int lane = threadIdx.x & 31;
+    if (odd) {
+#pragma unroll
+        for (int r = 0; r < 4; ++r) partner_acc[4 * lane + r] = acc[r];
+    }
+    __syncthreads();
+    if (!odd) {
+#pragma unroll
+        for (int r = 0; r < 4; ++r) acc[r] = __fadd_rn(acc[r], partner_acc[4 * lane + r]);
     }
 }
 
