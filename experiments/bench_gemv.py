@@ -1,8 +1,9 @@
 """GEMV kernel bandwidth on the GPU for every fp8 shape of the 27B decode step (and the bf16 head),
 M = 1 and 8, as fractions of the measured pure-read bandwidth. Writes gemv_bench.json (DESIGN.md
-results contract, `kernels`).
+results contract, `kernels`), plus the registers and resident blocks per SM of each kernel and a k-slice sweep
+of every fp8 shape at M = 1 (`slice_sweep`: grid tiles and waves against the SM count).
 
-  python experiments/bench_gemv.py --out DIR [--iters 50]
+  python experiments/bench_gemv.py --out DIR [--iters 50] [--shapes in_proj,down] [--no-sweep]
 
 Weights are random e4m3 bytes (NaN codes avoided) with small positive scales; each shape rotates over
 enough copies to exceed 2 x L2, so no timing is served from the cache.
@@ -14,10 +15,11 @@ import argparse
 import datetime
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
+
+from megakernel.provenance import git_commit
 
 L2_BYTES = 60 << 20
 ROTATE_BYTES = 3 * L2_BYTES
@@ -64,7 +66,7 @@ def random_fp8(shape):
     return cupy.where((raw & 0x7F) == 0x7F, raw ^ 1, raw).astype(cupy.uint8)  # no NaN codes
 
 
-def bench_shape(name, n, k, slices, is_fp8, iters, bandwidth):
+def bench_shape(name, n, k, slices, is_fp8, iters, bandwidth, ms=(1, 8)):
     import cupy
 
     from discrete.kernels import gemv_slices
@@ -79,15 +81,47 @@ def bench_shape(name, n, k, slices, is_fp8, iters, bandwidth):
         weights = [cupy.random.randint(0x3000, 0x3C00, size=(n, k), dtype=cupy.uint16) for _ in range(copies)]
         scales = [None] * copies
     rows = []
-    for m in (1, 8):
+    for m in ms:
         x = cupy.random.randint(0x3C00, 0x4000, size=(m, k), dtype=cupy.uint16)
-        us, p10, p90 = median_us(lambda i: gemv_slices(weights[i % copies], scales[i % copies], x, slices), iters)
+        us, p10, p90 = median_us(lambda i, x=x: gemv_slices(weights[i % copies], scales[i % copies], x, slices), iters)
         moved = nbytes + (0 if scales[0] is None else scales[0].nbytes) + m * k * 2 + slices * m * n * 4
         rows.append({"name": name, "shape": [n, k], "rows": m, "k_slices": slices, "bytes": moved, "us": round(us, 2),
                      "us_p10": round(p10, 2), "us_p90": round(p90, 2),
                      "bandwidth_fraction": round(moved / us / 1e3 / bandwidth, 4)})
         print(f"{name:<24} {n:>7}x{k:<6} M={m} S={slices}  {us:8.1f} us  {moved / us / 1e3:7.0f} GB/s  "
               f"{rows[-1]['bandwidth_fraction']:.1%} of read bandwidth")
+    return rows
+
+
+def kernel_facts() -> dict:
+    """Registers and resident blocks per SM of the GEMV kernels: the wave arithmetic behind the numbers."""
+    import cupy
+
+    from discrete.kernels import GEMV_THREADS, module
+
+    facts = {}
+    for name in ("gemv_fp8_slices", "gemv_bf16_slices"):
+        fn = module().get_function(name)
+        try:
+            blocks = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.kernel.ptr, GEMV_THREADS, 0)
+        except (AttributeError, cupy.cuda.driver.CUDADriverError):
+            blocks = None
+        facts[name] = {"registers": fn.num_regs, "threads": GEMV_THREADS, "blocks_per_sm": blocks}
+    return facts
+
+
+def slice_sweep(shapes, iters: int, bandwidth: float, sms: int) -> list[dict]:
+    """Every fp8 main-stage shape at k-slice counts 1..16: how the grid (row groups x slices) against the SM
+    count decides the time, for the plan's k-slice policy."""
+    rows = []
+    for name, (n, k) in shapes.items():
+        for slices in (1, 2, 3, 4, 5, 6, 8, 10, 12, 13, 16):
+            if slices > k // 128:
+                continue
+            for row in bench_shape(name, n, k, slices, True, iters, bandwidth, ms=(1,)):
+                groups = n // 128 * slices
+                row["tiles"], row["waves"] = groups, -(-groups // sms)
+                rows.append(row)
     return rows
 
 
@@ -100,6 +134,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True)
     parser.add_argument("--iters", type=int, default=50)
+    parser.add_argument("--shapes", help="comma-separated subset of the shapes (default: all)")
+    parser.add_argument("--no-sweep", action="store_true", help="skip the k-slice sweep")
     args = parser.parse_args()
     bandwidth = read_bandwidth(args.iters)
     print(f"read bandwidth {bandwidth:.0f} GB/s")
@@ -107,21 +143,26 @@ def main() -> None:
     shapes = {}
     for group in plan.gemv_groups(c):
         key = group.name.split(".", 2)[-1]
-        if key not in shapes and not key.startswith("mtp"):
+        if key not in shapes and not key.startswith("mtp") and (not args.shapes or key in args.shapes.split(",")):
             shapes[key] = group
-    kernels = []
+    kernels, fp8_shapes = [], {}
     for key, group in shapes.items():
         is_fp8 = key not in ("lm_head",)
         rows = group.rows if key != "in_proj" else c.gdn_conv_dim + c.gdn_value_dim  # the fp8 part of in_proj
         kernels += bench_shape(key, rows, group.k, group.slices, is_fp8, args.iters, bandwidth)
+        if is_fp8:
+            fp8_shapes[key] = (rows, group.k)
+    sms = cupy.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
+    facts = kernel_facts()
+    print(facts)
+    sweep = [] if args.no_sweep else slice_sweep(fp8_shapes, args.iters, bandwidth, sms)
     os.makedirs(args.out, exist_ok=True)
     result = {
         "device": cupy.cuda.runtime.getDeviceProperties(0)["name"].decode(),
-        "git_commit": os.environ.get("GIT_COMMIT") or subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True,
-                                                                      text=True).stdout.strip(),
+        "git_commit": git_commit(),
         "command": "python " + " ".join(sys.argv), "created": datetime.datetime.now(datetime.UTC).isoformat(),
         "model": "synthetic:qwen3.5-27b shapes (random weights)", "read_bandwidth_gbps": round(bandwidth, 1),
-        "kernels": kernels,
+        "sms": sms, "kernel_facts": facts, "kernels": kernels, "slice_sweep": sweep,
     }
     with open(os.path.join(args.out, "gemv_bench.json"), "w") as f:
         json.dump(result, f, indent=2)

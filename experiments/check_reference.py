@@ -15,7 +15,6 @@ import datetime
 import functools
 import json
 import os
-import subprocess
 import sys
 import time
 
@@ -24,6 +23,7 @@ import numpy as np
 from megakernel.checker import NEGATIVE_CONTROLS, Goldens, check, observe
 from megakernel.reference import Mode, ReferenceModel
 from megakernel.synthetic import parse_synthetic, synthetic_weights
+from megakernel.provenance import git_commit
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -67,7 +67,7 @@ def main() -> None:
     with open(path, "w") as f:
         json.dump({
             "device": "cpu (reference); goldens from " + goldens.meta["device"],
-            "git_commit": subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip(),
+            "git_commit": git_commit(),
             "command": "python " + " ".join(sys.argv),
             "created": datetime.datetime.now(datetime.UTC).isoformat(),
             "model": goldens.meta["model"],

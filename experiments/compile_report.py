@@ -10,12 +10,12 @@ import datetime
 import json
 import os
 import platform
-import subprocess
 import sys
 import time
 
 from compiler import lower, validate
 from megakernel.config import preset
+from megakernel.provenance import git_commit
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -48,8 +48,7 @@ def main() -> None:
     path = os.path.join(args.out, "compile_report.json")
     with open(path, "w") as f:
         json.dump({"device": f"cpu ({platform.processor() or platform.machine()}, {os.cpu_count()} cores)",
-                   "git_commit": subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True,
-                                                text=True).stdout.strip(),
+                   "git_commit": git_commit(),
                    "command": "python " + " ".join(sys.argv), "created": datetime.datetime.now(datetime.UTC).isoformat(),
                    "model": "synthetic:qwen3.5-27b, synthetic:tiny (configs only)", "read_bandwidth_gbps": None,
                    "programs": rows}, f, indent=2)

@@ -28,6 +28,12 @@ for step in "$@"; do
     goldens) python3 experiments/record_goldens.py --out "$out" --models tiny,27b 2>&1 | tee "$out/goldens.log" ;;
     goldens-pow2) python3 experiments/record_goldens.py --out "$out" --models tiny-pow2 2>&1 | tee "$out/goldens_pow2.log" ;;
     bench-gemv) python3 experiments/bench_gemv.py --out "$out" 2>&1 | tee "$out/bench_gemv.log" ;;
+    # Hardware counters of one fp8 GEMV launch (in_proj shape, M = 1); clocks left alone (METHOD.md).
+    profile-gemv) ncu --clock-control none -k regex:gemv_fp8_slices --launch-skip 3 --launch-count 1 \
+        --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section Occupancy \
+        --section SchedulerStats --section LaunchStats \
+        python3 experiments/bench_gemv.py --out /tmp/profile --shapes in_proj --iters 2 --no-sweep \
+        2>&1 | tee "$out/profile_gemv.txt" ;;
     *) echo "unknown step $step"; status=2 ;;
   esac
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1

@@ -20,7 +20,6 @@ import argparse
 import datetime
 import json
 import os
-import subprocess
 import sys
 import time
 
@@ -35,6 +34,7 @@ import torch  # noqa: E402
 
 from megakernel import fp8  # noqa: E402
 from megakernel.config import ModelConfig, preset  # noqa: E402
+from megakernel.provenance import git_commit  # noqa: E402
 from megakernel.synthetic import synthesize  # noqa: E402
 from megakernel.tensors import TEXT_PREFIX, scale_name, tensor_specs  # noqa: E402
 from megakernel.tokenizer import load_tokenizer  # noqa: E402
@@ -222,7 +222,7 @@ def record(model_name: str, c: ModelConfig, seed: int, device: str, out_path: st
         "device": torch.cuda.get_device_name() if device.startswith("cuda") else "cpu",
         "torch_paths": check_torch_paths(), "seed": seed, "sketch_seed": SKETCH_SEED, "top_k": TOP_K,
         "prompts": len(prompts), "command": command, "created": datetime.datetime.now(datetime.UTC).isoformat(),
-        "git_commit": _git_commit(), "build_seconds": round(built, 1), "total_seconds": round(time.time() - t0, 1),
+        "git_commit": git_commit(), "build_seconds": round(built, 1), "total_seconds": round(time.time() - t0, 1),
     }
     out["meta"] = np.array(json.dumps(meta))
     np.savez_compressed(out_path, **out)
@@ -231,14 +231,6 @@ def record(model_name: str, c: ModelConfig, seed: int, device: str, out_path: st
     if device.startswith("cuda"):
         torch.cuda.empty_cache()
 
-
-def _git_commit() -> str:
-    if os.environ.get("GIT_COMMIT"):  # the device's copy of the tree has no .git
-        return os.environ["GIT_COMMIT"]
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def prompt_ids() -> list[list[int]]:
