@@ -21,21 +21,21 @@ from .tensors import LM_HEAD, MTP_PREFIX, layer_prefix, mtp_layer_prefix
 
 ROW_BLOCK = 128  # rows of one scale block; GEMV row groups are counted in these
 K_BLOCK = 128  # reduction elements of one scale block
-TILE_TARGET = 128  # aim for at least this many (row group x k-slice) tiles: about one per SM of the H200
+ONE_WAVE_TILES = 132  # the H200's SM count: a GEMV's (row group x k-slice) tiles should fit one wave
 MAX_K_SLICES = 8  # more slices add partial traffic for little extra parallelism
 ATTENTION_PARTITIONS = 32  # x 4 KV heads = 128 attention tiles on the 27B
 
 
 def k_slices(rows: int, k: int) -> int:
-    """Slices of the reduction axis for a GEMV of `rows` outputs over `k` inputs: the smallest divisor
-    S of the k-block count with (row groups x S) >= TILE_TARGET, at most MAX_K_SLICES."""
+    """Slices of the reduction axis for a GEMV of `rows` outputs over `k` inputs: the largest S with
+    (row groups x S) <= ONE_WAVE_TILES, at most MAX_K_SLICES and the k-block count, at least 1. Slices
+    need not divide the k-blocks evenly (slice_blocks). Measured on the H200 (docs/DECISIONS.md D14,
+    experiments/results/gemv_bench.json `slice_sweep`): a second, partly filled wave costs more than
+    the slices it adds; the earlier rule (smallest divisor S reaching 128 tiles) gave 160 tiles for the
+    5120-row shapes and 224 for qkv."""
     blocks = -(-k // K_BLOCK)
     row_groups = -(-rows // ROW_BLOCK)
-    candidates = [s for s in range(1, min(blocks, MAX_K_SLICES) + 1) if blocks % s == 0]
-    for s in candidates:
-        if row_groups * s >= TILE_TARGET:
-            return s
-    return candidates[-1]
+    return max(1, min(ONE_WAVE_TILES // row_groups, MAX_K_SLICES, blocks))
 
 
 def slice_blocks(k: int, slices: int, s: int) -> tuple[int, int]:
