@@ -18,8 +18,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from isa import NO_BUFFER, Flag, Op, Program
-from isa.opcodes import (CONTROL_BUFFER, CTRL_POSITION, CTRL_STEP, CTRL_TOKENS_IN, CTRL_TOKENS_OUT, MAX_ROWS,
-                         control_base)
+from isa.opcodes import (
+    CONTROL_BUFFER,
+    CTRL_POSITION,
+    CTRL_STEP,
+    CTRL_TOKENS_IN,
+    CTRL_TOKENS_OUT,
+    MAX_ROWS,
+    control_base,
+)
 from megakernel import plan
 
 from .tiling import main_tile, params, row_groups, tile_meaning
@@ -36,10 +43,6 @@ class Access:
     c1: int
     write: bool
     tag: str | None = None
-
-    def overlaps(self, other: Access) -> bool:
-        return (self.buffer == other.buffer and self.r0 < other.r1 and other.r0 < self.r1
-                and self.c0 < other.c1 and other.c0 < self.c1)
 
 
 def _rows(program: Program, buf: int) -> int:
@@ -75,8 +78,8 @@ def accesses(program: Program, index: int, stage: int, tile: int) -> list[Access
             for r in rows[starts[tile]:starts[tile + 1]]]
 
 
-_TAG_CODES = {None: 0, HIST: 1, NEW: 2}
-_TAG_NAMES = {v: k for k, v in _TAG_CODES.items()}
+TAG_CODES = {None: 0, HIST: 1, NEW: 2}
+_TAG_NAMES = {v: k for k, v in TAG_CODES.items()}
 _TABLES: list[tuple[Program, dict]] = []  # a few recent programs' tables
 
 
@@ -96,7 +99,7 @@ def tile_rows(program: Program, index: int, stage: int) -> tuple[np.ndarray, np.
         else:
             rows, starts = [], [0]
             for t in range(w.reduce_tiles if stage else w.tiles):
-                rows += [(t, a.buffer, a.r0, a.r1, a.c0, a.c1, a.write, _TAG_CODES[a.tag])
+                rows += [(t, a.buffer, a.r0, a.r1, a.c0, a.c1, a.write, TAG_CODES[a.tag])
                          for a in _RULES[w.opcode](program, w, stage, t)]
                 starts.append(len(rows))
             cache[key] = (np.array(rows, np.int64).reshape(-1, 8), np.array(starts, np.int64))

@@ -11,18 +11,15 @@ from __future__ import annotations
 
 from isa import Kind
 
-from .ir import BufferDecl, Lowered
+from .ir import Lowered
 
 ALIGN = 256
 QUARANTINE = 2
 
 
-def _align(x: int) -> int:
+def align(x: int) -> int:
+    """x rounded up to a multiple of ALIGN (arena buffers and weights both start ALIGN-aligned)."""
     return -(-x // ALIGN) * ALIGN
-
-
-def _nbytes(b: BufferDecl) -> int:
-    return b.rows * b.cols * b.dtype.size
 
 
 def lifetimes(low: Lowered) -> dict[str, tuple[int, int]]:
@@ -41,12 +38,12 @@ def allocate(low: Lowered) -> dict[str, int]:
     fixed = sorted((b for b in low.buffers.values() if b.kind != Kind.ACTIVATION), key=lambda b: (b.kind, b.name))
     for b in fixed:
         offsets[b.name] = top
-        top = _align(top + _nbytes(b))
+        top = align(top + b.nbytes)
     life = lifetimes(low)
     placed: list[tuple[int, int, int, int]] = []  # (first, last, offset, end)
     for name in sorted((n for n, b in low.buffers.items() if b.kind == Kind.ACTIVATION), key=lambda n: life[n]):
         first, last = life[name]
-        size = _align(_nbytes(low.buffers[name]))
+        size = align(low.buffers[name].nbytes)
         busy = sorted((off, end) for f, l, off, end in placed if not (l + QUARANTINE < first or last < f))
         offset = top
         for off, end in busy:

@@ -11,9 +11,9 @@ from isa.word import f32_bits
 from megakernel.config import ModelConfig
 from megakernel.tensors import F8, F32, scale_name, tensor_specs
 
+from .allocate import align
 from .ir import Lowered
 
-WEIGHT_ALIGN = 256
 _DTYPES = {F8: DType.FP8_E4M3, "BF16": DType.BF16, F32: DType.F32}
 BUFFER_ROLES = ("in", "out", "aux0", "aux1", "aux2", "scratch")
 
@@ -30,11 +30,11 @@ def _weight_table(low: Lowered, c: ModelConfig) -> tuple[list[WeightEntry], dict
         spec = specs[name]
         rows, cols = spec.shape[0], spec.numel // spec.shape[0]
         entry = WeightEntry(name, rows, cols, _DTYPES[spec.dtype], offset=top)
-        top = -(-(top + spec.nbytes) // WEIGHT_ALIGN) * WEIGHT_ALIGN
+        top = align(top + spec.nbytes)
         if spec.is_fp8:
             scale = specs[scale_name(name)]
             entry.scale_dtype, entry.scale_offset = DType.BF16, top
-            top = -(-(top + scale.nbytes) // WEIGHT_ALIGN) * WEIGHT_ALIGN
+            top = align(top + scale.nbytes)
         entries.append(entry)
     return entries, {e.name: i for i, e in enumerate(entries)}
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from isa import GEMV_OPS, CounterEntry, Op, Program, Wait, WaitMode
 
-from .hb import AccessIndex, Hazard, HappensBefore, completion_slice
+from .hb import AccessIndex, HappensBefore, Hazard, completion_slice
 from .tiling import row_groups
 
 SLICED_INPUT_OPS = (Op.GEMV_RESIDUAL, Op.GATED_NORM_GEMV_RESIDUAL)  # ops whose k-slice s reads only input slice s
@@ -54,9 +54,10 @@ def assign_counters(program: Program) -> None:
         w.signal_count = sliced.get(i, 1)
         if w.signal_count > 1:
             per_slice = [0] * w.signal_count
-            ok = w.n > 0
-            for stage, tile in units:
-                per_slice[completion_slice(program, w, stage, tile)] += 1
+            ok = w.n > 0  # completion_slice and _aligned divide by n
+            if ok:
+                for stage, tile in units:
+                    per_slice[completion_slice(program, w, stage, tile)] += 1
             if not ok or len(set(per_slice)) != 1 or not _aligned(program, i, w.signal_count):
                 w.signal_count = 1  # units straddle or are uneven: no slicing
         w.signal_base = len(counters)

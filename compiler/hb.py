@@ -19,12 +19,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
 from isa import GEMV_OPS, Kind, Op, Program, WaitMode, Word
 
-from .access import HIST, NEW, tile_rows
+from .access import HIST, NEW, TAG_CODES, tile_rows
 from .tiling import main_tile, params, row_groups, tile_meaning
 
 
@@ -89,15 +90,14 @@ class Plan:
 
 
 class TileTables:
-    """Per (instruction, stage): every tile's signal counter, k-slice and access rows. They do not
-    depend on waits, so one table serves every rebuild; kept per Program (small LRU)."""
+    """Per (instruction, stage): every tile's signal counter and k-slice, which do not depend on waits
+    (one table serves every rebuild), and the node plans per set of waits. Kept per Program (small LRU)."""
 
-    _cache: list[tuple[Program, TileTables]] = []
+    _cache: ClassVar[list[tuple[Program, TileTables]]] = []
 
     def __init__(self, program: Program):
         self.program = program
         self._info: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
-        self._rows: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
         self.plans: dict[tuple, Plan] = {}
 
     @classmethod
@@ -133,10 +133,6 @@ class TileTables:
             self._info[key] = (sig, kslice)
         return self._info[key]
 
-    def rows(self, index: int, stage: int) -> tuple[np.ndarray, np.ndarray]:
-        """(access rows of all tiles in tile order, NODE column = tile; row offset of each tile)."""
-        return tile_rows(self.program, index, stage)
-
 
 class HappensBefore:
     """Vector clocks of a Program's nodes over consecutive steps, built instruction by instruction."""
@@ -157,7 +153,6 @@ class HappensBefore:
         self.last_on_block = [-1] * sms
         self.seq_on_block = [0] * sms
         self.counter_vc: dict[tuple[int, int], np.ndarray] = {}  # (counter, step) -> join of its signallers
-        self.node_range: dict[tuple[int, int, int], range] = {}  # (step, instr, stage) -> node ids
         self._plans = self.tables.plans  # shared by every analysis of this Program (they only depend on waits)
         self._undo = None
 
@@ -238,7 +233,6 @@ class HappensBefore:
                 self.last_on_block[block] = first + k
             for block, n in zip(*np.unique(pa.block, return_counts=True)):
                 self.seq_on_block[block] += int(n)
-        self.node_range[(step, index, stage)] = ids
         saved = self._undo[2]
         for counter, sel in pa.signallers.items():
             key = (counter, step)
@@ -271,22 +265,10 @@ class HappensBefore:
             else:
                 self.counter_vc[key] = value
         self.size = size
-        for key in [k for k, r in self.node_range.items() if r.start >= size]:
-            del self.node_range[key]
         self._undo = None
 
     def tiles(self, n: int) -> range:
         return range(int(self.t0[n]), int(self.t1[n]))
-
-    def build(self, steps: int) -> HappensBefore:
-        for step in range(steps):
-            for index in range(len(self.program.words)):
-                for stage in self.stages(index):
-                    self.add(step, index, stage)
-        return self
-
-    def before(self, a: int, b: int) -> bool:
-        return bool(self.vc[b, self.block[a]] >= self.seq[a])
 
     def label(self, n: int) -> str:
         names = self.program.meta.get("instructions", [])
@@ -327,7 +309,7 @@ class AccessIndex:
         """The accesses of the nodes of one (step, instruction, stage), NODE column = node id."""
         if len(ids) == 0:
             return np.zeros((0, 8), np.int64)
-        rows, starts = hb.tables.rows(int(hb.instr[ids.start]), int(hb.stage[ids.start]))
+        rows, starts = tile_rows(self.program, int(hb.instr[ids.start]), int(hb.stage[ids.start]))
         t0, t1 = hb.t0[ids.start:ids.stop], hb.t1[ids.start:ids.stop]
         counts = starts[t1] - starts[t0]
         out = rows[starts[t0[0]]:starts[t1[-1]]].copy()
@@ -360,8 +342,10 @@ class AccessIndex:
 
     def hazards(self, hb: HappensBefore, ids, limit: int | None = None, latest: bool = False,
                 rows: np.ndarray | None = None) -> list[Hazard]:
-        """Unordered conflicts between the nodes `ids` and the indexed nodes. latest=True returns just
-        one hazard, one whose indexed node is latest in (step, instruction, stage) order."""
+        """Unordered conflicts between the nodes `ids` (the latest added) and the indexed nodes, at most
+        `limit` of them. Once `ids` are indexed themselves, a conflict between two of them is reported
+        once, lower node id first. latest=True returns just one hazard, one whose indexed node is latest
+        in (step, instruction, stage) order."""
         rows = self.gather(hb, ids) if rows is None else rows
         found, best = [], None
         for buf in np.unique(rows[:, BUF]):
@@ -374,13 +358,15 @@ class AccessIndex:
                        & (t[None, :, C0] < new[:, None, C1]) & (new[:, None, C0] < t[None, :, C1]))
                 if new[:, TAG].any():  # HIST/NEW pairs of one step touch different ring rows
                     same_step = hb.step[t[:, NODE]][None, :] == hb.step[new[:, NODE]][:, None]
-                    pair = (t[None, :, TAG] + new[:, None, TAG]) == _TAGS[HIST] + _TAGS[NEW]
+                    pair = (t[None, :, TAG] + new[:, None, TAG]) == TAG_CODES[HIST] + TAG_CODES[NEW]
                     hit &= ~(pair & same_step & (t[None, :, TAG] != new[:, None, TAG]))
                 i, j = np.nonzero(hit)
                 if i.size == 0:
                     continue
                 n, m = new[i, NODE], t[j, NODE]
-                ordered = (hb.vc[n, hb.block[m]] >= hb.seq[m]) | (hb.vc[m, hb.block[n]] >= hb.seq[n]) | (n == m)
+                # m >= n: the node itself, or the mirror of a pair within `ids` (every other indexed node is
+                # older than `ids`, so m < n)
+                ordered = (hb.vc[n, hb.block[m]] >= hb.seq[m]) | (hb.vc[m, hb.block[n]] >= hb.seq[n]) | (m >= n)
                 bad = np.flatnonzero(~ordered)
                 if bad.size == 0:
                     continue
@@ -430,9 +416,6 @@ class AccessIndex:
 
 def _kind(second_writes: bool, first_writes: bool) -> str:
     return "WAW" if second_writes and first_writes else ("RAW" if first_writes else "WAR")
-
-
-_TAGS = {None: 0, HIST: 1, NEW: 2}
 
 
 def _aliases(program: Program) -> dict[int, list[int]]:

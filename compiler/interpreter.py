@@ -13,12 +13,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa import NO_BUFFER, Flag, GEMV_OPS, DType, Kind, Op, Program
-from isa.opcodes import CTRL_LANE, CTRL_POSITION, CTRL_STEP, CTRL_TOKENS_IN, CTRL_TOKENS_OUT, MAX_ROWS, control_base
+from isa import GEMV_OPS, NO_BUFFER, DType, Flag, Kind, Op, Program
+from isa.opcodes import (
+    CTRL_LANE,
+    CTRL_POSITION,
+    CTRL_STEP,
+    CTRL_TOKENS_IN,
+    CTRL_TOKENS_OUT,
+    MAX_ROWS,
+    control_base,
+)
 from megakernel import plan
 from megakernel.fp8 import BF16, E4M3
 from megakernel.reference import gdn, ops
 from megakernel.reference.numerics import F32, bf16
+from megakernel.tensors import scale_name
 from megakernel.weights import WeightSet
 
 from .access import Access, accesses
@@ -121,9 +130,6 @@ class Interpreter:
     def mtp_position(self) -> int:
         return int(self.view(0)[0, CTRL_LANE + CTRL_POSITION])
 
-    def set_mtp_position(self, position: int) -> None:
-        self.view(0)[0, CTRL_LANE + CTRL_POSITION] = position
-
     def _lane(self) -> int:
         return control_base(self.program.words[0].layer)
 
@@ -207,7 +213,7 @@ class Interpreter:
             blocks = w.astype(np.float32).reshape(e.rows, -1, plan.K_BLOCK)
             scale = None
             if w.dtype == E4M3:
-                s = self.weights[e.name + "_scale_inv"].astype(np.float32)
+                s = self.weights[scale_name(e.name)].astype(np.float32)
                 scale = np.repeat(s, plan.ROW_BLOCK, axis=0)[:e.rows]
             self._gemv_weights[entry] = (blocks, scale)
         return self._gemv_weights[entry]
@@ -441,4 +447,4 @@ class Interpreter:
         return s.reshape(s.shape[0], -1, key_dim).transpose(0, 2, 1)  # [Hv, dv, dk] -> [Hv, dk, dv]
 
 
-__all__ = ["AccessViolation", "Deadlock", "Interpreter", "Access"]
+__all__ = ["Access", "AccessViolation", "Deadlock", "Interpreter"]

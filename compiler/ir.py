@@ -4,16 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from isa import DType, Flag, Kind, Op, Wait
+from isa import BufferEntry, Flag, Op
 
 
-@dataclass
-class BufferDecl:
-    name: str
-    rows: int
-    cols: int
-    dtype: DType
-    kind: Kind
+class BufferDecl(BufferEntry):
+    """A buffer as lowering declares it; its offset is set by allocation (allocate.py), in the Program."""
 
 
 @dataclass
@@ -32,13 +27,6 @@ class Instr:
     k_slices: int = 1
     tiles: int = 0
     reduce_tiles: int = 0
-    # dependencies
-    waits: list[Wait] = field(default_factory=list)
-    signal_base: int = 0
-    signal_count: int = 1
-    signal_expected: int = 0
-    arrival_base: int = 0
-    arrival_count: int = 0
 
 
 @dataclass

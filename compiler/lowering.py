@@ -20,7 +20,14 @@ from isa import DType, Flag, Kind, Op
 from isa.opcodes import CTRL_WORDS, MAX_ROWS, MTP_LAYER
 from megakernel import plan
 from megakernel.config import ModelConfig
-from megakernel.tensors import EMBED, FINAL_NORM, LM_HEAD, MTP_PREFIX, layer_prefix, mtp_layer_prefix
+from megakernel.tensors import (
+    EMBED,
+    FINAL_NORM,
+    LM_HEAD,
+    MTP_PREFIX,
+    layer_prefix,
+    mtp_layer_prefix,
+)
 
 from .ir import BufferDecl, Instr, Lowered
 

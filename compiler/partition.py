@@ -2,8 +2,9 @@
 tiles is the fixed rule of tiling.block_range). Split-K GEMVs get a scratch buffer for their partials.
 
 GEMV row groups are 128 rows (one scale block), except NORM_GEMV_QKV whose row groups are one head
-(head_dim rows) so that the epilogue can normalise and rotate a whole head; k-slices come from
-megakernel/plan.py, the same numbers the reference's engine mode sums with.
+(head_dim rows) so that the epilogue can normalise and rotate a whole head; k-slices are
+plan.k_slices of the instruction's total rows and k (megakernel/plan.py), the numbers the reference's
+engine mode sums with.
 """
 
 from __future__ import annotations
@@ -15,22 +16,18 @@ from megakernel.tensors import tensor_specs
 
 from .ir import BufferDecl, Lowered
 from .lowering import EMBED_TILE_COLS
+from .tiling import segment_row_groups
 
 
 def partition(low: Lowered, c: ModelConfig) -> None:
     shapes = {s.name: s.shape for s in tensor_specs(c)}
-    slices = plan.slices_by_weight(c)
     for ins in low.instrs:
         op, p = ins.op, ins.params
         if ins.weights:  # the GEMV family
             ins.tile_rows = c.head_dim if op == Op.NORM_GEMV_QKV else plan.ROW_BLOCK
-            ins.k_slices = slices[ins.weights[0]]
-            seg_rows = [shapes[w][0] for w in ins.weights]
-            if op == Op.MTP_FC:
-                seg_rows = [shapes[ins.weights[0]][0]]
-            if op == Op.NORM_GATE_UP:
-                seg_rows = seg_rows[:1]
-            groups = sum(-(-r // ins.tile_rows) for r in seg_rows)
+            seg_rows = tuple(shapes[w][0] for w in ins.weights)
+            ins.k_slices = plan.k_slices(sum(seg_rows), ins.k)
+            groups = len(segment_row_groups(seg_rows, ins.tile_rows, op == Op.NORM_GATE_UP))
             ins.tiles = groups * ins.k_slices
             ins.reduce_tiles = groups if ins.k_slices > 1 else 0
             if ins.k_slices > 1:

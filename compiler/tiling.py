@@ -53,7 +53,8 @@ def params(word: Word) -> dict[str, float | int]:
 
 
 @functools.cache
-def _row_groups(segment_rows: tuple[int, ...], tile_rows: int, shared: bool) -> tuple[RowGroup, ...]:
+def segment_row_groups(segment_rows: tuple[int, ...], tile_rows: int, shared: bool) -> tuple[RowGroup, ...]:
+    """Row groups of weight segments with these output rows; shared: NORM_GATE_UP's."""
     groups = []
     if shared:  # NORM_GATE_UP: row groups over the intermediate rows, covering both segments
         for r0 in range(0, segment_rows[0], tile_rows):
@@ -75,7 +76,7 @@ def row_groups(program: Program, word: Word) -> tuple[RowGroup, ...]:
     cached = _BY_WORD.get(id(word))
     if cached is None or cached[0] is not word or cached[1] != key:
         rows = tuple(program.weights[word.weight_first + i].rows for i in range(word.weight_count))
-        cached = (word, key, _row_groups(rows, word.tile_rows, word.opcode == Op.NORM_GATE_UP))
+        cached = (word, key, segment_row_groups(rows, word.tile_rows, word.opcode == Op.NORM_GATE_UP))
         if len(_BY_WORD) > 100_000:  # words of programs long gone
             _BY_WORD.clear()
         _BY_WORD[id(word)] = cached

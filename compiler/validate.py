@@ -78,19 +78,23 @@ def check_dataflow(program: Program) -> list[str]:
 
 
 def validate(program: Program, sms: int, steps: int = 3, limit: int = 20) -> Report:
+    """Stops at `limit` problems: a failing program's report then counts only the nodes built so far."""
     problems = check_counters(program) + check_dataflow(program)
     hb, index = HappensBefore(program, sms), AccessIndex(program)
     for step in range(steps):
         for i in range(len(program.words)):
             for stage in hb.stages(i):
+                if problems and len(problems) >= limit:
+                    return Report(problems, len(hb))
+                room = max(limit - len(problems), 0)
                 ids = hb.add(step, i, stage)
                 rows = index.gather(hb, ids)
-                for h in index.hazards(hb, ids, rows=rows) + index.alias_hazards(hb, ids, rows=rows):
-                    if len(problems) < limit:
-                        problems.append(h.describe(hb))
+                reuse = index.alias_hazards(hb, ids, limit=room, rows=rows)
                 index.add(hb, ids, rows)
-                # conflicts among the nodes of one instruction stage (e.g. two tiles writing one row)
-                for h in index.hazards(hb, ids, rows=rows):
-                    if h.first in ids and h.first < h.second and len(problems) < limit:
-                        problems.append("within one instruction: " + h.describe(hb))
+                # once indexed, the stage's own nodes take part too: a hazard whose first node is one of
+                # them is a conflict inside the instruction stage (e.g. two tiles writing one row)
+                found = index.hazards(hb, ids, limit=room, rows=rows)
+                inside = [h for h in found if h.first in ids]
+                problems += ([h.describe(hb) for h in found if h.first not in ids] + [h.describe(hb) for h in reuse]
+                             + ["within one instruction: " + h.describe(hb) for h in inside])[:room]
     return Report(problems, len(hb))

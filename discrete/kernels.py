@@ -11,40 +11,47 @@ from pathlib import Path
 
 import numpy as np
 
-from megakernel import plan
+from isa.opcodes import MAX_ROWS
+from megakernel import cuda_build, plan
 
 SOURCE = Path(__file__).with_name("kernels.cu")
-INCLUDE = Path(__file__).resolve().parents[1] / "megakernel" / "cuda"
-GEMV_THREADS = 512
+GEMV_HEADER = cuda_build.CUDA_DIR / "gemv.cuh"
 
 
 @functools.cache
+def gemv_threads() -> int:
+    return cuda_build.define(SOURCE, "GEMV_THREADS")
+
+
+def check_shared_constants() -> None:
+    """The layout constants the CUDA device functions and the Python plan must agree on."""
+    for name, value in (("K_BLOCK", plan.K_BLOCK), ("ROW_BLOCK", plan.ROW_BLOCK), ("MAX_ROWS", MAX_ROWS)):
+        if cuda_build.define(GEMV_HEADER, name) != value:
+            raise RuntimeError(f"{GEMV_HEADER.name} has {name} = {cuda_build.define(GEMV_HEADER, name)}, "
+                               f"Python has {value}")
+
+
 def module():
     import cupy
 
-    from megakernel.gpu_synthetic import arch_for
-
-    props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
-    options = ("-std=c++17", f"--gpu-architecture={arch_for(props['major'], props['minor'])}", f"-I{INCLUDE}")
-    mod = cupy.RawModule(code=SOURCE.read_text(), options=options)
-    mod.compile()
-    return mod
+    check_shared_constants()
+    return cuda_build.module(SOURCE, cupy.cuda.Device().id)
 
 
 def gemv_slices(weight, scale, x, slices: int):
     """fp32 slice sums [S, M, N] of weight [N, K] (uint8 e4m3 with uint16 bf16 scales, or uint16 bf16 with
-    scale None) times x [M, K] (uint16 bf16 bits), M <= 8."""
+    scale None) times x [M, K] (uint16 bf16 bits), M <= MAX_ROWS."""
     import cupy
 
     n, k = weight.shape
     m = x.shape[0]
-    if n % plan.ROW_BLOCK or k % plan.K_BLOCK or not 1 <= m <= 8:
+    if n % plan.ROW_BLOCK or k % plan.K_BLOCK or not 1 <= m <= MAX_ROWS:
         raise ValueError(f"GEMV shape {weight.shape} x {x.shape} not supported")
     out = cupy.empty((slices, m, n), dtype=cupy.float32)
     args = (np.int32(n), np.int32(k), np.int32(m), np.int32(slices))
     grid = (n // plan.ROW_BLOCK, slices)
     if scale is None:
-        module().get_function("gemv_bf16_slices")(grid, (GEMV_THREADS,), (weight, x, out, *args))
+        module().get_function("gemv_bf16_slices")(grid, (gemv_threads(),), (weight, x, out, *args))
     else:
-        module().get_function("gemv_fp8_slices")(grid, (GEMV_THREADS,), (weight, scale, x, out, *args))
+        module().get_function("gemv_fp8_slices")(grid, (gemv_threads(),), (weight, scale, x, out, *args))
     return out

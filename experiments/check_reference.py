@@ -18,12 +18,9 @@ import os
 import sys
 import time
 
-import numpy as np
-
 from megakernel.checker import NEGATIVE_CONTROLS, Goldens, check, observe
-from megakernel.reference import Mode, ReferenceModel
-from megakernel.synthetic import parse_synthetic, synthetic_weights
 from megakernel.provenance import git_commit
+from megakernel.reference import Mode, ReferenceModel
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -37,10 +34,8 @@ def main() -> None:
     parser.add_argument("--goldens", default=os.path.join(HERE, "..", "tests", "fixtures", "oracle_tiny.npz"))
     parser.add_argument("--out", default=os.path.join(HERE, "results"))
     args = parser.parse_args()
-    meta = json.loads(str(np.load(args.goldens)["meta"]))
-    config, seed = parse_synthetic(meta["model"])
-    goldens = Goldens(args.goldens, config.defined_vocab)
-    weights = synthetic_weights(config, seed, pow2_scales=meta.get("pow2_scales", False))
+    goldens = Goldens(args.goldens)
+    weights = goldens.weights()
     prompts = range(len(goldens.prompts))
     models = {mode: ReferenceModel(weights, mode) for mode in Mode}
 

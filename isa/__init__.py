@@ -7,6 +7,6 @@ from .opcodes import CONTROL_BUFFER, GEMV_OPS, NO_BUFFER, NO_LAYER, Flag, Op, Wa
 from .program import BufferEntry, CounterEntry, DType, Kind, Program, WeightEntry
 from .word import WORD_BYTES, WORD_U32, Wait, Word, bits_f32, decode, encode, f32_bits
 
-__all__ = ["CONTROL_BUFFER", "GEMV_OPS", "NO_BUFFER", "NO_LAYER", "Flag", "Op", "WaitMode", "BufferEntry",
-           "CounterEntry", "DType", "Kind", "Program", "WeightEntry", "WORD_BYTES", "WORD_U32", "Wait", "Word",
+__all__ = ["CONTROL_BUFFER", "GEMV_OPS", "NO_BUFFER", "NO_LAYER", "WORD_BYTES", "WORD_U32", "BufferEntry",
+           "CounterEntry", "DType", "Flag", "Kind", "Op", "Program", "Wait", "WaitMode", "WeightEntry", "Word",
            "bits_f32", "decode", "encode", "f32_bits"]

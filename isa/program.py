@@ -24,6 +24,7 @@ from .word import WORD_BYTES, Word
 MAGIC = b"MKPG"
 VERSION = 1
 NO_OFFSET = (1 << 64) - 1
+SCALE_BLOCK = 128  # an fp8 weight has one block scale per 128 x 128 block (docs/ISA.md)
 
 HEADER = np.dtype([("magic", "S4"), ("version", "<u4"), ("n_words", "<u4"), ("n_buffers", "<u4"),
                    ("n_weights", "<u4"), ("n_counters", "<u4"), ("rows", "<u4"), ("sms", "<u4"),
@@ -78,6 +79,15 @@ class WeightEntry:
     offset: int = 0  # bytes into the weight arena
     scale_offset: int = NO_OFFSET
 
+    @property
+    def end(self) -> int:
+        """One past the weight's last byte in the weight arena, its block scales included."""
+        end = self.offset + self.rows * self.cols * self.dtype.size
+        if self.scale_dtype != DType.NONE:
+            blocks = -(-self.rows // SCALE_BLOCK) * -(-self.cols // SCALE_BLOCK)
+            end = max(end, self.scale_offset + blocks * self.scale_dtype.size)
+        return end
+
 
 @dataclass
 class CounterEntry:
@@ -102,8 +112,7 @@ class Program:
 
     @property
     def weight_bytes(self) -> int:
-        ends = [w.offset + w.rows * w.cols * w.dtype.size for w in self.weights]
-        return max(ends, default=0)
+        return max((w.end for w in self.weights), default=0)
 
     # --- bytes ------------------------------------------------------------------------------------
     def to_bytes(self) -> bytes:
@@ -152,9 +161,9 @@ class Program:
 
     # --- human and machine readable forms ------------------------------------------------------------
     def listing(self) -> str:
-        lines = [f"# program: {len(self.words)} words, rows M={self.rows}, sms G={self.sms}, "
-                 f"{len(self.buffers)} buffers ({self.arena_bytes:,} arena bytes), {len(self.weights)} weights "
-                 f"({self.weight_bytes:,} bytes), {len(self.counters)} counters"]
+        lines = [(f"# program: {len(self.words)} words, rows M={self.rows}, sms G={self.sms}, "
+                  f"{len(self.buffers)} buffers ({self.arena_bytes:,} arena bytes), {len(self.weights)} weights "
+                  f"({self.weight_bytes:,} bytes), {len(self.counters)} counters")]
         for i, w in enumerate(self.words):
             lines.append(self.line(i, w))
         return "\n".join(lines)

@@ -27,6 +27,8 @@ import ml_dtypes
 import numpy as np
 
 from .reference import ReferenceModel, gdn, ops
+from .synthetic import parse_synthetic, synthetic_weights
+from .weights import WeightSet
 
 MARGIN = 2.0
 PERCENTILE = 95
@@ -63,14 +65,21 @@ class View:
 
 
 class Goldens:
-    """An oracle_*.npz written by experiments/record_goldens.py."""
+    """An oracle_*.npz written by experiments/record_goldens.py, recorded on the synthetic checkpoint its
+    meta names (config, seed, power-of-two scales or not)."""
 
-    def __init__(self, path: str, defined_vocab: int):
+    def __init__(self, path: str):
         self.data = dict(np.load(path))
         self.meta = json.loads(str(self.data["meta"]))
-        self.defined_vocab = defined_vocab
+        self.config, self.seed = parse_synthetic(self.meta["model"])
+        self.pow2_scales = bool(self.meta.get("pow2_scales", False))
+        self.defined_vocab = self.config.defined_vocab
         self.prompts = [self.data[f"p{n}_ids"].tolist() for n in range(self.meta["prompts"])]
         self.probes = self.data["probes"].astype(np.float64)
+
+    def weights(self) -> WeightSet:
+        """The checkpoint the goldens were recorded on."""
+        return synthetic_weights(self.config, self.seed, pow2_scales=self.pow2_scales)
 
     def get(self, key: str) -> np.ndarray | None:
         return self.data.get(key)

@@ -20,36 +20,27 @@ CuPy is imported inside the functions, so this module imports on a machine witho
 from __future__ import annotations
 
 import functools
-import re
-from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
 
-from . import fp8, synthetic
+from . import cuda_build, fp8, synthetic
 from .config import ModelConfig
+from .cuda_build import arch_for  # noqa: F401  (re-exported: part of this module's interface)
 from .tensors import TensorSpec, scale_name, tensor_specs
 
 if TYPE_CHECKING:  # pragma: no cover
     import cupy
 
-CUDA_SOURCE = Path(__file__).with_name("cuda") / "synthetic.cu"
+CUDA_SOURCE = cuda_build.CUDA_DIR / "synthetic.cu"
 MASK64 = (1 << 64) - 1
 BF16_THREADS = 256  # synth_bf16's __launch_bounds__
 BF16_BLOCKS_PER_SM = 8  # 8 x 256 threads fill an SM (30 registers a thread): one wave, grid-stride
 RAW_DTYPES = {np.dtype(fp8.BF16): np.uint16, np.dtype(fp8.E4M3): np.uint8}  # ml_dtypes -> its bits
 
 
-def _source() -> str:
-    return CUDA_SOURCE.read_text()
-
-
 def _define(name: str) -> int:
-    """An integer #define of the CUDA source, so that launch geometry has one definition."""
-    m = re.search(rf"^#define {name} (\d+)\b", _source(), re.MULTILINE)
-    if m is None:
-        raise RuntimeError(f"{CUDA_SOURCE} defines no {name}")
-    return int(m.group(1))
+    return cuda_build.define(CUDA_SOURCE, name)
 
 
 @functools.cache
@@ -57,32 +48,10 @@ def fp8_threads() -> int:
     return _define("FP8_THREADS")
 
 
-def arch_for(major: int, minor: int) -> str:
-    """NVRTC's real architecture for a compute capability: sm_90a on Hopper (H100, H200)."""
-    return f"sm_{major}{minor}" + ("a" if (major, minor) == (9, 0) else "")
-
-
-@functools.cache
 def _module(device_id: int):
-    import cupy
-    from cupy.cuda.compiler import CompileException
-
     if fp8.BLOCK != _define("FP8_BLOCK"):
         raise RuntimeError(f"fp8.BLOCK = {fp8.BLOCK} but {CUDA_SOURCE.name} tiles by {_define('FP8_BLOCK')}")
-    props = cupy.cuda.runtime.getDeviceProperties(device_id)
-    arch = arch_for(props["major"], props["minor"])
-    # CuPy appends its own -arch=sm_XY (and -ftz=true, harmless here: see synthetic.cu); NVRTC 13
-    # takes both and builds for the "a" target. These kernels need nothing arch-specific, so if an
-    # NVRTC refuses the second arch option, build with CuPy's alone rather than fail.
-    module = cupy.RawModule(code=_source(), options=("-std=c++17", f"--gpu-architecture={arch}"))
-    try:
-        module.compile()
-    except CompileException as e:
-        if "arch" not in str(e):
-            raise
-        module = cupy.RawModule(code=_source(), options=("-std=c++17",))
-        module.compile()
-    return module
+    return cuda_build.module(CUDA_SOURCE, device_id)
 
 
 @functools.cache

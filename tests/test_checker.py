@@ -13,7 +13,7 @@ FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 
 
 def goldens(name):
-    return Goldens(os.path.join(FIXTURES, f"oracle_{name}.npz"), 248077)
+    return Goldens(os.path.join(FIXTURES, f"oracle_{name}.npz"))
 
 
 @pytest.fixture(scope="module")
@@ -22,8 +22,8 @@ def tiny():
 
 
 @pytest.fixture(scope="module")
-def oracle_model():
-    return ReferenceModel(synthetic_weights(preset("tiny"), 0), Mode.ORACLE)
+def oracle_model(tiny_weights):
+    return ReferenceModel(tiny_weights, Mode.ORACLE)
 
 
 def test_goldens_come_from_the_pinned_oracle(tiny):

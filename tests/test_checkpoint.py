@@ -47,7 +47,7 @@ def broken(tmp_path, good_dir):
     return path
 
 
-def test_tiny_make_then_load_round_trip(tmp_path):
+def test_tiny_make_then_load_round_trip(tmp_path, tiny_weights):
     out = str(tmp_path / "tiny")
     write_synthetic_checkpoint(out, preset("tiny"), seed=0, shard_bytes=96 << 20)
     files = sorted(os.listdir(out))
@@ -57,7 +57,7 @@ def test_tiny_make_then_load_round_trip(tmp_path):
         assert json.load(f)["metadata"]["total_size"] == sum(s.nbytes for s in tensor_specs(preset("tiny")))
     loaded = load_checkpoint(out)
     assert loaded.config.eos_token_ids == (248046, 248044)
-    assert_same_tensors(loaded, synthetic_weights(preset("tiny"), seed=0))
+    assert_same_tensors(loaded, tiny_weights)
 
 
 def test_loaded_tensors_are_read_only_memory_maps(good_dir):

@@ -51,3 +51,15 @@ def test_synthetic_kernels_exist_and_python_agrees_on_their_constants():
     assert f"__launch_bounds__({gpu_synthetic.BF16_THREADS})" in source
     assert gpu_synthetic.fp8_threads() % 32 == 0 and fp8.BLOCK % (gpu_synthetic.fp8_threads() // 32) == 0
     assert gpu_synthetic.arch_for(9, 0) == "sm_90a" and gpu_synthetic.arch_for(8, 9) == "sm_89"
+
+
+def test_gemv_constants_agree_with_the_python_plan():
+    from discrete import kernels
+
+    from megakernel import cuda_build, plan
+
+    kernels.check_shared_constants()  # K_BLOCK, ROW_BLOCK, MAX_ROWS of gemv.cuh == plan / isa
+    # one even and one odd warp per 16-row strip of a row group
+    assert kernels.gemv_threads() == 2 * (plan.ROW_BLOCK // cuda_build.define(kernels.GEMV_HEADER, "WARP_ROWS")) * 32
+    with pytest.raises(RuntimeError, match="defines no NOT_A_CONSTANT"):
+        cuda_build.define(kernels.GEMV_HEADER, "NOT_A_CONSTANT")

@@ -67,13 +67,11 @@ def test_bad_requests(tok):
         generate(ScriptedBackend([1]), tok, [1], 0)
 
 
-def test_sampled_generation_is_reproducible(tok):
-    from megakernel.config import preset
+def test_sampled_generation_is_reproducible(tok, tiny_weights):
     from megakernel.generate import ReferenceBackend
     from megakernel.reference import ReferenceModel
-    from megakernel.synthetic import synthetic_weights
 
-    model = ReferenceModel(synthetic_weights(preset("tiny")))
+    model = ReferenceModel(tiny_weights)
     params = SamplingParams(temperature=0.9, top_k=50, top_p=0.9, seed=7)
     runs = [generate(ReferenceBackend(model, 64), tok, [9707, 11], 6, params).tokens for _ in range(2)]
     assert runs[0] == runs[1]

@@ -10,16 +10,14 @@ import compiler.interpreter as interp_mod
 from compiler import lower
 from compiler.interpreter import AccessViolation, Deadlock, Interpreter
 from isa import Wait, WaitMode
-from megakernel.config import preset
 from megakernel.reference import Mode, ReferenceModel
-from megakernel.synthetic import synthetic_weights
 
 CAPACITY = 80
 
 
 @pytest.fixture(scope="module")
-def weights():
-    return synthetic_weights(preset("tiny"), seed=0)
+def weights(tiny_weights):
+    return tiny_weights
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,7 @@ import pytest
 from compiler import lower
 from isa import NO_BUFFER, Op, Program, Wait, WaitMode, Word, decode, encode
 from isa.opcodes import PARAMS
+from isa.program import DType, WeightEntry
 from isa.word import FIELDS, PARAM_SLOTS, WAIT_FIELDS, WORD_U32, canonical
 from megakernel.config import preset
 
@@ -76,6 +77,11 @@ def test_program_bytes_round_trip(rows):
         Program.from_bytes(b"XXXX" + data[4:])
 
 
+def test_weight_bytes_include_the_block_scales_of_a_last_fp8_weight():
+    fp8 = WeightEntry("w", 200, 300, DType.FP8_E4M3, DType.BF16, offset=0, scale_offset=60_160)
+    assert Program([], [], [fp8], [], 1, 1).weight_bytes == 60_160 + 2 * 3 * 2  # [ceil(200/128), ceil(300/128)] bf16
+
+
 def test_control_block_is_buffer_zero_and_buffers_are_aligned():
     p = lower(preset("tiny"), rows=2, sms=7, capacity=64)
     assert p.buffers[0].name == "ctrl" and p.buffers[0].offset == 0
@@ -97,4 +103,5 @@ def test_json_form_has_the_summary_keys():
     j = lower(preset("tiny"), rows=1, sms=7, capacity=64).to_json()
     assert {"words", "opcodes", "counters", "arena_bytes", "weight_bytes"} <= set(j)
     assert j["words"] == 48 and sum(j["opcodes"].values()) == 48
-    assert dataclasses.asdict(Wait(1, 2, WaitMode.ALL, 3))  # waits serialise
+    assert dataclasses.asdict(Wait(1, 2, WaitMode.ALL, 3)) == {  # waits serialise
+        "base": 1, "count": 2, "mode": WaitMode.ALL, "expected": 3, "lag": 0, "stage": 0}

@@ -3,18 +3,16 @@ import dataclasses
 import numpy as np
 import pytest
 
-from megakernel.config import preset
 from megakernel.errors import InputError
 from megakernel.reference import Mode, ReferenceModel
-from megakernel.synthetic import synthetic_weights
 from megakernel.tensors import LM_HEAD, MTP_PREFIX
 
 PROMPT = [9707, 11, 1879, 0, 3555, 374, 279, 6722, 315, 9625]
 
 
 @pytest.fixture(scope="module")
-def weights():
-    return synthetic_weights(preset("tiny"), seed=0)
+def weights(tiny_weights):
+    return tiny_weights
 
 
 @pytest.fixture(scope="module", params=[Mode.ORACLE, Mode.ENGINE])

@@ -62,11 +62,6 @@ def test_seed_and_name_change_the_bytes():
     assert tensor_key(0, "a") != tensor_key(0, "b") and tensor_key(0, "a") != tensor_key(1, "a")
 
 
-@pytest.fixture(scope="module")
-def tiny_weights():
-    return synthetic.synthetic_weights(preset("tiny"), seed=0)
-
-
 def test_statistics_are_reasonable(tiny_weights):
     c = tiny_weights.config
     for spec in tensor_specs(c):

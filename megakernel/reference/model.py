@@ -44,12 +44,6 @@ class Session:
     conv: dict[int, np.ndarray] = field(default_factory=dict)  # GDN layer -> [K-1, conv_dim] raw bf16
     mtp_kv: KVCache | None = None
 
-    def copy(self) -> Session:
-        return Session(self.capacity, self.position,
-                       {i: KVCache(c.keys.copy(), c.values.copy()) for i, c in self.kv.items()},
-                       {i: s.copy() for i, s in self.ssm.items()}, {i: s.copy() for i, s in self.conv.items()},
-                       None if self.mtp_kv is None else KVCache(self.mtp_kv.keys.copy(), self.mtp_kv.values.copy()))
-
 
 @dataclass
 class StepOutput:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import plan
+from .. import fp8, plan
 from ..plan import K_BLOCK, ROW_BLOCK
 from .numerics import F32, Mode, as_f32, bf16, rsqrt, sigmoid, silu
 
@@ -71,8 +71,7 @@ class Linear:
         elif scale is None:
             self.w = as_f32(weight)
         else:
-            s = np.repeat(np.repeat(as_f32(scale), ROW_BLOCK, axis=0), K_BLOCK, axis=1)[: weight.shape[0], : weight.shape[1]]
-            self.w = bf16(as_f32(weight) * s)
+            self.w = bf16(fp8.dequantize(weight, scale))
 
     def accumulate(self, x: np.ndarray) -> np.ndarray:
         """fp32 results [M, N] before the output rounding (rows computed one by one)."""

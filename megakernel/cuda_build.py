@@ -1,0 +1,55 @@
+"""Build the project's CUDA sources at run time with NVRTC (through CuPy): one place for the compile
+options, the architecture and the constants that Python and CUDA must agree on.
+
+CuPy is imported inside the functions, so this module imports on a machine without a GPU. CuPy
+appends -ftz=true to every NVRTC build; device code whose results must match the NumPy reference bit
+for bit therefore does its fp32 arithmetic with explicit non-flushing PTX (gemv.cuh).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path
+
+CUDA_DIR = Path(__file__).with_name("cuda")  # the shared device functions (*.cuh)
+
+
+def arch_for(major: int, minor: int) -> str:
+    """NVRTC's real architecture for a compute capability: sm_90a on Hopper (H100, H200)."""
+    return f"sm_{major}{minor}" + ("a" if (major, minor) == (9, 0) else "")
+
+
+def define(path: Path, name: str) -> int:
+    """An integer constant of a CUDA source (`#define NAME n` or `constexpr int NAME = n;`), so that
+    Python's launch geometry and layout rules have one definition."""
+    text = path.read_text()
+    m = re.search(rf"^\s*(?:#define {name} (\d+)\b|constexpr int {name} = (\d+);)", text, re.MULTILINE)
+    if m is None:
+        raise RuntimeError(f"{path} defines no {name}")
+    return int(m.group(1) or m.group(2))
+
+
+@functools.cache
+def module(source: Path, device_id: int):
+    """The compiled cupy.RawModule of `source` for device `device_id` (cached), with CUDA_DIR on the
+    include path."""
+    import cupy
+    from cupy.cuda.compiler import CompileException
+
+    props = cupy.cuda.runtime.getDeviceProperties(device_id)
+    arch = arch_for(props["major"], props["minor"])
+    code, base = source.read_text(), ("-std=c++17", f"-I{CUDA_DIR}")
+    # CuPy appends its own -arch=sm_XY; NVRTC 13 takes both and builds for the "a" target. Nothing
+    # here needs arch-specific features, so if an NVRTC refuses the second arch option, build with
+    # CuPy's alone rather than fail.
+    with cupy.cuda.Device(device_id):
+        mod = cupy.RawModule(code=code, options=(*base, f"--gpu-architecture={arch}"))
+        try:
+            mod.compile()
+        except CompileException as e:
+            if "arch" not in str(e):
+                raise
+            mod = cupy.RawModule(code=code, options=base)
+            mod.compile()
+    return mod
