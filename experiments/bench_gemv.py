@@ -1,4 +1,4 @@
-"""GEMV kernel bandwidth on the GPU for every fp8 shape of the 27B decode step (and the bf16 head),
+"""GEMV kernel bandwidth on the GPU for every distinct GEMV shape of the 27B decode step and MTP head,
 M = 1 and 8, as fractions of the measured pure-read bandwidth. Writes gemv_bench.json (DESIGN.md
 results contract, `kernels`), plus the registers and resident blocks per SM of each kernel and a k-slice sweep
 of every fp8 shape at M = 1 (`slice_sweep`: grid tiles and waves against the SM count).
@@ -93,20 +93,39 @@ def bench_shape(name, n, k, slices, is_fp8, iters, bandwidth, ms=(1, 8)):
     return rows
 
 
+def gemv_shapes(c) -> list[tuple[str, int, int, int, bool]]:
+    """(name, rows, k, k-slices, fp8?) of each distinct GEMV shape of the decode step and the MTP head, in
+    program order, dtypes from the tensor manifest. A fused group with fp8 and bf16 weights (in_proj's
+    b and a: 96 of 16,480 rows) is timed on its fp8 part."""
+    from megakernel import plan
+    from megakernel.tensors import tensor_specs
+
+    specs = {spec.name: spec for spec in tensor_specs(c)}
+    out, seen = [], set()
+    for group in plan.gemv_groups(c):
+        fp8_rows = sum(specs[w].shape[0] for w in group.weights if specs[w].is_fp8)
+        rows, is_fp8 = (fp8_rows, True) if fp8_rows else (group.rows, False)
+        if (rows, group.k, is_fp8) not in seen:
+            seen.add((rows, group.k, is_fp8))
+            name = group.name.split(".")[-1]
+            out.append(("mtp_" + name if group.name.startswith("mtp.") else name, rows, group.k, group.slices, is_fp8))
+    return out
+
+
 def kernel_facts() -> dict:
     """Registers and resident blocks per SM of the GEMV kernels: the wave arithmetic behind the numbers."""
     import cupy
 
-    from discrete.kernels import GEMV_THREADS, module
+    from discrete.kernels import gemv_threads, module
 
     facts = {}
     for name in ("gemv_fp8_slices", "gemv_bf16_slices"):
         fn = module().get_function(name)
         try:
-            blocks = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.kernel.ptr, GEMV_THREADS, 0)
+            blocks = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.kernel.ptr, gemv_threads(), 0)
         except (AttributeError, cupy.cuda.driver.CUDADriverError):
             blocks = None
-        facts[name] = {"registers": fn.num_regs, "threads": GEMV_THREADS, "blocks_per_sm": blocks}
+        facts[name] = {"registers": fn.num_regs, "threads": gemv_threads(), "blocks_per_sm": blocks}
     return facts
 
 
@@ -128,7 +147,6 @@ def slice_sweep(shapes, iters: int, bandwidth: float, sms: int) -> list[dict]:
 def main() -> None:
     import cupy
 
-    from megakernel import plan
     from megakernel.config import preset
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -140,18 +158,13 @@ def main() -> None:
     bandwidth = read_bandwidth(args.iters)
     print(f"read bandwidth {bandwidth:.0f} GB/s")
     c = preset("qwen3.5-27b")
-    shapes = {}
-    for group in plan.gemv_groups(c):
-        key = group.name.split(".", 2)[-1]
-        if key not in shapes and not key.startswith("mtp") and (not args.shapes or key in args.shapes.split(",")):
-            shapes[key] = group
+    chosen = args.shapes.split(",") if args.shapes else None
     kernels, fp8_shapes = [], {}
-    for key, group in shapes.items():
-        is_fp8 = key not in ("lm_head",)
-        rows = group.rows if key != "in_proj" else c.gdn_conv_dim + c.gdn_value_dim  # the fp8 part of in_proj
-        kernels += bench_shape(key, rows, group.k, group.slices, is_fp8, args.iters, bandwidth)
-        if is_fp8:
-            fp8_shapes[key] = (rows, group.k)
+    for name, rows, k, slices, is_fp8 in gemv_shapes(c):
+        if chosen is None or name in chosen:
+            kernels += bench_shape(name, rows, k, slices, is_fp8, args.iters, bandwidth)
+            if is_fp8:
+                fp8_shapes[name] = (rows, k)
     sms = cupy.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
     facts = kernel_facts()
     print(facts)

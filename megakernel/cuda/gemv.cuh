@@ -4,7 +4,7 @@
 //
 // Numerics (megakernel/plan.py, docs/ISA.md "Sum order"): for each 128-wide k-block, 8 mma steps sum the
 // block's products into a fresh fp32 partial; a warp accumulates scale[row / 128, block] x partial over
-// every other block of the slice in order (__fmul_rn, __fadd_rn: no contraction), its partner warp the
+// every other block of the slice in order (mul_rn, add_rn: no contraction, no flush), its partner warp the
 // other blocks, and the two sums are added in a fixed order (gemv_pair_combine); bf16 weights have no
 // scale. Inside a block the reduction axis is permuted so that each load instruction of a warp reads
 // 64 contiguous bytes per row: lane (g, t) owns the 16-byte chunks at i * 64 + 16t (i = 0, 1 for fp8;
@@ -29,7 +29,6 @@ constexpr int MAX_ROWS = 8;
 constexpr int WARP_ROWS = 16;
 
 typedef unsigned int u32;
-typedef unsigned short u16;
 typedef unsigned char u8;
 
 // Weights are read once per pass: stream them past L1.
@@ -57,14 +56,18 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const u32 (&a)[4], cons
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-__device__ __forceinline__ u32 word_of(const uint4 (&v)[2], int j) {
-    const uint4& q = v[j >> 2];
-    switch (j & 3) {
-        case 0: return q.x;
-        case 1: return q.y;
-        case 2: return q.z;
-        default: return q.w;
-    }
+// fp32 add and multiply, rounded to nearest, never fused and never flushing subnormals: CuPy builds
+// with -ftz=true, under which __fadd_rn / __fmul_rn flush, and the NumPy reference does not.
+__device__ __forceinline__ float add_rn(float a, float b) {
+    float r;
+    asm("add.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+}
+
+__device__ __forceinline__ float mul_rn(float a, float b) {
+    float r;
+    asm("mul.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
 }
 
 // One k-block's weights for one lane: rows g and g + 8, 32 elements each (fp8: 2 x 16 bytes per row;
@@ -157,7 +160,7 @@ __device__ __forceinline__ void gemv_warp_blocks(float (&acc)[4], const u8* weig
                 block_partial<FP8>(c, w[i], x_row, has_row, block, t);
                 const float s = FP8 ? __bfloat162float(scale_row[block]) : 1.0f;
 #pragma unroll
-                for (int r = 0; r < 4; ++r) acc[r] = __fadd_rn(acc[r], FP8 ? __fmul_rn(s, c[r]) : c[r]);
+                for (int r = 0; r < 4; ++r) acc[r] = add_rn(acc[r], FP8 ? mul_rn(s, c[r]) : c[r]);
             }
         }
     };
@@ -183,7 +186,7 @@ __device__ __forceinline__ void gemv_pair_combine(float (&acc)[4], float* partne
     __syncthreads();
     if (!odd) {
 #pragma unroll
-        for (int r = 0; r < 4; ++r) acc[r] = __fadd_rn(acc[r], partner_acc[4 * lane + r]);
+        for (int r = 0; r < 4; ++r) acc[r] = add_rn(acc[r], partner_acc[4 * lane + r]);
     }
 }
 

@@ -56,7 +56,7 @@ def test_gemv_matches_the_engine_sum_within_fp32_rounding(n, k, m, slices, is_fp
     q, s, x = case(n, k, m, is_fp8)
     got = run(q, s, x, slices)
     want, magnitude = numpy_slices(q, s, x, slices)
-    assert np.isfinite(got).all()  # every element was written (the output starts uninitialised)
+    assert np.isfinite(got).all()
     err = np.abs(got - want) / np.maximum(magnitude, 1e-30)
     assert err.max() < 1e-6, err.max()  # fp32 accumulation of 128-term blocks: ~2^-24 x sqrt(terms)
 
@@ -73,3 +73,16 @@ def test_each_input_row_is_bit_identical_whatever_the_other_rows():
 def test_run_to_run_bit_identical():
     q, s, x = case(1024, 5120, 8)
     assert np.array_equal(run(q, s, x, 2), run(q, s, x, 2))
+
+
+def test_subnormal_sums_are_kept_not_flushed():
+    """CuPy builds with -ftz=true; the reference keeps fp32 subnormals, so the kernel must too. Every
+    block partial is 128 x 2^-60 = 2^-53, times the scale 2^-75 is 2^-128 (subnormal); two blocks: 2^-127."""
+    n, k = 128, 256
+    q = np.full((n, k), 1.0, np.float32).astype(fp8.E4M3)
+    s = np.full((n // 128, k // 128), 2.0 ** -75, np.float32).astype(fp8.BF16)
+    x = np.full((1, k), 2.0 ** -60, np.float32).astype(fp8.BF16)
+    got = run(q, s, x.astype(np.float32), 1)
+    want, _ = numpy_slices(q, s, x.astype(np.float32), 1)
+    assert (want == np.float32(2.0 ** -127)).all()
+    assert np.array_equal(got, want)
