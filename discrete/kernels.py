@@ -34,20 +34,31 @@ def check_shared_constants() -> None:
 def module():
     import cupy
 
+    return _module_on(cupy.cuda.Device().id)
+
+
+@functools.cache
+def _module_on(device_id: int):
+    # cached here, not only in cuda_build: a launch must not re-read sources (host time per launch is
+    # what back-to-back GEMV launches are bound by)
     check_shared_constants()
-    return cuda_build.module(SOURCE, cupy.cuda.Device().id)
+    return cuda_build.module(SOURCE, device_id)
 
 
-def gemv_slices(weight, scale, x, slices: int):
+def gemv_slices(weight, scale, x, slices: int, out=None):
     """fp32 slice sums [S, M, N] of weight [N, K] (uint8 e4m3 with uint16 bf16 scales, or uint16 bf16 with
-    scale None) times x [M, K] (uint16 bf16 bits), M <= MAX_ROWS."""
+    scale None) times x [M, K] (uint16 bf16 bits), M <= MAX_ROWS; into `out` when given (no allocation,
+    so the launch can be captured in a CUDA graph)."""
     import cupy
 
     n, k = weight.shape
     m = x.shape[0]
     if n % plan.ROW_BLOCK or k % plan.K_BLOCK or not 1 <= m <= MAX_ROWS:
         raise ValueError(f"GEMV shape {weight.shape} x {x.shape} not supported")
-    out = cupy.empty((slices, m, n), dtype=cupy.float32)
+    if out is None:
+        out = cupy.empty((slices, m, n), dtype=cupy.float32)
+    elif out.shape != (slices, m, n) or out.dtype != cupy.float32 or not out.flags.c_contiguous:
+        raise ValueError(f"out must be contiguous float32 {(slices, m, n)}, got {out.dtype} {out.shape}")
     args = (np.int32(n), np.int32(k), np.int32(m), np.int32(slices))
     grid = (n // plan.ROW_BLOCK, slices)
     if scale is None:

@@ -86,3 +86,13 @@ def test_subnormal_sums_are_kept_not_flushed():
     want, _ = numpy_slices(q, s, x.astype(np.float32), 1)
     assert (want == np.float32(2.0 ** -127)).all()
     assert np.array_equal(got, want)
+
+
+def test_given_out_buffer_gets_the_same_bits_and_is_checked():
+    q, s, x = case(256, 1024, 3)
+    wq, sc, xb = (cupy.asarray(bits(q, fp8.E4M3)), cupy.asarray(bits(s, fp8.BF16)), cupy.asarray(bits(x, fp8.BF16)))
+    out = cupy.full((2, 3, 256), np.nan, dtype=cupy.float32)
+    assert gemv_slices(wq, sc, xb, 2, out=out) is out
+    assert np.array_equal(cupy.asnumpy(out), run(q, s, x, 2))
+    with pytest.raises(ValueError, match="out must be"):
+        gemv_slices(wq, sc, xb, 2, out=cupy.empty((2, 3, 128), dtype=cupy.float32))
