@@ -3,7 +3,7 @@
 //
 // Built at run time by NVRTC (discrete/build.py, -I megakernel/cuda) and checked by nvcc in CI.
 
-#include "gemv.cuh"
+#include "tiles.cuh"
 
 #define GEMV_THREADS 512  // 16 warps: two per 16-row strip of a 128-row group (even / odd k-blocks)
 
@@ -20,7 +20,7 @@ __device__ __forceinline__ void gemv_slices(const unsigned char* weight, const _
     const int s = blockIdx.y, blocks = k / mk::K_BLOCK;
     const int b0 = s * blocks / slices, b1 = (s + 1) * blocks / slices;
     float acc[4];
-    mk::gemv_warp_blocks<FP8, FP8 ? 2 : 1>(acc, weight, scale, k, row0, b0 + odd, 2, b1, x, k, m);
+    mk::gemv_warp_blocks<FP8, FP8 ? 2 : 1>(acc, weight, scale, k, row0, mk::WARP_ROWS, b0 + odd, 2, b1, x, k, 0, m);
     mk::gemv_pair_combine(acc, partner[strip], odd);
     if (odd) return;
 #pragma unroll
@@ -50,4 +50,61 @@ extern "C" __global__ void __launch_bounds__(512) read_bandwidth(const uint4* da
         x ^= v.x ^ v.y ^ v.z ^ v.w;
     }
     if (x == 0x12345678u) sink[0] = x;  // keeps the loads alive; practically never taken
+}
+
+// --- one kernel per op family: block b runs tile b of the instruction's stage --------------------------
+#define PROGRAM_ARGS unsigned char *arena, const unsigned char *weights, const unsigned char *program, int word
+
+// GEMV words with fp8 weights (their bf16 segments, if any, take the scalar path) and all-bf16 words
+// (lm_head, mtp.fc): one kernel with both tensor-core paths would spill.
+template <bool FP8>
+__device__ __forceinline__ void gemv_word(PROGRAM_ARGS, int stage) {
+    extern __shared__ __align__(16) unsigned char smem[];
+    const mk::Ctx ctx{arena, weights, program};
+    if (stage == 0) mk::gemv_main_tile<FP8>(ctx, ctx.word(word), blockIdx.x, smem);
+    else mk::gemv_reduce_tile(ctx, ctx.word(word), blockIdx.x, smem);
+}
+
+extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS) tile_gemv_fp8(PROGRAM_ARGS, int stage) {
+    gemv_word<true>(arena, weights, program, word, stage);
+}
+
+extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS) tile_gemv_bf16(PROGRAM_ARGS, int stage) {
+    gemv_word<false>(arena, weights, program, word, stage);
+}
+
+extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS) tile_gdn(PROGRAM_ARGS) {
+    __shared__ mk::GdnSmem sm;
+    const mk::Ctx ctx{arena, weights, program};
+    mk::gdn_tile(ctx, ctx.word(word), blockIdx.x, sm);
+}
+
+extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS) tile_attn_scores(PROGRAM_ARGS) {
+    const mk::Ctx ctx{arena, weights, program};
+    mk::attn_scores_tile(ctx, ctx.word(word), blockIdx.x);
+}
+
+extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS) tile_attn_pv(PROGRAM_ARGS) {
+    const mk::Ctx ctx{arena, weights, program};
+    mk::attn_pv_tile(ctx, ctx.word(word), blockIdx.x);
+}
+
+extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS) tile_attn_merge(PROGRAM_ARGS) {
+    const mk::Ctx ctx{arena, weights, program};
+    mk::attn_merge_tile(ctx, ctx.word(word), blockIdx.x);
+}
+
+extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS) tile_embed(PROGRAM_ARGS) {
+    const mk::Ctx ctx{arena, weights, program};
+    mk::embed_tile(ctx, ctx.word(word), blockIdx.x);
+}
+
+extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS) tile_argmax(PROGRAM_ARGS) {
+    const mk::Ctx ctx{arena, weights, program};
+    mk::argmax_tile(ctx, ctx.word(word), blockIdx.x);
+}
+
+extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS) tile_handoff(PROGRAM_ARGS) {
+    const mk::Ctx ctx{arena, weights, program};
+    mk::handoff_tile(ctx, ctx.word(word));
 }

@@ -16,6 +16,7 @@ from megakernel import cuda_build, plan
 
 SOURCE = Path(__file__).with_name("kernels.cu")
 GEMV_HEADER = cuda_build.CUDA_DIR / "gemv.cuh"
+COMMON_HEADER = cuda_build.CUDA_DIR / "common.cuh"
 
 
 @functools.cache
@@ -25,10 +26,10 @@ def gemv_threads() -> int:
 
 def check_shared_constants() -> None:
     """The layout constants the CUDA device functions and the Python plan must agree on."""
-    for name, value in (("K_BLOCK", plan.K_BLOCK), ("ROW_BLOCK", plan.ROW_BLOCK), ("MAX_ROWS", MAX_ROWS)):
-        if cuda_build.define(GEMV_HEADER, name) != value:
-            raise RuntimeError(f"{GEMV_HEADER.name} has {name} = {cuda_build.define(GEMV_HEADER, name)}, "
-                               f"Python has {value}")
+    for header, name, value in ((GEMV_HEADER, "K_BLOCK", plan.K_BLOCK), (GEMV_HEADER, "ROW_BLOCK", plan.ROW_BLOCK),
+                                (COMMON_HEADER, "MAX_ROWS", MAX_ROWS)):
+        if cuda_build.define(header, name) != value:
+            raise RuntimeError(f"{header.name} has {name} = {cuda_build.define(header, name)}, Python has {value}")
 
 
 def module():

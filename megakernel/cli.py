@@ -97,7 +97,7 @@ def cmd_generate(args: argparse.Namespace) -> None:
     from .sampling import SamplingParams
     from .tokenizer import load_tokenizer
 
-    args.numerics = args.numerics or ("engine" if args.backend == "interpreter" else "oracle")
+    args.numerics = args.numerics or ("engine" if args.backend in ("interpreter", "eager", "graph") else "oracle")
     if args.temperature == 0 and (args.top_k or args.top_p < 1):
         raise InputError("--top-k / --top-p need --temperature > 0 (temperature 0 is greedy)")
     params = SamplingParams(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed)
@@ -106,15 +106,21 @@ def cmd_generate(args: argparse.Namespace) -> None:
     prompt_ids = tokenizer.encode_chat(prompt) if prompt else tokenizer.encode(args.prompt)
     if not prompt_ids:
         raise InputError("the prompt is empty")
-    weights = open_weights(args.model)
-    if args.backend == "interpreter":
+    if args.backend in ("eager", "graph"):
+        from discrete.backend import DiscreteBackend
+
+        if args.numerics != "engine":
+            raise InputError(f"--backend {args.backend} computes the engine's numerics: use --numerics engine")
+        backend = DiscreteBackend(args.model, args.context, args.backend)
+    elif args.backend == "interpreter":
+        weights = open_weights(args.model)
         from .generate import InterpreterBackend
 
         if args.numerics != "engine":
             raise InputError("--backend interpreter computes the engine's numerics: use --numerics engine")
         backend = InterpreterBackend(weights, args.context)
     else:
-        backend = ReferenceBackend(ReferenceModel(weights, args.numerics), args.context)
+        backend = ReferenceBackend(ReferenceModel(open_weights(args.model), args.numerics), args.context)
 
     def stream(text: str) -> None:
         sys.stdout.write(text)
@@ -188,9 +194,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("generate", help="generate text (streams to stdout)")
     p.add_argument("--model", default=DEFAULT_MODEL, help=MODEL_HELP)
-    p.add_argument("--backend", default="auto", choices=["auto", "reference", "interpreter"],
+    p.add_argument("--backend", default="auto", choices=["auto", "reference", "interpreter", "eager", "graph"],
                    help="auto: the best available (today the NumPy reference on the CPU); interpreter: the "
-                        "compiled Program run by the CPU interpreter (slow, engine numerics)")
+                        "compiled Program run by the CPU interpreter (slow, engine numerics); eager, graph: the "
+                        "discrete-kernel build on the GPU, launch by launch or replayed from a CUDA graph")
     p.add_argument("--prompt", required=True)
     p.add_argument("--chat", action="store_true", help="wrap the prompt as a user turn of the chat template")
     p.add_argument("--max-new-tokens", type=int, default=32)

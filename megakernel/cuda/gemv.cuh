@@ -17,19 +17,13 @@
 // Used by the discrete kernels (discrete/kernels.cu) and, later, the megakernel: one implementation.
 #pragma once
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_fp8.h>
+#include "common.cuh"
 
 namespace mk {
 
 constexpr int K_BLOCK = 128;
 constexpr int ROW_BLOCK = 128;
-constexpr int MAX_ROWS = 8;
 constexpr int WARP_ROWS = 16;
-
-typedef unsigned int u32;
-typedef unsigned char u8;
 
 // Weights are read once per pass: stream them past L1.
 __device__ __forceinline__ uint4 load_stream(const void* p) {
@@ -54,20 +48,6 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const u32 (&a)[4], cons
         "{%0, %1, %2, %3};\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
-// fp32 add and multiply, rounded to nearest, never fused and never flushing subnormals: CuPy builds
-// with -ftz=true, under which __fadd_rn / __fmul_rn flush, and the NumPy reference does not.
-__device__ __forceinline__ float add_rn(float a, float b) {
-    float r;
-    asm("add.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-    return r;
-}
-
-__device__ __forceinline__ float mul_rn(float a, float b) {
-    float r;
-    asm("mul.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-    return r;
 }
 
 // One k-block's weights for one lane: rows g and g + 8, 32 elements each (fp8: 2 x 16 bytes per row;
@@ -97,10 +77,11 @@ __device__ __forceinline__ int element_k(int j, int t) {
     return FP8 ? (j >> 2) * 64 + 16 * t + 4 * (j & 3) : (j >> 1) * 32 + 8 * t + 4 * (j & 1);
 }
 
-// The 8 mma steps of one k-block: returns the block's fp32 partial in c (fresh accumulator).
+// The 8 mma steps of one k-block: returns the block's fp32 partial in c (fresh accumulator). x_block: the
+// block's index in x_row.
 template <bool FP8>
 __device__ __forceinline__ void block_partial(float (&c)[4], const BlockWeights<FP8>& w,
-                                              const __nv_bfloat16* x_row, bool has_row, int block, int t) {
+                                              const __nv_bfloat16* x_row, bool has_row, int x_block, int t) {
     c[0] = c[1] = c[2] = c[3] = 0.0f;
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
@@ -120,7 +101,7 @@ __device__ __forceinline__ void block_partial(float (&c)[4], const BlockWeights<
         }
         u32 b[2] = {0u, 0u};
         if (has_row) {
-            const uint2 xv = *reinterpret_cast<const uint2*>(x_row + block * K_BLOCK + element_k<FP8>(j, t));
+            const uint2 xv = *reinterpret_cast<const uint2*>(x_row + x_block * K_BLOCK + element_k<FP8>(j, t));
             b[0] = xv.x;
             b[1] = xv.y;
         }
@@ -128,19 +109,20 @@ __device__ __forceinline__ void block_partial(float (&c)[4], const BlockWeights<
     }
 }
 
-// Sums for 16 rows [row0, row0 + 16) of W [rows, k] over the k-blocks b0 + first, b0 + first + step, ...
-// below b1, input rows x [m, k] (row stride x_stride elements, m <= 8). Lane (g, t) returns acc[0..3] =
+// Sums for 16 rows [row0, row0 + 16) of W [rows, k] over the k-blocks first, first + step, ... below b1,
+// input rows x [m, x_stride] holding k-blocks x_block0 onwards (m <= 8). Rows at or past row0 + valid
+// are not read (the row before them is, and its sums are discarded by the caller). Lane (g, t) returns acc[0..3] =
 // (row0 + g, input row 2t), (row0 + g, 2t + 1), (row0 + g + 8, 2t), (row0 + g + 8, 2t + 1). The next
 // group of DEPTH blocks is loaded before the current one is multiplied (register double buffer); the
 // blocks are still added in increasing order.
 template <bool FP8, int DEPTH>
 __device__ __forceinline__ void gemv_warp_blocks(float (&acc)[4], const u8* weight, const __nv_bfloat16* scale,
-                                                 int k, int row0, int first, int step, int b1,
-                                                 const __nv_bfloat16* x, int x_stride, int m) {
+                                                 int k, int row0, int valid, int first, int step, int b1,
+                                                 const __nv_bfloat16* x, int x_stride, int x_block0, int m) {
     constexpr int ELEM = FP8 ? 1 : 2;
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    const u8* row_g = weight + static_cast<size_t>(row0 + g) * k * ELEM;
-    const u8* row_g8 = row_g + static_cast<size_t>(8) * k * ELEM;
+    const u8* row_g = weight + static_cast<size_t>(row0 + min(g, valid - 1)) * k * ELEM;
+    const u8* row_g8 = weight + static_cast<size_t>(row0 + min(g + 8, valid - 1)) * k * ELEM;
     const __nv_bfloat16* x_row = x + static_cast<size_t>(g) * x_stride;
     const bool has_row = g < m;
     const __nv_bfloat16* scale_row = FP8 ? scale + static_cast<size_t>(row0 / ROW_BLOCK) * (k / K_BLOCK) : nullptr;
@@ -157,7 +139,7 @@ __device__ __forceinline__ void gemv_warp_blocks(float (&acc)[4], const u8* weig
             const int block = base + i * step;
             if (block < b1) {
                 float c[4];
-                block_partial<FP8>(c, w[i], x_row, has_row, block, t);
+                block_partial<FP8>(c, w[i], x_row, has_row, block - x_block0, t);
                 const float s = FP8 ? __bfloat162float(scale_row[block]) : 1.0f;
 #pragma unroll
                 for (int r = 0; r < 4; ++r) acc[r] = add_rn(acc[r], FP8 ? mul_rn(s, c[r]) : c[r]);

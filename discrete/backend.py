@@ -1,0 +1,56 @@
+"""The discrete build behind the generation loop: backends `eager` and `graph` (one row per pass).
+
+The target Program is compiled with DEBUG_LOGITS, so each pass also leaves its fp32 logits for the
+sampler (greedy decoding could use the device's own argmax; sampling needs the logits).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from compiler import lower
+from megakernel.device import DeviceSession, DeviceWeights
+from megakernel.models import model_config
+from megakernel.synthetic import parse_synthetic
+
+from .launcher import DiscreteProgram
+
+SMS = 132  # the H200's SMs: the Program's G (the discrete build's launches do not depend on it)
+
+
+def device_weights(program, model: str, progress: bool = True) -> DeviceWeights:
+    """`model` (a checkpoint directory or synthetic:<preset>[:seed]) as the Program's device weight arena;
+    synthetic weights are generated on the GPU."""
+    synthetic = parse_synthetic(model)
+    if synthetic:
+        config, seed = synthetic
+        return DeviceWeights.synthetic(program, config, seed, progress=progress)
+    from megakernel.models import open_weights
+
+    return DeviceWeights.from_weightset(program, open_weights(model), progress=progress)
+
+
+class DiscreteBackend:
+    """mode: "eager" (launch by launch) or "graph" (CUDA graph replay)."""
+
+    def __init__(self, model: str, capacity: int, mode: str = "graph"):
+        if mode not in ("eager", "graph"):
+            raise ValueError(f"mode must be eager or graph, got {mode!r}")
+        config = model_config(model)
+        self.program = lower(config, rows=1, sms=SMS, capacity=capacity, debug_logits=True)
+        self.session = DeviceSession(self.program)
+        self.runner = DiscreteProgram(self.program, device_weights(self.program, model), self.session)
+        self.mode, self.capacity = mode, capacity
+        self.vocab = config.vocab_size
+        self.defined_vocab = config.defined_vocab
+
+    def start(self, prompt_ids: list[int]) -> np.ndarray:
+        self.session.reset()
+        for token in prompt_ids:
+            logits = self.step(token)
+        return logits
+
+    def step(self, token: int) -> np.ndarray:
+        self.session.set_tokens([token], self.vocab)
+        self.runner.replay() if self.mode == "graph" else self.runner.step()
+        return self.session.view("logits")[0].get()

@@ -1,0 +1,128 @@
+"""The discrete build: a compiled Program run as one kernel launch per instruction stage, eagerly or
+replayed from a CUDA graph captured once.
+
+Launch i of a step runs every tile of one stage of one word (grid = the stage's tiles, block b = tile
+b), so stream order gives every dependency the Program's counters encode; the counters themselves
+are the megakernel's business. Nothing a launch reads changes between steps except device memory
+(the control block holds step, position and tokens), so the captured graph replays unchanged.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from isa import GEMV_OPS, DType, Op, Program
+from megakernel import cuda_build, plan
+from megakernel.device import DeviceSession, DeviceWeights
+
+from .kernels import SOURCE, module
+
+KERNEL_OF = {Op.EMBED: "tile_embed", Op.GDN_CORE: "tile_gdn", Op.ATTN_SCORES: "tile_attn_scores",
+             Op.ATTN_PV: "tile_attn_pv", Op.ATTN_MERGE: "tile_attn_merge", Op.ARGMAX: "tile_argmax",
+             Op.HANDOFF: "tile_handoff"}
+GEMV_KERNELS = ("tile_gemv_fp8", "tile_gemv_bf16")  # words with fp8 weights; all-bf16 words
+GEMV_TILE = cuda_build.CUDA_DIR / "gemv_tile.cuh"
+COMMON = cuda_build.CUDA_DIR / "common.cuh"
+
+
+def tile_threads() -> int:
+    return cuda_build.define(COMMON, "TILE_THREADS")
+
+
+def gemv_smem_bytes(program: Program) -> int:
+    """Dynamic shared memory of the GEMV tiles: fixed part + the widest k-slice's bf16 input rows."""
+    widest = 0
+    for w in program.words:
+        if w.opcode in GEMV_OPS:
+            widest = max(widest, max(b1 - b0 for b0, b1 in (plan.slice_blocks(w.k, w.k_slices, s)
+                                                            for s in range(w.k_slices))) * plan.K_BLOCK)
+    return cuda_build.define(GEMV_TILE, "GEMV_SMEM_FIXED") + 2 * program.rows * widest
+
+
+class DiscreteProgram:
+    """`program` bound to device weights and a session: `step()` runs one pass eagerly, `replay()` runs it
+    from the CUDA graph (captured on first use)."""
+
+    def __init__(self, program: Program, weights: DeviceWeights, session: DeviceSession):
+        import cupy
+
+        if not weights.serves(program):
+            raise ValueError("the device weights were laid out for another Program's weight table")
+        for w in program.words:
+            if w.opcode not in KERNEL_OF and w.opcode not in GEMV_OPS and w.opcode != Op.NOP:
+                raise ValueError(f"no discrete kernel for {w.opcode.name}")
+            if w.opcode in GEMV_OPS and w.k % plan.K_BLOCK:
+                raise ValueError(f"GEMV k = {w.k} is not a multiple of {plan.K_BLOCK}")
+        self.program, self.weights, self.session = program, weights, session
+        self.bytes = cupy.asarray(np.frombuffer(program.to_bytes(), dtype=np.uint8))
+        mod = module()
+        self.smem = gemv_smem_bytes(program)
+        limit = cupy.cuda.runtime.deviceGetAttribute(
+            cupy.cuda.runtime.cudaDevAttrMaxSharedMemoryPerBlockOptin, cupy.cuda.Device().id)
+        if self.smem > limit:
+            raise ValueError(f"GEMV tiles need {self.smem} bytes of shared memory, the device offers {limit}")
+        for name in GEMV_KERNELS:
+            mod.get_function(name).max_dynamic_shared_size_bytes = self.smem
+        self.launches = []  # (word index, kernel, tiles, shared bytes, GEMV stage or None)
+        for i, w in enumerate(program.words):
+            if w.opcode == Op.NOP:
+                continue
+            if w.opcode in GEMV_OPS:
+                has_fp8 = any(e.dtype == DType.FP8_E4M3
+                              for e in program.weights[w.weight_first:w.weight_first + w.weight_count])
+                kernel = mod.get_function(GEMV_KERNELS[0] if has_fp8 else GEMV_KERNELS[1])
+                self.launches.append((i, kernel, w.tiles, self.smem, 0))
+                if w.reduce_tiles:
+                    self.launches.append((i, kernel, w.reduce_tiles, self.smem, 1))
+            else:
+                self.launches.append((i, mod.get_function(KERNEL_OF[w.opcode]), w.tiles, 0, None))
+        self.graph = None
+        self.threads = tile_threads()
+
+    @property
+    def graph_nodes(self) -> int:
+        return len(self.launches)
+
+    def _launch(self, launch) -> None:
+        i, kernel, tiles, smem, stage = launch
+        args = (self.session.arena, self.weights.data, self.bytes, np.int32(i))
+        kernel((tiles,), (self.threads,), args + (() if stage is None else (np.int32(stage),)), shared_mem=smem)
+
+    def _launch_all(self) -> None:
+        for launch in self.launches:
+            self._launch(launch)
+
+    def run_word(self, index: int) -> None:
+        """Every stage of word `index` alone (tests compare single instructions with the interpreter)."""
+        for launch in self.launches:
+            if launch[0] == index:
+                self._launch(launch)
+
+    def step(self) -> None:
+        """One pass, eagerly (launch by launch) on the current stream."""
+        self.session.check_room()
+        self._launch_all()
+
+    def capture(self) -> None:
+        import cupy
+
+        stream = cupy.cuda.Stream(non_blocking=True)
+        with stream:
+            stream.begin_capture()
+            try:
+                self._launch_all()
+            finally:
+                self.graph = stream.end_capture()
+        self._stream = stream
+
+    def replay(self) -> None:
+        """One pass from the CUDA graph, ordered after the current stream's earlier work."""
+        import cupy
+
+        self.session.check_room()
+        if self.graph is None:
+            self.capture()
+        self.graph.launch(cupy.cuda.get_current_stream())
+
+
+__all__ = ["DiscreteProgram", "KERNEL_OF", "SOURCE", "gemv_smem_bytes"]

@@ -1,0 +1,177 @@
+"""The discrete build's whole decode step on the 27B synthetic model (weights generated on the GPU):
+ms/token eager and graph at several contexts, per-instruction device time with its bytes and fraction of
+the measured read bandwidth, graph-node count, and the cost of an M-row pass for M = 1..8 relative to
+M = 1. Writes step_bench.json (DESIGN.md results contract).
+
+  python experiments/bench_step.py --out DIR [--iters 20] [--contexts 1024,4096,32768]
+
+Contexts are reached by setting the control block's position (the KV rows read are the cache's zeros:
+the same bytes and work as real keys). Every timing is CUDA events around device work in one process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import sys
+import time
+
+import numpy as np
+from bench_gemv import read_bandwidth
+
+from megakernel.provenance import git_commit
+
+TOKEN = 9707
+
+
+def instruction_bytes(program, word, context: int) -> int:
+    """Bytes an instruction must move at least once: its weights (and scales), the KV rows it reads, the
+    GDN state it reads and writes."""
+    from isa import GEMV_OPS, Op
+    from isa.program import SCALE_BLOCK
+
+    if word.opcode in GEMV_OPS:
+        total = 0
+        for e in program.weights[word.weight_first:word.weight_first + word.weight_count]:
+            total += e.rows * e.cols * e.dtype.size
+            if e.scale_dtype:
+                total += -(-e.rows // SCALE_BLOCK) * -(-e.cols // SCALE_BLOCK) * e.scale_dtype.size
+        return total
+    if word.opcode in (Op.ATTN_SCORES, Op.ATTN_PV):
+        p = word.params
+        kv_heads, head_dim = p[1], p[2]
+        return context * kv_heads * head_dim * 2
+    if word.opcode == Op.GDN_CORE:
+        return 2 * program.buffers[word.buf_aux0].nbytes
+    return 0
+
+
+def time_ms(fn, iters: int) -> float:
+    """Median ms of fn() between CUDA events."""
+    import cupy
+
+    fn()
+    cupy.cuda.Device().synchronize()
+    times = []
+    for _ in range(iters):
+        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        fn()
+        stop.record()
+        stop.synchronize()
+        times.append(cupy.cuda.get_elapsed_time(start, stop))
+    return sorted(times)[len(times) // 2]
+
+
+def at_context(runner, context: int, fn):
+    def run():
+        runner.session.set_position(context - 1)
+        fn()
+    return run
+
+
+def per_instruction(runner, program, context: int, reps: int = 5) -> list[dict]:
+    import cupy
+
+    times = {}
+    for _ in range(reps):
+        runner.session.set_position(context - 1)
+        this_rep = {}
+        for launch in runner.launches:  # a word's main and reduce launches add up
+            start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+            start.record()
+            runner._launch(launch)
+            stop.record()
+            stop.synchronize()
+            this_rep[launch[0]] = this_rep.get(launch[0], 0.0) + cupy.cuda.get_elapsed_time(start, stop)
+        for i, ms in this_rep.items():
+            times.setdefault(i, []).append(ms)
+    names = program.meta["instructions"]
+    return [{"index": i, "name": names[i], "op": program.words[i].opcode.name,
+             "us": round(float(np.median(t)) * 1e3, 2),
+             "bytes": instruction_bytes(program, program.words[i], context)} for i, t in sorted(times.items())]
+
+
+def main() -> None:
+    import cupy
+
+    from compiler import lower
+    from discrete.backend import device_weights
+    from discrete.launcher import DiscreteProgram
+    from megakernel.device import DeviceSession
+    from megakernel.models import model_config
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--model", default="synthetic:qwen3.5-27b")
+    parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--contexts", default="1024,4096,32768")
+    args = parser.parse_args()
+    contexts = [int(c) for c in args.contexts.split(",")]
+    bandwidth = read_bandwidth(20)
+    print(f"read bandwidth {bandwidth:.0f} GB/s", flush=True)
+    config = model_config(args.model)
+    capacity = max(contexts) + 64
+    program = lower(config, rows=1, sms=132, capacity=capacity)
+    t0 = time.perf_counter()
+    weights = device_weights(program, args.model, progress=False)
+    cupy.cuda.Device().synchronize()
+    print(f"weights on the GPU in {time.perf_counter() - t0:.1f} s", flush=True)
+    session = DeviceSession(program)
+    runner = DiscreteProgram(program, weights, session)
+    session.set_tokens([TOKEN], config.vocab_size)
+    chosen = []
+    for _ in range(4):
+        runner.step()
+        chosen.append(session.tokens_out()[0])
+    print("greedy tokens from position 0:", chosen, flush=True)
+    runner.capture()
+    steps = []
+    for context in contexts:
+        eager = time_ms(at_context(runner, context, runner._launch_all), args.iters)
+        graph = time_ms(at_context(runner, context, lambda: runner.graph.launch(cupy.cuda.get_current_stream())),
+                        args.iters)
+        floor_bytes = sum(instruction_bytes(program, w, context) for w in program.words)
+        floor_ms = floor_bytes / bandwidth / 1e6
+        steps.append({"context": context, "eager_ms": round(eager, 3), "graph_ms": round(graph, 3),
+                      "bytes": floor_bytes, "floor_ms": round(floor_ms, 3),
+                      "graph_fraction_of_floor": round(floor_ms / graph, 4)})
+        print(steps[-1], flush=True)
+    kernels = per_instruction(runner, program, contexts[0])
+    for k in kernels:
+        k["fraction_of_bandwidth"] = round(k["bytes"] / (k["us"] * 1e-6) / 1e9 / bandwidth, 4) if k["bytes"] else None
+    nodes = runner.graph_nodes
+    runner = session = None  # free the session's arena before the M-row programs
+    cupy.get_default_memory_pool().free_all_blocks()
+    rows = []
+    for m in range(1, 9):
+        pm = lower(config, rows=m, sms=132, capacity=capacity)
+        sm = DeviceSession(pm)
+        rm = DiscreteProgram(pm, weights, sm)
+        sm.set_tokens([TOKEN] * m, config.vocab_size)
+        rm.capture()
+        ms = time_ms(at_context(rm, contexts[0], lambda rm=rm: rm.graph.launch(cupy.cuda.get_current_stream())),
+                     args.iters)
+        rows.append({"rows": m, "graph_ms": round(ms, 3)})
+        rm = sm = None
+        cupy.get_default_memory_pool().free_all_blocks()
+    for r in rows:
+        r["relative_to_1"] = round(r["graph_ms"] / rows[0]["graph_ms"], 3)
+    print(rows, flush=True)
+    os.makedirs(args.out, exist_ok=True)
+    result = {
+        "device": cupy.cuda.runtime.getDeviceProperties(0)["name"].decode(),
+        "git_commit": git_commit(),
+        "command": "python " + " ".join(sys.argv), "created": datetime.datetime.now(datetime.UTC).isoformat(),
+        "model": args.model, "read_bandwidth_gbps": round(bandwidth, 1), "words": len(program.words),
+        "graph_nodes": nodes,
+        "greedy_tokens": chosen, "steps": steps, "kernels": kernels, "m_rows": rows,
+    }
+    with open(os.path.join(args.out, "step_bench.json"), "w") as f:
+        json.dump(result, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

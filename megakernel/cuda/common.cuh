@@ -1,0 +1,210 @@
+// What every device function shares: the Program's byte layout as the device reads it (docs/ISA.md
+// "Program bytes", "Instruction word", "Control block"), fp32 arithmetic helpers, bf16 rounding and
+// fixed-order block reductions.
+//
+// Determinism: every reduction here has a fixed thread -> element mapping and a fixed tree, so a result
+// depends only on its inputs (never on timing or on which block ran it).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
+namespace mk {
+
+typedef unsigned int u32;
+typedef unsigned char u8;
+typedef unsigned long long u64;
+typedef __nv_bfloat16 bf16;
+
+constexpr int TILE_THREADS = 512;  // every tile function runs on a block of this many threads
+constexpr int TILE_WARPS = TILE_THREADS / 32;
+constexpr int MAX_ROWS = 8;
+
+// --- fp32 arithmetic -------------------------------------------------------------------------------
+// Rounded to nearest, never fused and never flushing subnormals: CuPy builds with -ftz=true, under
+// which __fadd_rn / __fmul_rn flush, and the NumPy reference does not.
+__device__ __forceinline__ float add_rn(float a, float b) {
+    float r;
+    asm("add.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+}
+
+__device__ __forceinline__ float sub_rn(float a, float b) {
+    float r;
+    asm("sub.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+}
+
+__device__ __forceinline__ float mul_rn(float a, float b) {
+    float r;
+    asm("mul.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+}
+
+__device__ __forceinline__ float div_rn(float a, float b) {
+    float r;
+    asm("div.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+}
+
+__device__ __forceinline__ float sqrt_rn(float a) {
+    float r;
+    asm("sqrt.rn.f32 %0, %1;" : "=f"(r) : "f"(a));
+    return r;
+}
+
+// The reference's elementwise functions (megakernel/reference/numerics.py), same formulas; expf and
+// log1pf are CUDA's accurate versions (not the __expf intrinsics), within 2 ulps of NumPy's.
+__device__ __forceinline__ float rsqrt_ref(float x) { return div_rn(1.0f, sqrt_rn(x)); }
+__device__ __forceinline__ float sigmoid_ref(float x) { return div_rn(1.0f, add_rn(1.0f, expf(-x))); }
+__device__ __forceinline__ float silu_ref(float x) { return div_rn(x, add_rn(1.0f, expf(-x))); }
+__device__ __forceinline__ float softplus_ref(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
+
+__device__ __forceinline__ float round_bf16(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
+__device__ __forceinline__ float bf(bf16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ bf16 to_bf16(float x) { return __float2bfloat16_rn(x); }
+
+// --- reductions ------------------------------------------------------------------------------------
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v = add_rn(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+// Sum over the block's threads (each contributes v); every thread gets the result. scratch: TILE_WARPS
+// floats of shared memory, free on entry and on return.
+__device__ __forceinline__ float block_sum(float v, float* scratch) {
+    v = warp_sum(v);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) scratch[warp] = v;
+    __syncthreads();
+    float total = lane < TILE_WARPS ? scratch[lane] : 0.0f;
+    total = warp_sum(total);
+    __syncthreads();
+    return total;
+}
+
+// The better of two (value, id) candidates: larger value, then lower id; id < 0 is "none" and NaN never
+// wins. A total order, so any reduction tree gives the same winner.
+__device__ __forceinline__ bool better(float v, int id, float best, int best_id) {
+    if (id < 0 || v != v) return false;
+    return best_id < 0 || v > best || (v == best && id < best_id);
+}
+
+__device__ __forceinline__ void warp_best(float& v, int& id) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        const float ov = __shfl_xor_sync(0xffffffffu, v, o);
+        const int oid = __shfl_xor_sync(0xffffffffu, id, o);
+        if (better(ov, oid, v, id)) v = ov, id = oid;
+    }
+}
+
+// --- the Program as the device reads it ------------------------------------------------------------
+constexpr int HEADER_BYTES = 64;
+constexpr int WORD_BYTES = 128;
+constexpr int RECORD_BYTES = 32;
+constexpr u32 NO_BUFFER = 0xFFFFu;
+constexpr int MTP_LAYER = 0xFE;
+
+enum DType : int { DT_NONE = 0, DT_BF16 = 1, DT_F32 = 2, DT_I32 = 3, DT_FP8 = 4 };
+
+enum Opcode : int {
+    OP_NOP = 0, OP_EMBED = 1, OP_NORM_GEMV = 2, OP_NORM_GEMV_QKV = 3, OP_NORM_GATE_UP = 4, OP_GEMV_RESIDUAL = 5,
+    OP_GATED_NORM_GEMV_RESIDUAL = 6, OP_GDN_CORE = 7, OP_ATTN_SCORES = 8, OP_ATTN_PV = 9, OP_ATTN_MERGE = 10,
+    OP_NORM_HEAD = 11, OP_ARGMAX = 12, OP_HANDOFF = 13, OP_MTP_FC = 14
+};
+
+constexpr int FLAG_DEBUG_LOGITS = 1;
+
+// Control block words (per lane; isa/opcodes.py).
+constexpr int CTRL_LANE = 32;
+constexpr int CTRL_STEP = 0;
+constexpr int CTRL_POSITION = 1;
+constexpr int CTRL_TOKENS_IN = 3;
+constexpr int CTRL_TOKENS_OUT = 11;
+
+// One instruction word (isa/word.py FIELDS).
+struct Word {
+    const u32* u;
+    __device__ int opcode() const { return u[0] & 0xFF; }
+    __device__ int flags() const { return (u[0] >> 8) & 0xFF; }
+    __device__ int layer() const { return (u[0] >> 16) & 0xFF; }
+    __device__ int rows() const { return u[0] >> 24; }
+    __device__ int n() const { return u[1]; }
+    __device__ int k() const { return u[2]; }
+    __device__ int tile_rows() const { return u[3] & 0xFFFF; }
+    __device__ int k_slices() const { return u[3] >> 16; }
+    __device__ int tiles() const { return u[4]; }
+    __device__ int reduce_tiles() const { return u[5]; }
+    __device__ int weight_first() const { return u[6] & 0xFFFF; }
+    __device__ int weight_count() const { return u[6] >> 16; }
+    __device__ u32 buf_in() const { return u[7] & 0xFFFF; }
+    __device__ u32 buf_out() const { return u[7] >> 16; }
+    __device__ u32 buf_aux0() const { return u[8] & 0xFFFF; }
+    __device__ u32 buf_aux1() const { return u[8] >> 16; }
+    __device__ u32 buf_aux2() const { return u[9] & 0xFFFF; }
+    __device__ u32 buf_scratch() const { return u[9] >> 16; }
+    __device__ u32 p(int i) const { return u[21 + i]; }
+    __device__ float pf(int i) const { return __uint_as_float(u[21 + i]); }
+    __device__ int ctrl_base() const { return layer() == MTP_LAYER ? CTRL_LANE : 0; }
+};
+
+struct Buffer {
+    u8* base;
+    int rows, cols, dtype;
+    template <class T>
+    __device__ T* at(int r, int c) const {
+        return reinterpret_cast<T*>(base) + static_cast<size_t>(r) * cols + c;
+    }
+};
+
+struct Weight {
+    const u8* base;
+    const u8* scale;  // nullptr: no block scales
+    int rows, cols, dtype, scale_dtype;
+    // Element i (flat) of a bf16 or fp32 weight, as float (norm weights, A_log, dt_bias, conv taps).
+    __device__ float value(size_t i) const {
+        return dtype == DT_F32 ? reinterpret_cast<const float*>(base)[i]
+                               : bf(reinterpret_cast<const bf16*>(base)[i]);
+    }
+};
+
+// The session's arena, the weight arena and the Program bytes (all in device memory).
+struct Ctx {
+    u8* arena;
+    const u8* weights;
+    const u8* program;
+
+    __device__ u32 header(int i) const { return reinterpret_cast<const u32*>(program)[i]; }
+    __device__ int n_words() const { return header(2); }
+    __device__ int n_buffers() const { return header(3); }
+    __device__ Word word(int i) const {
+        return Word{reinterpret_cast<const u32*>(program + HEADER_BYTES + static_cast<size_t>(WORD_BYTES) * i)};
+    }
+    __device__ Buffer buffer(u32 id) const {
+        const u8* r = program + HEADER_BYTES + static_cast<size_t>(WORD_BYTES) * n_words() + RECORD_BYTES * id;
+        const u64 offset = *reinterpret_cast<const u64*>(r);
+        const u32* u = reinterpret_cast<const u32*>(r + 8);
+        return Buffer{arena + offset, static_cast<int>(u[0]), static_cast<int>(u[1]), r[16]};
+    }
+    __device__ Weight weight(int id) const {
+        const u8* r = program + HEADER_BYTES + static_cast<size_t>(WORD_BYTES) * n_words() +
+                      static_cast<size_t>(RECORD_BYTES) * (n_buffers() + id);
+        const u64 offset = *reinterpret_cast<const u64*>(r);
+        const u64 scale_offset = *reinterpret_cast<const u64*>(r + 8);
+        const u32* u = reinterpret_cast<const u32*>(r + 16);
+        return Weight{weights + offset, scale_offset == ~0ull ? nullptr : weights + scale_offset,
+                      static_cast<int>(u[0]), static_cast<int>(u[1]), r[24], r[25]};
+    }
+    __device__ int* control() const { return reinterpret_cast<int*>(arena); }  // buffer 0 at offset 0
+};
+
+}  // namespace mk

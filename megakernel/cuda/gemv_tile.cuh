@@ -1,0 +1,356 @@
+// The GEMV family's tiles (docs/ISA.md "GEMV family"): a main-stage tile computes one row group over one
+// k-slice (prologue -> tensor-core GEMV -> split-K partials or epilogue); a reduce-stage tile adds a row
+// group's S partials in order and applies the epilogue.
+//
+// Shared memory (dynamic, gemv_smem_bytes): the fp32 results of the tile's rows, the even/odd warp
+// exchange, reduction scratch, then the prologue's bf16 input rows over the slice.
+#pragma once
+
+#include "common.cuh"
+#include "gemv.cuh"
+
+namespace mk {
+
+constexpr int MAX_TILE_ROWS = 256;  // NORM_GEMV_QKV row groups are one head (head_dim <= 256)
+constexpr int Y_FLOATS = 2 * MAX_ROWS * MAX_TILE_ROWS;  // [half (gate, up)][row][output row]
+constexpr int PARTNER_FLOATS = 8 * 32 * 4;
+// Bytes of dynamic shared memory before the input rows: Y_FLOATS + PARTNER_FLOATS + TILE_WARPS floats.
+constexpr int GEMV_SMEM_FIXED = 20544;
+static_assert(GEMV_SMEM_FIXED == 4 * (Y_FLOATS + PARTNER_FLOATS + TILE_WARPS), "GEMV_SMEM_FIXED");
+
+struct GemvSmem {
+    float* y;
+    float* partner;
+    float* red;
+    bf16* x;
+    __device__ explicit GemvSmem(u8* base)
+        : y(reinterpret_cast<float*>(base)),
+          partner(y + Y_FLOATS),
+          red(partner + PARTNER_FLOATS),
+          x(reinterpret_cast<bf16*>(red + TILE_WARPS)) {}
+    __device__ float* y_at(int half, int row) const { return y + (half * MAX_ROWS + row) * MAX_TILE_ROWS; }
+};
+
+struct RowGroup {
+    int index, r0, r1, segment, seg_r0;  // output rows [r0, r1) (GATE_UP: intermediate rows) of one segment
+};
+
+// Row groups: each segment's rows cut into tile_rows (the last may be short), numbered across segments;
+// NORM_GATE_UP's cover the intermediate rows of gate and up together (compiler/tiling.py).
+__device__ inline int row_group_count(const Ctx& ctx, const Word& w) {
+    const int tr = w.tile_rows(), segs = w.opcode() == OP_NORM_GATE_UP ? 1 : w.weight_count();
+    int count = 0;
+    for (int seg = 0; seg < segs; ++seg) count += (ctx.weight(w.weight_first() + seg).rows + tr - 1) / tr;
+    return count;
+}
+
+__device__ inline RowGroup row_group(const Ctx& ctx, const Word& w, int g) {
+    const int tr = w.tile_rows(), segs = w.opcode() == OP_NORM_GATE_UP ? 1 : w.weight_count();
+    int start = 0, index = 0;
+    for (int seg = 0; seg < segs; ++seg) {
+        const int rows = ctx.weight(w.weight_first() + seg).rows, groups = (rows + tr - 1) / tr;
+        if (g < index + groups) {
+            const int r0 = start + (g - index) * tr;
+            return RowGroup{g, r0, min(start + rows, r0 + tr), seg, start};
+        }
+        index += groups;
+        start += rows;
+    }
+    return RowGroup{-1, 0, 0, 0, 0};
+}
+
+// --- prologues: the GEMV input rows over k-columns [k0, k1) into x [m][k1 - k0] --------------------------
+// RMSNorm1p of one row of `k` values: bf16(x * rsqrt(mean(x^2) + eps) * (1 + w)); returns the rsqrt factor.
+template <class Load>
+__device__ inline float rms_factor(Load load, int k, float eps, float* red) {
+    float ss = 0.0f;
+    for (int c = threadIdx.x; c < k; c += TILE_THREADS) {
+        const float x = load(c);
+        ss = add_rn(ss, mul_rn(x, x));
+    }
+    ss = block_sum(ss, red);
+    return rsqrt_ref(add_rn(div_rn(ss, static_cast<float>(k)), eps));
+}
+
+__device__ __forceinline__ float norm_1p(float x, float r, float w) { return round_bf16(mul_rn(mul_rn(x, r), add_rn(1.0f, w))); }
+
+__device__ inline void gemv_prologue(const Ctx& ctx, const Word& w, int k0, int k1, bf16* x, float* red) {
+    const int op = w.opcode(), m = w.rows(), width = k1 - k0, k = w.k();
+    const Buffer in = ctx.buffer(w.buf_in());
+    if (op == OP_GEMV_RESIDUAL) {
+        for (int i = threadIdx.x; i < m * width; i += TILE_THREADS)
+            x[i] = *in.at<bf16>(i / width, k0 + i % width);
+        return;
+    }
+    if (op == OP_GATED_NORM_GEMV_RESIDUAL) {
+        // Per value head of dv values: bf16(bf16(w * bf16(o * rsqrt(mean(o^2) + eps))) * silu(z)).
+        const Weight nw = ctx.weight(w.p(0));
+        const float eps = w.pf(1);
+        const int z_col = w.p(2), dv = w.p(3), per_lane = dv / 32;
+        const Buffer z = ctx.buffer(w.buf_aux1());
+        const int lane = threadIdx.x & 31, heads = width / dv;
+        for (int pair = threadIdx.x >> 5; pair < m * heads; pair += TILE_WARPS) {
+            const int row = pair / heads, c0 = k0 + (pair % heads) * dv;
+            float ss = 0.0f;
+            for (int j = 0; j < per_lane; ++j) {
+                const float o = bf(*in.at<bf16>(row, c0 + lane + 32 * j));
+                ss = add_rn(ss, mul_rn(o, o));
+            }
+            const float r = rsqrt_ref(add_rn(div_rn(warp_sum(ss), static_cast<float>(dv)), eps));
+            for (int j = 0; j < per_lane; ++j) {
+                const int d = lane + 32 * j;
+                const float xn = round_bf16(mul_rn(bf(*in.at<bf16>(row, c0 + d)), r));
+                const float t = round_bf16(mul_rn(nw.value(d), xn));
+                x[row * width + c0 - k0 + d] = to_bf16(mul_rn(t, silu_ref(bf(*z.at<bf16>(row, z_col + c0 + d)))));
+            }
+        }
+        return;
+    }
+    if (op == OP_MTP_FC) {
+        // concat[RMSNorm1p(embed(token)), RMSNorm1p(hidden row 8 - m + row)], the embedding half first.
+        const Weight embed = ctx.weight(w.p(0)), ne = ctx.weight(w.p(1)), nh = ctx.weight(w.p(2));
+        const float eps = w.pf(3);
+        const int h = k / 2;
+        for (int row = 0; row < m; ++row) {
+            const int token = ctx.control()[w.ctrl_base() + CTRL_TOKENS_IN + row];
+            const bf16* e = reinterpret_cast<const bf16*>(embed.base) + static_cast<size_t>(token) * h;
+            const bf16* hid = in.at<bf16>(MAX_ROWS - m + row, 0);
+            const float re = rms_factor([&](int c) { return bf(e[c]); }, h, eps, red);
+            const float rh = rms_factor([&](int c) { return bf(hid[c]); }, h, eps, red);
+            for (int c = k0 + threadIdx.x; c < k1; c += TILE_THREADS)
+                x[row * width + c - k0] = to_bf16(c < h ? norm_1p(bf(e[c]), re, ne.value(c))
+                                                        : norm_1p(bf(hid[c - h]), rh, nh.value(c - h)));
+        }
+        return;
+    }
+    // NORM_GEMV, NORM_GEMV_QKV, NORM_GATE_UP, NORM_HEAD: RMSNorm1p of the whole residual rows.
+    const Weight nw = ctx.weight(w.p(0));
+    const float eps = w.pf(1);
+    for (int row = 0; row < m; ++row) {
+        const bf16* xr = in.at<bf16>(row, 0);
+        const float r = rms_factor([&](int c) { return bf(xr[c]); }, k, eps, red);
+        for (int c = k0 + threadIdx.x; c < k1; c += TILE_THREADS)
+            x[row * width + c - k0] = to_bf16(norm_1p(bf(xr[c]), r, nw.value(c)));
+    }
+}
+
+// NORM_HEAD's main tile 0 keeps the normalised rows for the MTP head: `hidden` rows [8 - m, 8).
+__device__ inline void keep_hidden(const Ctx& ctx, const Word& w, float* red) {
+    const Buffer in = ctx.buffer(w.buf_in()), out = ctx.buffer(w.buf_aux1());
+    const Weight nw = ctx.weight(w.p(0));
+    const int m = w.rows(), k = w.k();
+    for (int row = 0; row < m; ++row) {
+        const bf16* xr = in.at<bf16>(row, 0);
+        const float r = rms_factor([&](int c) { return bf(xr[c]); }, k, w.pf(1), red);
+        for (int c = threadIdx.x; c < k; c += TILE_THREADS)
+            *out.at<bf16>(MAX_ROWS - m + row, c) = to_bf16(norm_1p(bf(xr[c]), r, nw.value(c)));
+    }
+}
+
+// --- the GEMV proper ------------------------------------------------------------------------------------
+// bf16 rows inside an fp8 instruction (in_proj's b and a: a few dozen rows) by plain dot products: the
+// tensor-core bf16 path compiled into the same kernel as the fp8 one makes it spill. Same contract as
+// gemv_warp_blocks: acc in the mma fragment layout, the blocks first, first + 2, ... below b1 in order.
+__device__ inline void gemv_strip_scalar(float (&acc)[4], const u8* weight, int k, int row0, int valid, int first,
+                                         int b1, const bf16* x, int x_stride, int x_block0, int m) {
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
+    for (int r = 0; r < valid; ++r) {
+        const bf16* wr = reinterpret_cast<const bf16*>(weight) + static_cast<size_t>(row0 + r) * k + 4 * lane;
+        for (int input = 0; input < m; ++input) {
+            const bf16* xr = x + input * x_stride + 4 * lane;
+            float sum = 0.0f;
+            for (int b = first; b < b1; b += 2) {
+                const bf16* wb = wr + b * K_BLOCK;
+                const bf16* xb = xr + (b - x_block0) * K_BLOCK;
+                float p = mul_rn(bf(wb[0]), bf(xb[0]));
+                for (int e = 1; e < 4; ++e) p = add_rn(p, mul_rn(bf(wb[e]), bf(xb[e])));
+                sum = add_rn(sum, warp_sum(p));
+            }
+            if (g == (r & 7) && t == (input >> 1)) {
+                const int q = (r >> 3) * 2 + (input & 1);
+                if (q == 0) acc[0] = sum;
+                else if (q == 1) acc[1] = sum;
+                else if (q == 2) acc[2] = sum;
+                else acc[3] = sum;
+            }
+        }
+    }
+}
+
+// fp32 sums of `rows` (<= 128) rows from local row `row0` of weight W over k-blocks [b0, b1), for the m
+// input rows in x -> y[row * MAX_TILE_ROWS + i]. 16 warps: strip = 16 rows, even/odd k-blocks.
+// FP8_KERNEL: the instruction has fp8 weights (its bf16 segments take the scalar path); otherwise every
+// segment is bf16 and takes the tensor-core path.
+template <bool FP8_KERNEL>
+__device__ inline void gemv_rows(const Weight& W, int k, int row0, int rows, int b0, int b1, const bf16* x,
+                                 int x_stride, int m, float* y, float* partner) {
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, warp = threadIdx.x >> 5;
+    const int strip = warp & 7, valid = rows - strip * WARP_ROWS;
+    const bool odd = warp >= 8;
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (valid > 0) {
+        const int r = row0 + strip * WARP_ROWS, v = min(valid, WARP_ROWS);
+        if (FP8_KERNEL && W.dtype == DT_FP8)
+            gemv_warp_blocks<true, 2>(acc, W.base, reinterpret_cast<const bf16*>(W.scale), k, r, v, b0 + odd, 2, b1,
+                                      x, x_stride, b0, m);
+        else if (FP8_KERNEL)
+            gemv_strip_scalar(acc, W.base, k, r, v, b0 + odd, b1, x, x_stride, b0, m);
+        else
+            gemv_warp_blocks<false, 1>(acc, W.base, nullptr, k, r, v, b0 + odd, 2, b1, x, x_stride, b0, m);
+    }
+    gemv_pair_combine(acc, partner + strip * 128, odd);
+    if (!odd) {
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+            const int i = strip * WARP_ROWS + g + 8 * (q >> 1), input = 2 * t + (q & 1);
+            if (i < rows && input < m) y[input * MAX_TILE_ROWS + i] = acc[q];
+        }
+    }
+    __syncthreads();  // y complete; partner free for the next pass
+}
+
+// --- epilogues ---------------------------------------------------------------------------------------
+__device__ inline void head_epilogue(const Ctx& ctx, const Word& w, const RowGroup& rg, const GemvSmem& sm) {
+    const int m = w.rows(), rows = rg.r1 - rg.r0, defined = w.p(2);
+    if (w.flags() & FLAG_DEBUG_LOGITS) {
+        const Buffer logits = ctx.buffer(w.buf_aux0());
+        for (int i = threadIdx.x; i < m * rows; i += TILE_THREADS)
+            *logits.at<float>(i / rows, rg.r0 + i % rows) = sm.y_at(0, i / rows)[i % rows];
+    }
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    if (warp < m) {
+        float best = -INFINITY;
+        int best_id = -1;
+        for (int i = lane; i < rows; i += 32) {
+            const int id = rg.r0 + i;
+            const float v = sm.y_at(0, warp)[i];
+            if (id < defined && better(v, id, best, best_id)) best = v, best_id = id;
+        }
+        warp_best(best, best_id);
+        if (lane == 0) {
+            int* cand = ctx.buffer(w.buf_out()).at<int>(warp, 2 * rg.index);
+            cand[0] = best_id < 0 ? __float_as_int(-INFINITY) : __float_as_int(best);
+            cand[1] = best_id;
+        }
+    }
+}
+
+// NORM_GEMV_QKV (one head per row group): q -> q_norm, RoPE -> out; gate half -> aux0; k -> k_norm, RoPE
+// -> K cache rows [position, position + m); v -> V cache.
+__device__ inline void qkv_epilogue(const Ctx& ctx, const Word& w, const RowGroup& rg, const GemvSmem& sm) {
+    const int m = w.rows(), hd = w.p(6), rot = w.p(7), capacity = w.p(9);
+    const int local = rg.r0 - rg.seg_r0, pos = ctx.control()[w.ctrl_base() + CTRL_POSITION];
+    const bool in_capacity = pos >= 0 && pos + m <= capacity;  // the host refuses passes past capacity
+    if (rg.segment == 0 && (local / hd) % 2 == 1) {
+        const Buffer gate = ctx.buffer(w.buf_aux0());
+        for (int i = threadIdx.x; i < m * hd; i += TILE_THREADS)
+            *gate.at<bf16>(i / hd, (local / (2 * hd)) * hd + i % hd) = to_bf16(sm.y_at(0, i / hd)[i % hd]);
+        return;
+    }
+    if (rg.segment == 2) {
+        const Buffer v = ctx.buffer(w.buf_aux2());
+        for (int i = threadIdx.x; i < m * hd && in_capacity; i += TILE_THREADS)
+            *v.at<bf16>(pos + i / hd, local + i % hd) = to_bf16(sm.y_at(0, i / hd)[i % hd]);
+        return;
+    }
+    const Weight nw = ctx.weight(rg.segment == 0 ? w.p(2) : w.p(3));
+    const float eps = w.pf(1), theta = w.pf(8);
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, half = rot / 2;
+    if (warp >= m) return;
+    float* y = sm.y_at(0, warp);
+    float ss = 0.0f;
+    for (int i = lane; i < hd; i += 32) {
+        const float v = round_bf16(y[i]);
+        ss = add_rn(ss, mul_rn(v, v));
+    }
+    const float r = rsqrt_ref(add_rn(div_rn(warp_sum(ss), static_cast<float>(hd)), eps));
+    for (int i = lane; i < hd; i += 32) y[i] = norm_1p(round_bf16(y[i]), r, nw.value(i));
+    __syncwarp();
+    bf16* dst = rg.segment == 0 ? ctx.buffer(w.buf_out()).at<bf16>(warp, (local / (2 * hd)) * hd)
+                                : ctx.buffer(w.buf_aux1()).at<bf16>(pos + warp, local);
+    if (rg.segment == 1 && !in_capacity) return;
+    const float position = static_cast<float>(pos + warp);
+    for (int i = lane; i < hd; i += 32) {
+        float out = y[i];
+        if (i < rot) {
+            const int j = i % half;
+            const float inv_freq = div_rn(1.0f, powf(theta, div_rn(static_cast<float>(2 * j), static_cast<float>(rot))));
+            const float angle = mul_rn(position, inv_freq);
+            const float c = round_bf16(cosf(angle)), s = round_bf16(sinf(angle));
+            const float rotated = i < half ? -y[i + half] : y[i - half];
+            out = round_bf16(add_rn(round_bf16(mul_rn(y[i], c)), round_bf16(mul_rn(rotated, s))));
+        }
+        dst[i] = to_bf16(out);
+    }
+}
+
+__device__ inline void gemv_epilogue(const Ctx& ctx, const Word& w, const RowGroup& rg, const GemvSmem& sm) {
+    const int op = w.opcode(), m = w.rows(), rows = rg.r1 - rg.r0;
+    if (op == OP_NORM_HEAD) return head_epilogue(ctx, w, rg, sm);
+    if (op == OP_NORM_GEMV_QKV) return qkv_epilogue(ctx, w, rg, sm);
+    const Buffer out = ctx.buffer(w.buf_out());
+    for (int i = threadIdx.x; i < m * rows; i += TILE_THREADS) {
+        const int row = i / rows, c = rg.r0 + i % rows;
+        const float y = sm.y_at(0, row)[i % rows];
+        float v;
+        if (op == OP_NORM_GATE_UP)
+            v = mul_rn(round_bf16(silu_ref(round_bf16(y))), round_bf16(sm.y_at(1, row)[i % rows]));
+        else if (op == OP_GEMV_RESIDUAL || op == OP_GATED_NORM_GEMV_RESIDUAL)
+            v = add_rn(bf(*ctx.buffer(w.buf_aux0()).at<bf16>(row, c)), round_bf16(y));
+        else  // NORM_GEMV, MTP_FC
+            v = y;
+        *out.at<bf16>(row, c) = to_bf16(v);
+    }
+}
+
+// --- tiles ---------------------------------------------------------------------------------------------
+template <bool FP8_KERNEL>
+__device__ inline void gemv_main_tile(const Ctx& ctx, const Word& w, int tile, u8* smem) {
+    const GemvSmem sm(smem);
+    const int groups = row_group_count(ctx, w), s = tile / groups;
+    const RowGroup rg = row_group(ctx, w, tile % groups);
+    const int S = w.k_slices(), k = w.k(), m = w.rows(), blocks = k / K_BLOCK;
+    const int b0 = s * blocks / S, b1 = (s + 1) * blocks / S, width = (b1 - b0) * K_BLOCK;
+    const bool gate_up = w.opcode() == OP_NORM_GATE_UP;
+    if (w.opcode() == OP_NORM_HEAD && tile == 0 && w.buf_aux1() != NO_BUFFER) keep_hidden(ctx, w, sm.red);
+    gemv_prologue(ctx, w, b0 * K_BLOCK, b1 * K_BLOCK, sm.x, sm.red);
+    __syncthreads();
+    const int rows = rg.r1 - rg.r0;
+    const int passes = gate_up ? 2 : (rows + ROW_BLOCK - 1) / ROW_BLOCK;
+    for (int p = 0; p < passes; ++p) {
+        const Weight W = ctx.weight(w.weight_first() + (gate_up ? p : rg.segment));
+        const int first = rg.r0 - rg.seg_r0 + (gate_up ? 0 : p * ROW_BLOCK);
+        const int prows = gate_up ? rows : min(ROW_BLOCK, rows - p * ROW_BLOCK);
+        gemv_rows<FP8_KERNEL>(W, k, first, prows, b0, b1, sm.x, width, m, sm.y_at(gate_up ? p : 0, 0) + (gate_up ? 0 : p * ROW_BLOCK),
+                  sm.partner);
+    }
+    if (S > 1) {  // this slice's sums -> scratch rows [s m, (s + 1) m); the reduce tile finishes the group
+        const Buffer scratch = ctx.buffer(w.buf_scratch());
+        const int halves = gate_up ? 2 : 1, n = w.n();
+        for (int i = threadIdx.x; i < halves * m * rows; i += TILE_THREADS) {
+            const int half = i / (m * rows), row = i / rows % m, j = i % rows;
+            *scratch.at<float>(s * m + row, half * n + rg.r0 + j) = sm.y_at(half, row)[j];
+        }
+        return;
+    }
+    gemv_epilogue(ctx, w, rg, sm);
+}
+
+__device__ inline void gemv_reduce_tile(const Ctx& ctx, const Word& w, int tile, u8* smem) {
+    const GemvSmem sm(smem);
+    const RowGroup rg = row_group(ctx, w, tile);
+    const Buffer scratch = ctx.buffer(w.buf_scratch());
+    const int m = w.rows(), rows = rg.r1 - rg.r0, S = w.k_slices(), n = w.n();
+    const int halves = w.opcode() == OP_NORM_GATE_UP ? 2 : 1;
+    for (int i = threadIdx.x; i < halves * m * rows; i += TILE_THREADS) {
+        const int half = i / (m * rows), row = i / rows % m, j = i % rows, col = half * n + rg.r0 + j;
+        float acc = *scratch.at<float>(row, col);
+        for (int s = 1; s < S; ++s) acc = add_rn(acc, *scratch.at<float>(s * m + row, col));
+        sm.y_at(half, row)[j] = acc;
+    }
+    __syncthreads();
+    gemv_epilogue(ctx, w, rg, sm);
+}
+
+}  // namespace mk

@@ -1,0 +1,187 @@
+"""The GPU runtime's memory: a Program's weight arena and a session arena, in device memory.
+
+* `DeviceWeights`: one allocation holding every weight-table entry of a Program at its offset, bytes
+  exactly as stored (fp8 e4m3, bf16, fp32) and the fp8 block scales in the table's dtype. Filled from a
+  WeightSet (a checkpoint, memory-mapped: one tensor at a time crosses to the GPU) or generated on the
+  GPU for `synthetic:<preset>[:seed]` with bytes identical to the CPU generator (gpu_synthetic.py).
+* `DeviceSession`: the arena of docs/ISA.md: control block, state (KV caches, GDN states, conv rings,
+  hidden rows), activations. State and control start at zero; activations are poisoned with 0xFF bytes
+  (NaN in bf16 and fp32) so that a read of a value nobody wrote shows.
+
+CuPy is imported inside the functions: the package imports on machines without a GPU.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Callable
+
+import numpy as np
+
+from isa import DType, Kind, Program
+from isa.opcodes import (
+    CTRL_POSITION,
+    CTRL_STEP,
+    CTRL_TOKENS_IN,
+    CTRL_TOKENS_OUT,
+    CTRL_WORDS,
+    control_base,
+)
+
+from . import fp8
+from .config import ModelConfig
+from .tensors import scale_name, tensor_specs
+from .weights import WeightSet
+
+_STORED = {DType.FP8_E4M3: np.dtype(fp8.E4M3), DType.BF16: np.dtype(fp8.BF16), DType.F32: np.dtype(np.float32)}
+_NUMPY_OF = {DType.BF16: np.uint16, DType.F32: np.float32, DType.I32: np.int32, DType.FP8_E4M3: np.uint8}
+
+
+def _progress(total: int) -> Callable[[int], None]:
+    """A one-line byte counter on stderr (only when stderr is a terminal)."""
+    done = [0]
+
+    def advance(n: int) -> None:
+        done[0] += n
+        if sys.stderr.isatty():
+            end = "\n" if done[0] >= total else ""
+            print(f"\rweights {done[0] / 1e9:6.2f} / {total / 1e9:.2f} GB", end=end, file=sys.stderr, flush=True)
+
+    return advance
+
+
+class DeviceWeights:
+    """The weight arena of `program` (its weight table's offsets) in device memory."""
+
+    def __init__(self, program: Program):
+        import cupy
+
+        self.table = tuple((w.name, w.offset, w.scale_offset, w.dtype, w.scale_dtype) for w in program.weights)
+        self.data = cupy.zeros(max(program.weight_bytes, 1), dtype=cupy.uint8)
+
+    def serves(self, program: Program) -> bool:
+        """Whether `program` has the same weight table (e.g. the target forward for other M)."""
+        return self.table == tuple((w.name, w.offset, w.scale_offset, w.dtype, w.scale_dtype)
+                                   for w in program.weights)
+
+    def _put(self, offset: int, raw) -> None:
+        import cupy
+
+        flat = cupy.asarray(raw).view(cupy.uint8).ravel()
+        self.data[offset:offset + flat.size] = flat
+
+    @classmethod
+    def from_weightset(cls, program: Program, weights: WeightSet, progress: bool = True) -> DeviceWeights:
+        """Copy each tensor of the table from host memory (a memory-mapped checkpoint: one at a time)."""
+        dev = cls(program)
+        advance = _progress(program.weight_bytes) if progress else (lambda n: None)
+        for e in program.weights:
+            a = weights[e.name]
+            if a.dtype != _STORED[e.dtype] or a.size != e.rows * e.cols:
+                raise ValueError(f"{e.name}: the program expects {e.dtype.name} [{e.rows}, {e.cols}], "
+                                 f"the weights hold {a.dtype} {a.shape}")
+            dev._put(e.offset, np.ascontiguousarray(a).view(np.uint8))
+            advance(a.nbytes)
+            if e.scale_dtype != DType.NONE:
+                dev._put(e.scale_offset, _scales_as(weights[scale_name(e.name)], e.scale_dtype, e.name))
+        return dev
+
+    @classmethod
+    def synthetic(cls, program: Program, config: ModelConfig, seed: int = 0, pow2_scales: bool = False,
+                  progress: bool = True) -> DeviceWeights:
+        """Generate the table's tensors on the GPU (bytes of synthetic.synthesize) straight into the arena."""
+        from .gpu_synthetic import synthesize_gpu
+
+        dev = cls(program)
+        specs = {s.name: s for s in tensor_specs(config)}
+        advance = _progress(program.weight_bytes) if progress else (lambda n: None)
+        for e in program.weights:
+            arrays = synthesize_gpu(specs[e.name], seed, pow2_scales)
+            dev._put(e.offset, arrays[e.name])
+            if e.scale_dtype != DType.NONE:
+                scales = arrays[scale_name(e.name)]
+                if e.scale_dtype != DType.BF16:
+                    raise ValueError(f"{e.name}: synthetic scales are bf16, the program wants {e.scale_dtype.name}")
+                dev._put(e.scale_offset, scales)
+            advance(arrays[e.name].nbytes)
+            del arrays
+        return dev
+
+
+def _scales_as(scales: np.ndarray, dtype: DType, name: str) -> np.ndarray:
+    """Block scales in the table's dtype; refused when the conversion would change a value."""
+    want = _STORED[dtype]
+    converted = scales.astype(want)
+    if not np.array_equal(converted.astype(np.float32), scales.astype(np.float32)):
+        raise ValueError(f"{scale_name(name)}: scales stored as {scales.dtype} are not exact in {want} "
+                         f"(the program's scale dtype)")
+    return np.ascontiguousarray(converted).view(np.uint8)
+
+
+class DeviceSession:
+    """One session's arena for `program` (and for other Programs of the same config and capacity, which
+    lay out the session buffers identically: docs/ISA.md "Sessions")."""
+
+    def __init__(self, program: Program):
+        import cupy
+
+        self.program = program
+        self.arena = cupy.zeros(program.arena_bytes, dtype=cupy.uint8)
+        self.capacity = int(program.meta.get("capacity", 0))
+        self.reset()
+
+    def reset(self) -> None:
+        """A new session: control and state zeroed, activations poisoned."""
+        self.arena.fill(0)
+        for b in self.program.buffers:
+            if b.kind == Kind.ACTIVATION:
+                self.arena[b.offset:b.offset + b.nbytes].fill(0xFF)
+
+    def load(self, arena_bytes: np.ndarray) -> None:
+        """Replace the whole arena (tests: start from the CPU interpreter's state)."""
+        self.arena.set(np.asarray(arena_bytes, dtype=np.uint8))
+
+    def view(self, name: str):
+        """A buffer as a CuPy array of its raw dtype (bf16 as uint16 bits)."""
+        b = next(b for b in self.program.buffers if b.name == name)
+        return self.arena[b.offset:b.offset + b.nbytes].view(_NUMPY_OF[b.dtype]).reshape(b.rows, b.cols)
+
+    def control(self) -> np.ndarray:
+        """The control block (int32[64]) copied to the host."""
+        return self.arena[:4 * CTRL_WORDS].view(np.int32).get()
+
+    def _lane(self) -> int:
+        return control_base(self.program.words[0].layer)
+
+    def set_tokens(self, tokens: list[int], vocab: int) -> None:
+        """The next pass's input tokens (checked: ids in [0, vocab), one per row of the Program)."""
+        if len(tokens) != self.program.rows:
+            raise ValueError(f"this program takes {self.program.rows} tokens per pass, got {len(tokens)}")
+        bad = [t for t in tokens if not 0 <= t < vocab]
+        if bad:
+            raise ValueError(f"token ids {bad} outside the vocabulary [0, {vocab})")
+        first = 4 * (self._lane() + CTRL_TOKENS_IN)
+        self.arena[first:first + 4 * len(tokens)].set(np.asarray(tokens, np.int32).view(np.uint8))
+
+    def set_position(self, position: int) -> None:
+        """Jump the lane's position (benchmarks: time a pass at a given context without filling it)."""
+        at = 4 * (self._lane() + CTRL_POSITION)
+        self.arena[at:at + 4].set(np.asarray([position], np.int32).view(np.uint8))
+
+    @property
+    def position(self) -> int:
+        return int(self.control()[self._lane() + CTRL_POSITION])
+
+    @property
+    def steps(self) -> int:
+        return int(self.control()[self._lane() + CTRL_STEP])
+
+    def tokens_out(self) -> list[int]:
+        first = self._lane() + CTRL_TOKENS_OUT
+        return self.control()[first:first + self.program.rows].tolist()
+
+    def check_room(self) -> None:
+        """Refuse a pass that would write KV rows past the session's capacity."""
+        if self.position + self.program.rows > self.capacity:
+            raise ValueError(f"context_full: position {self.position} + {self.program.rows} rows exceeds the "
+                             f"session capacity {self.capacity}")
