@@ -58,7 +58,7 @@ __device__ inline void attn_scores_tile(const Ctx& ctx, const Word& w, int tile)
         __syncthreads();  // the partition's scores are written (and visible to the block)
         if (warp < group) {
             const int srow = (kv * group + warp) * m + row;
-            float mx = -INFINITY;
+            float mx = neg_inf();
             for (int t = lo + lane; t < hi; t += 32) mx = fmaxf(mx, bf(*scores.at<bf16>(srow, t)));
             mx = warp_max(mx);
             float sum = 0.0f;
@@ -75,11 +75,11 @@ __device__ inline void attn_scores_tile(const Ctx& ctx, const Word& w, int tile)
 
 // The global (max, sum) of one score row from its P partition statistics, partitions added in order.
 __device__ inline void combined_stats(const float* st, int parts, float& mx, float& total) {
-    mx = -INFINITY;
+    mx = neg_inf();
     for (int p = 0; p < parts; ++p) mx = fmaxf(mx, st[2 * p]);
     total = 0.0f;
     for (int p = 0; p < parts; ++p)
-        if (st[2 * p] > -INFINITY) total = add_rn(total, mul_rn(st[2 * p + 1], expf(sub_rn(st[2 * p], mx))));
+        if (st[2 * p] > neg_inf()) total = add_rn(total, mul_rn(st[2 * p + 1], expf(sub_rn(st[2 * p], mx))));
 }
 
 // P = bf16(exp(s - max) / sum) for the partition's keys; fp32 P.V -> partial rows, columns [p hd, (p + 1) hd).

@@ -61,6 +61,9 @@ __device__ __forceinline__ float sigmoid_ref(float x) { return div_rn(1.0f, add_
 __device__ __forceinline__ float silu_ref(float x) { return div_rn(x, add_rn(1.0f, expf(-x))); }
 __device__ __forceinline__ float softplus_ref(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
 
+// NVRTC has no <cmath> INFINITY.
+__device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
+
 __device__ __forceinline__ float round_bf16(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
 __device__ __forceinline__ float bf(bf16 x) { return __bfloat162float(x); }
 __device__ __forceinline__ bf16 to_bf16(float x) { return __float2bfloat16_rn(x); }

@@ -220,7 +220,7 @@ __device__ inline void head_epilogue(const Ctx& ctx, const Word& w, const RowGro
     }
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     if (warp < m) {
-        float best = -INFINITY;
+        float best = neg_inf();
         int best_id = -1;
         for (int i = lane; i < rows; i += 32) {
             const int id = rg.r0 + i;
@@ -230,7 +230,7 @@ __device__ inline void head_epilogue(const Ctx& ctx, const Word& w, const RowGro
         warp_best(best, best_id);
         if (lane == 0) {
             int* cand = ctx.buffer(w.buf_out()).at<int>(warp, 2 * rg.index);
-            cand[0] = best_id < 0 ? __float_as_int(-INFINITY) : __float_as_int(best);
+            cand[0] = best_id < 0 ? __float_as_int(neg_inf()) : __float_as_int(best);
             cand[1] = best_id;
         }
     }

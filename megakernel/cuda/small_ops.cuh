@@ -26,7 +26,7 @@ __device__ inline void argmax_tile(const Ctx& ctx, const Word& w, int tile) {
     const Buffer cand = ctx.buffer(w.buf_in());
     const int count = w.p(0), lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int* row = cand.at<int>(tile, 0);
-    float v = -INFINITY;
+    float v = neg_inf();
     int id = -1;
     for (int g = threadIdx.x; g < count; g += TILE_THREADS) {
         const float cv = __int_as_float(row[2 * g]);
@@ -37,7 +37,7 @@ __device__ inline void argmax_tile(const Ctx& ctx, const Word& w, int tile) {
     if (lane == 0) best_v[warp] = v, best_i[warp] = id;
     __syncthreads();
     if (warp == 0) {
-        v = lane < TILE_WARPS ? best_v[lane] : -INFINITY;
+        v = lane < TILE_WARPS ? best_v[lane] : neg_inf();
         id = lane < TILE_WARPS ? best_i[lane] : -1;
         warp_best(v, id);
         if (lane == 0) ctx.control()[w.ctrl_base() + CTRL_TOKENS_OUT + tile] = id;
