@@ -51,15 +51,24 @@ def compare(program, name, gpu: np.ndarray, cpu: np.ndarray) -> str | None:
         nan_g, nan_c = np.isnan(g.view(ml_dtypes.bfloat16)), np.isnan(c.view(ml_dtypes.bfloat16))
         if (nan_g != nan_c).any():
             return f"{name}: NaN pattern differs ({nan_g.sum()} vs {nan_c.sum()})"
+        # within 2 ulps, except where a result is tiny next to the buffer's scale (cancellation in an fp32 sum
+        # makes its bf16 rounding differ by more ulps): there within 2^-12 of the largest value, and rarely
         d = ulps(g, c)[~nan_c]
-        return None if d.size == 0 or d.max() <= 2 else f"{name}: {int(d.max())} ulps, {int((d > 0).sum())} differ"
+        if d.size == 0:
+            return None
+        gf, cf = (x.view(ml_dtypes.bfloat16).astype(np.float32)[~nan_c] for x in (g, c))
+        far = (d > 2) & (np.abs(gf - cf) > np.abs(cf).max() * 2.0 ** -12)
+        rare = (d > 2).mean() <= 1e-3
+        return None if not far.any() and rare else \
+            f"{name}: {int(d.max())} ulps, {int((d > 2).sum())} beyond 2 ulps, {int(far.sum())} beyond 2^-12 of max"
     if b.dtype == DType.F32:
         g, c = gpu.view(np.float32), cpu.view(np.float32)
         if (np.isnan(g) != np.isnan(c)).any():
             return f"{name}: NaN pattern differs"
         ok = ~np.isnan(c)
         scale = max(float(np.abs(c[ok & np.isfinite(c)]).max(initial=0)), 1e-30)
-        err = np.abs(np.where(np.isfinite(c), g - c, 0))[ok].max(initial=0) / scale
+        with np.errstate(invalid="ignore"):
+            err = np.abs(np.where(np.isfinite(c), g - c, 0))[ok].max(initial=0) / scale
         inf_ok = np.array_equal(g[~np.isfinite(c) & ok], c[~np.isfinite(c) & ok])
         return None if err < 1e-4 and inf_ok else f"{name}: relative error {err:.3g}"
     g, c = gpu.view(np.int32), cpu.view(np.int32)
