@@ -72,26 +72,37 @@ def at_context(runner, context: int, fn):
     return run
 
 
-def per_instruction(runner, program, context: int, reps: int = 5) -> list[dict]:
+def per_instruction(runner, program, context: int, reps: int = 10, iters: int = 5) -> list[dict]:
+    """Device time of each word (its main and reduce launches): the launches repeated `reps` times in one
+    CUDA graph, replayed `iters` times between CUDA events (host launch cost and event overhead excluded)."""
     import cupy
 
-    times = {}
-    for _ in range(reps):
-        runner.session.set_position(context - 1)
-        this_rep = {}
-        for launch in runner.launches:  # a word's main and reduce launches add up
-            start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-            start.record()
-            runner._launch(launch)
-            stop.record()
-            stop.synchronize()
-            this_rep[launch[0]] = this_rep.get(launch[0], 0.0) + cupy.cuda.get_elapsed_time(start, stop)
-        for i, ms in this_rep.items():
-            times.setdefault(i, []).append(ms)
+    words = sorted({launch[0] for launch in runner.launches})
+    stream = cupy.cuda.Stream(non_blocking=True)
+    out = []
     names = program.meta["instructions"]
-    return [{"index": i, "name": names[i], "op": program.words[i].opcode.name,
-             "us": round(float(np.median(t)) * 1e3, 2),
-             "bytes": instruction_bytes(program, program.words[i], context)} for i, t in sorted(times.items())]
+    for i in words:
+        mine = [launch for launch in runner.launches if launch[0] == i]
+        with stream:
+            stream.begin_capture()
+            for _ in range(reps):
+                for launch in mine:
+                    runner._launch(launch)
+            graph = stream.end_capture()
+            times = []
+            for _ in range(iters):
+                runner.session.set_position(context - 1)
+                stream.synchronize()
+                start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+                start.record(stream)
+                graph.launch(stream)
+                stop.record(stream)
+                stop.synchronize()
+                times.append(cupy.cuda.get_elapsed_time(start, stop) * 1e3 / reps)
+        out.append({"index": i, "name": names[i], "op": program.words[i].opcode.name,
+                    "us": round(float(np.median(times)), 2), "launches": len(mine),
+                    "bytes": instruction_bytes(program, program.words[i], context)})
+    return out
 
 
 def main() -> None:

@@ -183,3 +183,24 @@ def test_teacher_forced_tiny_pow2_within_the_oracle_envelope(tiny_weights):
     report = check(goldens, observations)
     print(report.table())
     assert report.passed, report.table()
+
+
+def test_device_weights_generated_on_the_gpu_equal_the_cpu_bytes(tiny_weights):
+    program = lower(tiny_weights.config, rows=1, sms=132, capacity=16)
+    on_gpu = DeviceWeights.synthetic(program, tiny_weights.config, seed=0, progress=False)
+    from_cpu = DeviceWeights.from_weightset(program, tiny_weights, progress=False)
+    assert tiny_weights.source == "synthetic:tiny:0"
+    assert cupy.array_equal(on_gpu.data, from_cpu.data)
+    assert int(cupy.count_nonzero(on_gpu.data)) > program.weight_bytes // 2  # not an empty arena
+
+
+def test_a_pass_past_capacity_is_refused(tiny_weights):
+    program, runner = build(tiny_weights, 2, capacity=4)
+    runner.session.set_tokens([1, 2], tiny_weights.config.vocab_size)
+    runner.step()
+    runner.session.set_tokens([3, 4], tiny_weights.config.vocab_size)
+    runner.step()
+    with pytest.raises(ValueError, match="context_full"):
+        runner.step()
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        runner.session.set_tokens([1, tiny_weights.config.vocab_size], tiny_weights.config.vocab_size)
