@@ -15,8 +15,6 @@ from megakernel.synthetic import parse_synthetic
 
 from .launcher import DiscreteProgram
 
-SMS = 132  # the H200's SMs: the Program's G (the discrete build's launches do not depend on it)
-
 
 def device_weights(program, model: str, progress: bool = True) -> DeviceWeights:
     """`model` (a checkpoint directory or synthetic:<preset>[:seed]) as the Program's device weight arena;
@@ -37,7 +35,7 @@ class DiscreteBackend:
         if mode not in ("eager", "graph"):
             raise ValueError(f"mode must be eager or graph, got {mode!r}")
         config = model_config(model)
-        self.program = lower(config, rows=1, sms=SMS, capacity=capacity, debug_logits=True)
+        self.program = lower(config, rows=1, capacity=capacity, debug_logits=True)
         self.session = DeviceSession(self.program)
         self.runner = DiscreteProgram(self.program, device_weights(self.program, model), self.session)
         self.mode, self.capacity = mode, capacity

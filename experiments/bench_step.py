@@ -18,8 +18,7 @@ import os
 import sys
 import time
 
-import numpy as np
-from bench_gemv import read_bandwidth
+from bench_gemv import graph_us, read_bandwidth
 
 from megakernel.provenance import git_commit
 
@@ -73,35 +72,17 @@ def at_context(runner, context: int, fn):
 
 
 def per_instruction(runner, program, context: int, reps: int = 10, iters: int = 5) -> list[dict]:
-    """Device time of each word (its main and reduce launches): the launches repeated `reps` times in one
-    CUDA graph, replayed `iters` times between CUDA events (host launch cost and event overhead excluded)."""
-    import cupy
-
-    words = sorted({launch[0] for launch in runner.launches})
-    stream = cupy.cuda.Stream(non_blocking=True)
-    out = []
+    """Device time of each word (its main and reduce launches), by bench_gemv.graph_us: the launches
+    repeated `reps` times in one CUDA graph, replayed `iters` times between CUDA events (host launch cost
+    and event overhead excluded). Only HANDOFF moves the position, and only after its own timing."""
+    runner.session.set_position(context - 1)
     names = program.meta["instructions"]
-    for i in words:
+    out = []
+    for i in sorted({launch[0] for launch in runner.launches}):
         mine = [launch for launch in runner.launches if launch[0] == i]
-        with stream:
-            stream.begin_capture()
-            for _ in range(reps):
-                for launch in mine:
-                    runner._launch(launch)
-            graph = stream.end_capture()
-            times = []
-            for _ in range(iters):
-                runner.session.set_position(context - 1)
-                stream.synchronize()
-                start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-                start.record(stream)
-                graph.launch(stream)
-                stop.record(stream)
-                stop.synchronize()
-                times.append(cupy.cuda.get_elapsed_time(start, stop) * 1e3 / reps)
-        out.append({"index": i, "name": names[i], "op": program.words[i].opcode.name,
-                    "us": round(float(np.median(times)), 2), "launches": len(mine),
-                    "bytes": instruction_bytes(program, program.words[i], context)})
+        us, _, _ = graph_us(lambda _, mine=mine: [runner._launch(launch) for launch in mine], iters, reps)
+        out.append({"index": i, "name": names[i], "op": program.words[i].opcode.name, "us": round(us, 2),
+                    "launches": len(mine), "bytes": instruction_bytes(program, program.words[i], context)})
     return out
 
 
@@ -138,11 +119,10 @@ def main() -> None:
         runner.step()
         chosen.append(session.tokens_out()[0])
     print("greedy tokens from position 0:", chosen, flush=True)
-    runner.capture()
     steps = []
     for context in contexts:
         eager = time_ms(at_context(runner, context, runner._launch_all), args.iters)
-        graph = time_ms(at_context(runner, context, lambda: runner.graph.launch(cupy.cuda.get_current_stream())),
+        graph = time_ms(at_context(runner, context, runner.launch_graph),
                         args.iters)
         floor_bytes = sum(instruction_bytes(program, w, context) for w in program.words)
         floor_ms = floor_bytes / bandwidth / 1e6
@@ -162,8 +142,7 @@ def main() -> None:
         sm = DeviceSession(pm)
         rm = DiscreteProgram(pm, weights, sm)
         sm.set_tokens([TOKEN] * m, config.vocab_size)
-        rm.capture()
-        ms = time_ms(at_context(rm, contexts[0], lambda rm=rm: rm.graph.launch(cupy.cuda.get_current_stream())),
+        ms = time_ms(at_context(rm, contexts[0], rm.launch_graph),
                      args.iters)
         rows.append({"rows": m, "graph_ms": round(ms, 3)})
         rm = sm = None

@@ -21,7 +21,6 @@ import numpy as np
 from isa import DType, Kind, Program
 from isa.opcodes import (
     CTRL_POSITION,
-    CTRL_STEP,
     CTRL_TOKENS_IN,
     CTRL_TOKENS_OUT,
     CTRL_WORDS,
@@ -171,10 +170,6 @@ class DeviceSession:
     @property
     def position(self) -> int:
         return int(self.control()[self._lane() + CTRL_POSITION])
-
-    @property
-    def steps(self) -> int:
-        return int(self.control()[self._lane() + CTRL_STEP])
 
     def tokens_out(self) -> list[int]:
         first = self._lane() + CTRL_TOKENS_OUT
