@@ -14,9 +14,10 @@ def _bf16(raw: np.ndarray) -> np.ndarray:
     return raw.view(ml_dtypes.bfloat16).astype(np.float32)
 
 
-def observe_device(runner: DiscreteProgram, config, ids: list[int], graph: bool = False) -> Observation:
-    """Run the prompt one token per pass from a fresh session; logits of every position, then the final
-    conv states, GDN states and KV caches (a one-row Program compiled with DEBUG_LOGITS)."""
+def observe_device(runner: DiscreteProgram, config, ids: list[int], graph: bool = False,
+                   states: bool = True) -> Observation:
+    """Run the prompt one token per pass from a fresh session; logits of every position, then (if `states`)
+    the final conv states, GDN states and KV caches (a one-row Program compiled with DEBUG_LOGITS)."""
     session = runner.session
     session.reset()
     logits = []
@@ -24,6 +25,8 @@ def observe_device(runner: DiscreteProgram, config, ids: list[int], graph: bool 
         session.set_tokens([token], config.vocab_size)
         runner.replay() if graph else runner.step()
         logits.append(session.view("logits")[0].get())
+    if not states:
+        return Observation(np.stack(logits), None, None, None, None)
     T, K = len(ids), config.linear_conv_kernel_dim
     conv, ssm = [], []
     for i in config.gdn_layers:

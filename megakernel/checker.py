@@ -111,10 +111,10 @@ class Observation:
     """A candidate's teacher-forced run over one prompt."""
 
     logits: np.ndarray  # [T, V]
-    conv: np.ndarray  # [n_gdn, K-1, conv_dim]
-    ssm: np.ndarray  # [n_gdn, Hv, dk, dv] fp32
-    keys: np.ndarray  # [n_attn, T, kv_heads, head_dim]
-    values: np.ndarray
+    conv: np.ndarray | None  # [n_gdn, K-1, conv_dim]; None: states not observed (goldens without them)
+    ssm: np.ndarray | None  # [n_gdn, Hv, dk, dv] fp32
+    keys: np.ndarray | None  # [n_attn, T, kv_heads, head_dim]
+    values: np.ndarray | None
 
     def view(self, goldens: Goldens, n: int) -> View:
         ids, _ = goldens.decode_top(n)
@@ -124,7 +124,7 @@ class Observation:
         return View(np.take_along_axis(self.logits, ids.astype(np.int64), axis=1),
                     defined.argmax(axis=1),  # first occurrence: the lowest id on ties
                     None if positions is None else self.logits[positions],
-                    self.conv, self.ssm.astype(np.float64) @ goldens.probes,
+                    self.conv, None if self.ssm is None else self.ssm.astype(np.float64) @ goldens.probes,
                     self.keys if has_kv else None, self.values if has_kv else None)
 
 

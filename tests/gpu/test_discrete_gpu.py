@@ -21,6 +21,7 @@ from compiler.interpreter import Interpreter  # noqa: E402
 from discrete.launcher import DiscreteProgram  # noqa: E402
 from discrete.observe import observe_device  # noqa: E402
 from isa import DType, Kind  # noqa: E402
+from isa.opcodes import CTRL_POSITION  # noqa: E402
 from megakernel.checker import Goldens, check  # noqa: E402
 from megakernel.device import DeviceSession, DeviceWeights  # noqa: E402
 
@@ -80,16 +81,35 @@ def compare(program, name, gpu: np.ndarray, cpu: np.ndarray) -> str | None:
     return None if np.array_equal(g, c) else f"{name}: int32 values differ at {np.argwhere(g != c)[:5].tolist()}"
 
 
+def word_accesses(program, i):
+    w = program.words[i]
+    return [a for stage in ((0, 1) if w.reduce_tiles else (0,)) for t in range(w.reduce_tiles if stage else w.tiles)
+            for a in accesses(program, i, stage, t)]
+
+
+def poison_write_only(session, program, i):
+    """NaN bytes (int32 -1) over every region the word declares it writes, in buffers it does not also read:
+    an element the GPU fails to write cannot match the interpreter's."""
+    word = word_accesses(program, i)
+    read = {a.buffer for a in word if not a.write}
+    for a in word:
+        if a.write and a.buffer not in read:
+            b = program.buffers[a.buffer]
+            size = b.dtype.size
+            rows = session.arena[b.offset:b.offset + b.nbytes].reshape(b.rows, b.cols * size)
+            rows[a.r0:a.r1, a.c0 * size:a.c1 * size] = 0xFF
+
+
 def interpreter_step_by_word(interp, runner, program, failures):
-    """One pass, word by word: the GPU starts each word from the interpreter's arena."""
+    """One pass, word by word: the GPU starts each word from the interpreter's arena, its outputs poisoned."""
     for i, w in enumerate(program.words):
         runner.session.load(interp.arena)
+        poison_write_only(runner.session, program, i)
         runner.run_word(i)
         for stage in (0, 1) if w.reduce_tiles else (0,):
             for tile in range(w.reduce_tiles if stage else w.tiles):
                 interp._execute(i, stage, tile)
-        written = {a.buffer for stage in (0, 1) for t in range(w.reduce_tiles if stage else w.tiles)
-                   for a in accesses(program, i, stage, t) if a.write}
+        written = {a.buffer for a in word_accesses(program, i) if a.write}
         gpu_arena = runner.session.arena.get()
         for buf in sorted(written):
             b = program.buffers[buf]
@@ -112,6 +132,63 @@ def test_every_instruction_matches_the_interpreter(tiny_weights, rows):
     failures = []
     interpreter_step_by_word(interp, runner, program, failures)
     assert not failures, "\n".join(failures)
+
+
+def randomise_session(interp, program, rng, position: int):
+    """Random data in every float state buffer (GDN states, conv rings, KV caches, hidden rows) and the
+    position: each device function then sees inputs no model run would produce."""
+    for i, b in enumerate(program.buffers):
+        if b.kind == Kind.STATE:
+            view = interp.view(i)
+            scale = 0.05 if b.dtype == DType.F32 else 1.0  # GDN state magnitudes stay in their normal range
+            view[...] = (rng.standard_normal(view.shape) * scale).astype(view.dtype)
+    interp.view(0)[0, CTRL_POSITION] = position
+
+
+@pytest.mark.parametrize("rows", [1, 4])
+def test_every_instruction_matches_the_interpreter_on_random_state(tiny_weights, rows):
+    program, runner = build(tiny_weights, rows)
+    interp = Interpreter(program, tiny_weights)
+    rng = np.random.default_rng(rows)
+    randomise_session(interp, program, rng, position=41)
+    interp.set_tokens(rng.integers(0, tiny_weights.config.vocab_size, rows).tolist())
+    failures = []
+    interpreter_step_by_word(interp, runner, program, failures)
+    assert not failures, "\n".join(failures)
+
+
+def test_the_per_word_comparison_rejects_a_wrong_word(tiny_weights):
+    """Negative controls: the comparison must flag a word the GPU did not run (its outputs stay poison) and a
+    single output element 8 ulps off."""
+    program, runner = build(tiny_weights, 1)
+    interp = Interpreter(program, tiny_weights)
+    interp.set_tokens([TOKENS[0]])
+    i = next(i for i, w in enumerate(program.words) if w.opcode.name == "GDN_CORE")
+    for j in range(i):
+        interp_word(interp, program, j)
+    runner.session.load(interp.arena)
+    poison_write_only(runner.session, program, i)
+    interp_word(interp, program, i)
+    out = next(a.buffer for a in word_accesses(program, i) if a.write and program.buffers[a.buffer].kind == Kind.ACTIVATION)
+    b = program.buffers[out]
+
+    def problem():
+        gpu = runner.session.arena[b.offset:b.offset + b.nbytes].get().reshape(b.rows, -1)
+        return compare(program, b.name, gpu, interp.arena[b.offset:b.offset + b.nbytes].reshape(b.rows, -1))
+
+    assert problem(), "an unrun word's poisoned output passed the comparison"
+    runner.run_word(i)
+    assert problem() is None
+    element = runner.session.arena[b.offset + 2 * 7:b.offset + 2 * 8].view(cupy.uint16)
+    element += 8  # same sign, 8 ulps further from zero
+    assert problem(), "an output 8 ulps off passed the comparison"
+
+
+def interp_word(interp, program, i):
+    w = program.words[i]
+    for stage in (0, 1) if w.reduce_tiles else (0,):
+        for tile in range(w.reduce_tiles if stage else w.tiles):
+            interp._execute(i, stage, tile)
 
 
 def state(session, program):
