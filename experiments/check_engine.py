@@ -26,7 +26,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "..", "tests", "fixtures")
-DEFAULT = ",".join(os.path.join(FIXTURES, f"oracle_{n}.npz") for n in ("tiny_pow2", "tiny", "27b"))
+DEFAULT = ",".join(os.path.join(FIXTURES, f"oracle_{n}.npz") for n in ("tiny_pow2", "tiny", "27b_pow2", "27b"))
 
 
 def score(goldens, config, weights, label: str) -> dict:

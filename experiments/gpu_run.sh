@@ -26,6 +26,7 @@ for step in "$@"; do
   case "$step" in
     tests)   python3 -m pytest -q -m gpu tests/gpu 2>&1 | tee "$out/gpu_tests.log" ;;
     goldens) python3 experiments/record_goldens.py --out "$out" --models tiny,27b 2>&1 | tee "$out/goldens.log" ;;
+    goldens-27b-pow2) python3 experiments/record_goldens.py --out "$out" --models 27b-pow2 2>&1 | tee "$out/goldens_27b_pow2.log" ;;
     goldens-pow2) python3 experiments/record_goldens.py --out "$out" --models tiny-pow2 2>&1 | tee "$out/goldens_pow2.log" ;;
     check-engine) python3 experiments/check_engine.py --out "$out" 2>&1 | tee "$out/check_engine.log" ;;
     bench-step) python3 experiments/bench_step.py --out "$out" 2>&1 | tee "$out/bench_step.log" ;;

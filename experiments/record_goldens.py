@@ -245,7 +245,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True, help="directory for oracle_<model>.npz")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--models", default="tiny", help="comma list of tiny, tiny-pow2, 27b")
+    parser.add_argument("--models", default="tiny", help="comma list of tiny, tiny-pow2, 27b, 27b-pow2")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
@@ -263,6 +263,9 @@ def main() -> None:
             short = prompts[:2]  # the two shortest-but-complete chat prompts
             record("27b", preset("qwen3.5-27b"), args.seed, args.device,
                    os.path.join(args.out, "oracle_27b.npz"), short, states=False, command=command)
+        elif name == "27b-pow2":  # the engine's own maths at full size: logits, conv states and GDN state sketches
+            record("27b", preset("qwen3.5-27b"), args.seed, args.device,
+                   os.path.join(args.out, "oracle_27b_pow2.npz"), prompts[:2], states=True, command=command, pow2=True)
         else:
             raise SystemExit(f"unknown model {name!r}")
 

@@ -87,24 +87,26 @@ def word_accesses(program, i):
             for a in accesses(program, i, stage, t)]
 
 
-def poison_write_only(session, program, i):
-    """NaN bytes (int32 -1) over every region the word declares it writes, in buffers it does not also read:
-    an element the GPU fails to write cannot match the interpreter's."""
+def poison_write_only(arena: np.ndarray, program, i):
+    """NaN bytes (int32 -1) over every activation region the word declares it writes, in buffers it does not
+    also read (state buffers are updated in place at run-time positions). Applied to the interpreter's arena
+    before the GPU copies it, so elements neither side writes stay equal and an element the GPU fails to
+    write cannot match."""
     word = word_accesses(program, i)
     read = {a.buffer for a in word if not a.write}
     for a in word:
-        if a.write and a.buffer not in read:
-            b = program.buffers[a.buffer]
+        b = program.buffers[a.buffer]
+        if a.write and a.buffer not in read and b.kind == Kind.ACTIVATION:
             size = b.dtype.size
-            rows = session.arena[b.offset:b.offset + b.nbytes].reshape(b.rows, b.cols * size)
+            rows = arena[b.offset:b.offset + b.nbytes].reshape(b.rows, b.cols * size)
             rows[a.r0:a.r1, a.c0 * size:a.c1 * size] = 0xFF
 
 
 def interpreter_step_by_word(interp, runner, program, failures):
     """One pass, word by word: the GPU starts each word from the interpreter's arena, its outputs poisoned."""
     for i, w in enumerate(program.words):
+        poison_write_only(interp.arena, program, i)
         runner.session.load(interp.arena)
-        poison_write_only(runner.session, program, i)
         runner.run_word(i)
         for stage in (0, 1) if w.reduce_tiles else (0,):
             for tile in range(w.reduce_tiles if stage else w.tiles):
@@ -166,8 +168,8 @@ def test_the_per_word_comparison_rejects_a_wrong_word(tiny_weights):
     i = next(i for i, w in enumerate(program.words) if w.opcode.name == "GDN_CORE")
     for j in range(i):
         interp_word(interp, program, j)
+    poison_write_only(interp.arena, program, i)
     runner.session.load(interp.arena)
-    poison_write_only(runner.session, program, i)
     interp_word(interp, program, i)
     out = next(a.buffer for a in word_accesses(program, i) if a.write and program.buffers[a.buffer].kind == Kind.ACTIVATION)
     b = program.buffers[out]
