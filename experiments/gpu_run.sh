@@ -24,11 +24,11 @@ status=0
 for step in "$@"; do
   echo "=== $step ($(date -u +%H:%M:%S))"
   case "$step" in
-    tests)   python3 -m pytest -q -m gpu tests/gpu 2>&1 | tee "$out/gpu_tests.log" ;;
+    tests)   python3 -m pytest -q -m gpu ${TESTS:-tests/gpu} 2>&1 | tee "$out/gpu_tests.log" ;;
     goldens) python3 experiments/record_goldens.py --out "$out" --models tiny,27b 2>&1 | tee "$out/goldens.log" ;;
     goldens-27b-pow2) python3 experiments/record_goldens.py --out "$out" --models 27b-pow2 2>&1 | tee "$out/goldens_27b_pow2.log" ;;
     goldens-pow2) python3 experiments/record_goldens.py --out "$out" --models tiny-pow2 2>&1 | tee "$out/goldens_pow2.log" ;;
-    check-engine) python3 experiments/check_engine.py --out "$out" 2>&1 | tee "$out/check_engine.log" ;;
+    check-engine) python3 experiments/check_engine.py --out "$out" ${GOLDENS:+--goldens "$GOLDENS"} 2>&1 | tee "$out/check_engine.log" ;;
     bench-step) python3 experiments/bench_step.py --out "$out" 2>&1 | tee "$out/bench_step.log" ;;
     generate-27b) python3 -m megakernel generate --backend graph --model synthetic:qwen3.5-27b --chat \
         --prompt "Write a haiku about GPUs." --max-new-tokens 24 --context 512 2>&1 | tee "$out/generate_27b.log" ;;
