@@ -2,6 +2,7 @@
 # One GPU session on the H200: environment facts, GPU tests, and the chosen experiments, all output
 # under OUT (default $OUT, else ./out). Steps run in the order given:
 #   experiments/gpu_run.sh [OUT] tests goldens ...
+# Overrides: TESTS (pytest paths for `tests`), GOLDENS (comma list of oracle_*.npz for `check-engine`).
 # Missing Python packages travel as wheels in .whl/ (see README, "GPU runs").
 set -uo pipefail
 out=${OUT:-out}
