@@ -1,4 +1,4 @@
-"""The discrete build behind the generation loop: backends `eager` and `graph` (one row per pass).
+"""The GPU builds behind the generation loop: backends `eager`, `graph` and `megakernel` (one row per pass).
 
 The target Program is compiled with DEBUG_LOGITS, so each pass also leaves its fp32 logits for the
 sampler (greedy decoding could use the device's own argmax; sampling needs the logits).
@@ -29,26 +29,36 @@ def device_weights(program, model: str, progress: bool = True) -> DeviceWeights:
 
 
 class DiscreteBackend:
-    """mode: "eager" (launch by launch) or "graph" (CUDA graph replay)."""
+    """mode: "eager" (launch by launch), "graph" (CUDA graph replay) or "megakernel" (the persistent
+    kernel, megakernel/persistent.py: same device functions, same Program)."""
 
     def __init__(self, model: str, capacity: int, mode: str = "graph"):
-        if mode not in ("eager", "graph"):
-            raise ValueError(f"mode must be eager or graph, got {mode!r}")
+        if mode not in ("eager", "graph", "megakernel"):
+            raise ValueError(f"mode must be eager, graph or megakernel, got {mode!r}")
         config = model_config(model)
         self.program = lower(config, rows=1, capacity=capacity, debug_logits=True)
         self.session = DeviceSession(self.program)
-        self.runner = DiscreteProgram(self.program, device_weights(self.program, model), self.session)
+        weights = device_weights(self.program, model)
+        if mode == "megakernel":
+            from megakernel.persistent import Megakernel
+
+            self.runner = Megakernel(self.program, weights, self.session)
+        else:
+            self.runner = DiscreteProgram(self.program, weights, self.session)
         self.mode, self.capacity = mode, capacity
         self.vocab = config.vocab_size
         self.defined_vocab = config.defined_vocab
 
     def start(self, prompt_ids: list[int]) -> np.ndarray:
-        self.session.reset()
+        self.runner.reset() if self.mode == "megakernel" else self.session.reset()
         for token in prompt_ids:
             logits = self.step(token)
         return logits
 
     def step(self, token: int) -> np.ndarray:
         self.session.set_tokens([token], self.vocab)
-        self.runner.replay() if self.mode == "graph" else self.runner.step()
+        if self.mode == "megakernel":
+            self.runner.run(1)
+        else:
+            self.runner.replay() if self.mode == "graph" else self.runner.step()
         return self.session.view("logits")[0].get()

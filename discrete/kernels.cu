@@ -7,25 +7,27 @@
 
 #define GEMV_THREADS 512  // 16 warps: two per 16-row strip of a 128-row group (even / odd k-blocks)
 
-// Main-stage GEMV tiles: block (row group r, k-slice s) writes the fp32 slice sums of rows
-// [128 r, 128 r + 128) for the m input rows to out[(s * m + row) * n + output row].
-template <bool FP8>
+// The GEMV core alone (bench and tests): block (row group r, k-slice s) writes the fp32 slice sums of rows
+// [128 r, 128 r + 128) for the m input rows to out[(s * m + row) * n + output row]. Dynamic shared memory:
+// a GemvSmem (the slice's input rows copied in, then the weight ring).
+template <bool FP8>  // a constant dtype: the bench kernels compile one path each
 __device__ __forceinline__ void gemv_slices(const unsigned char* weight, const __nv_bfloat16* scale,
                                             const __nv_bfloat16* x, float* out, int n, int k, int m, int slices) {
-    __shared__ float partner[8][32 * 4];
+    extern __shared__ __align__(16) unsigned char smem[];
+    const mk::GemvSmem sm(smem);
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, warp = threadIdx.x >> 5;
-    const int strip = warp & 7;
-    const bool odd = warp >= 8;
-    const int row0 = blockIdx.x * mk::ROW_BLOCK + strip * mk::WARP_ROWS;
     const int s = blockIdx.y, blocks = k / mk::K_BLOCK;
-    const int b0 = s * blocks / slices, b1 = (s + 1) * blocks / slices;
+    const int b0 = s * blocks / slices, b1 = (s + 1) * blocks / slices, width = (b1 - b0) * mk::K_BLOCK;
+    for (int i = threadIdx.x; i < m * width; i += mk::TILE_THREADS)
+        sm.x[i] = x[static_cast<size_t>(i / width) * k + b0 * mk::K_BLOCK + i % width];
+    __syncthreads();
     float acc[4];
-    mk::gemv_warp_blocks<FP8, FP8 ? 2 : 1>(acc, weight, scale, k, row0, mk::WARP_ROWS, b0 + odd, 2, b1, x, k, 0, m);
-    mk::gemv_pair_combine(acc, partner[strip], odd);
-    if (odd) return;
+    mk::gemv_block_rows(acc, FP8, weight, scale, k, blockIdx.x * mk::ROW_BLOCK, mk::ROW_BLOCK, b0, b1, sm.x, width, m,
+                        sm.ring(m * width), sm.ring_bytes(m * width), sm.bars, sm.partner);
+    if (warp >= 8) return;
 #pragma unroll
     for (int r = 0; r < 4; ++r) {
-        const int row = row0 + g + 8 * (r >> 1), input = 2 * t + (r & 1);
+        const int row = blockIdx.x * mk::ROW_BLOCK + (warp & 7) * mk::WARP_ROWS + g + 8 * (r >> 1), input = 2 * t + (r & 1);
         if (input < m) out[(static_cast<size_t>(s) * m + input) * n + row] = acc[r];
     }
 }
@@ -55,22 +57,12 @@ extern "C" __global__ void __launch_bounds__(512) read_bandwidth(const uint4* da
 // --- one kernel per op family: block b runs tile b of the instruction's stage --------------------------
 #define PROGRAM_ARGS unsigned char *arena, const unsigned char *weights, const unsigned char *program, int word
 
-// GEMV words with fp8 weights (their bf16 segments, if any, take the scalar path) and all-bf16 words
-// (lm_head, mtp.fc): one kernel with both tensor-core paths would spill.
-template <bool FP8>
-__device__ __forceinline__ void gemv_word(PROGRAM_ARGS, int stage) {
+// Every GEMV word (fp8 and bf16 segments take the same path).
+extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS) tile_gemv(PROGRAM_ARGS, int stage) {
     extern __shared__ __align__(16) unsigned char smem[];
     const mk::Ctx ctx{arena, weights, program};
-    if (stage == 0) mk::gemv_main_tile<FP8>(ctx, ctx.word(word), blockIdx.x, smem);
+    if (stage == 0) mk::gemv_main_tile(ctx, ctx.word(word), blockIdx.x, smem);
     else mk::gemv_reduce_tile(ctx, ctx.word(word), blockIdx.x, smem);
-}
-
-extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS) tile_gemv_fp8(PROGRAM_ARGS, int stage) {
-    gemv_word<true>(arena, weights, program, word, stage);
-}
-
-extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS) tile_gemv_bf16(PROGRAM_ARGS, int stage) {
-    gemv_word<false>(arena, weights, program, word, stage);
 }
 
 extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS) tile_gdn(PROGRAM_ARGS) {

@@ -62,8 +62,16 @@ def gemv_slices(weight, scale, x, slices: int, out=None):
         raise ValueError(f"out must be contiguous float32 {(slices, m, n)}, got {out.dtype} {out.shape}")
     args = (np.int32(n), np.int32(k), np.int32(m), np.int32(slices))
     grid = (n // plan.ROW_BLOCK, slices)
+    smem = cuda_build.max_dynamic_smem()  # the input rows, then the weight ring in the rest (gemv.cuh)
     if scale is None:
-        module().get_function("gemv_bf16_slices")(grid, (gemv_threads(),), (weight, x, out, *args))
+        _kernel("gemv_bf16_slices", smem)(grid, (gemv_threads(),), (weight, x, out, *args), shared_mem=smem)
     else:
-        module().get_function("gemv_fp8_slices")(grid, (gemv_threads(),), (weight, scale, x, out, *args))
+        _kernel("gemv_fp8_slices", smem)(grid, (gemv_threads(),), (weight, scale, x, out, *args), shared_mem=smem)
     return out
+
+
+@functools.cache
+def _kernel(name: str, smem: int):
+    kernel = module().get_function(name)
+    kernel.max_dynamic_shared_size_bytes = smem
+    return kernel

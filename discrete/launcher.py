@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa import GEMV_OPS, DType, Op, Program
+from isa import GEMV_OPS, Op, Program
 from megakernel import cuda_build, plan
 from megakernel.device import DeviceSession, DeviceWeights
 
@@ -20,23 +20,12 @@ from .kernels import module
 KERNEL_OF = {Op.EMBED: "tile_embed", Op.GDN_CORE: "tile_gdn", Op.ATTN_SCORES: "tile_attn_scores",
              Op.ATTN_PV: "tile_attn_pv", Op.ATTN_MERGE: "tile_attn_merge", Op.ARGMAX: "tile_argmax",
              Op.HANDOFF: "tile_handoff"}
-GEMV_KERNELS = ("tile_gemv_fp8", "tile_gemv_bf16")  # words with fp8 weights; all-bf16 words
-GEMV_TILE = cuda_build.CUDA_DIR / "gemv_tile.cuh"
+GEMV_KERNEL = "tile_gemv"
 COMMON = cuda_build.CUDA_DIR / "common.cuh"
 
 
 def tile_threads() -> int:
     return cuda_build.define(COMMON, "TILE_THREADS")
-
-
-def gemv_smem_bytes(program: Program) -> int:
-    """Dynamic shared memory of the GEMV tiles: fixed part + the widest k-slice's bf16 input rows."""
-    widest = 0
-    for w in program.words:
-        if w.opcode in GEMV_OPS:
-            widest = max(widest, max(b1 - b0 for b0, b1 in (plan.slice_blocks(w.k, w.k_slices, s)
-                                                            for s in range(w.k_slices))) * plan.K_BLOCK)
-    return cuda_build.define(GEMV_TILE, "GEMV_SMEM_FIXED") + 2 * program.rows * widest
 
 
 class DiscreteProgram:
@@ -56,24 +45,19 @@ class DiscreteProgram:
         self.program, self.weights, self.session = program, weights, session
         self.bytes = cupy.asarray(np.frombuffer(program.to_bytes(), dtype=np.uint8))
         mod = module()
-        self.smem = gemv_smem_bytes(program)
-        limit = cupy.cuda.runtime.deviceGetAttribute(
-            cupy.cuda.runtime.cudaDevAttrMaxSharedMemoryPerBlockOptin, cupy.cuda.Device().id)
-        if self.smem > limit:
-            raise ValueError(f"GEMV tiles need {self.smem} bytes of shared memory, the device offers {limit}")
-        for name in GEMV_KERNELS:
-            mod.get_function(name).max_dynamic_shared_size_bytes = self.smem
+        need, self.smem = cuda_build.gemv_smem_bytes(program), cuda_build.max_dynamic_smem()
+        if need > self.smem:
+            raise ValueError(f"GEMV tiles need {need} bytes of shared memory, the device offers {self.smem}")
+        gemv = mod.get_function(GEMV_KERNEL)
+        gemv.max_dynamic_shared_size_bytes = self.smem
         self.launches = []  # (word index, kernel, tiles, shared bytes, GEMV stage or None)
         for i, w in enumerate(program.words):
             if w.opcode == Op.NOP:
                 continue
             if w.opcode in GEMV_OPS:
-                has_fp8 = any(e.dtype == DType.FP8_E4M3
-                              for e in program.weights[w.weight_first:w.weight_first + w.weight_count])
-                kernel = mod.get_function(GEMV_KERNELS[0] if has_fp8 else GEMV_KERNELS[1])
-                self.launches.append((i, kernel, w.tiles, self.smem, 0))
+                self.launches.append((i, gemv, w.tiles, self.smem, 0))
                 if w.reduce_tiles:
-                    self.launches.append((i, kernel, w.reduce_tiles, self.smem, 1))
+                    self.launches.append((i, gemv, w.reduce_tiles, self.smem, 1))
             else:
                 self.launches.append((i, mod.get_function(KERNEL_OF[w.opcode]), w.tiles, 0, None))
         self.graph = None
@@ -129,4 +113,4 @@ class DiscreteProgram:
         self.launch_graph()
 
 
-__all__ = ["DiscreteProgram", "KERNEL_OF", "gemv_smem_bytes"]
+__all__ = ["DiscreteProgram", "KERNEL_OF"]

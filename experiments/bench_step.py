@@ -1,7 +1,8 @@
-"""The discrete build's whole decode step on the 27B synthetic model (weights generated on the GPU):
-ms/token eager and graph at several contexts, per-instruction device time with its bytes and fraction of
-the measured read bandwidth, graph-node count, and the cost of an M-row pass for M = 1..8 relative to
-M = 1. Writes step_bench.json (DESIGN.md results contract).
+"""The whole decode step on the 27B synthetic model (weights generated on the GPU): ms/token for the
+discrete build (eager, graph) and the megakernel (one launch per pass, and 8 passes per launch) at
+several contexts, interleaved on the same weights and session; per-instruction device time with its
+bytes and fraction of the measured read bandwidth; graph-node count; the cost of an M-row pass for
+M = 1..8 relative to M = 1 (graph and megakernel). Writes step_bench.json (DESIGN.md results contract).
 
   python experiments/bench_step.py --out DIR [--iters 20] [--contexts 1024,4096,32768]
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import json
 import os
 import sys
@@ -23,6 +25,7 @@ from bench_gemv import graph_us, read_bandwidth
 from megakernel.provenance import git_commit
 
 TOKEN = 9707
+LOOP_STEPS = 8  # passes per launch in the in-kernel loop variant
 
 
 def instruction_bytes(program, word, context: int) -> int:
@@ -94,6 +97,7 @@ def main() -> None:
     from discrete.launcher import DiscreteProgram
     from megakernel.device import DeviceSession
     from megakernel.models import model_config
+    from megakernel.persistent import Megakernel
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True)
@@ -119,36 +123,44 @@ def main() -> None:
         runner.step()
         chosen.append(session.tokens_out()[0])
     print("greedy tokens from position 0:", chosen, flush=True)
+    mega = Megakernel(program, weights, session)  # same weights, same session: interleaved A/B
     steps = []
     for context in contexts:
         eager = time_ms(at_context(runner, context, runner._launch_all), args.iters)
-        graph = time_ms(at_context(runner, context, runner.launch_graph),
-                        args.iters)
+        graph = time_ms(at_context(runner, context, runner.launch_graph), args.iters)
+        persistent = time_ms(at_context(runner, context, functools.partial(mega.launch, 1)), args.iters)
+        loop = time_ms(at_context(runner, context, functools.partial(mega.launch, LOOP_STEPS)), args.iters) / LOOP_STEPS
+        mega.check()
         floor_bytes = sum(instruction_bytes(program, w, context) for w in program.words)
         floor_ms = floor_bytes / bandwidth / 1e6
         steps.append({"context": context, "eager_ms": round(eager, 3), "graph_ms": round(graph, 3),
+                      "megakernel_ms": round(persistent, 3), f"megakernel_{LOOP_STEPS}_per_launch_ms": round(loop, 3),
                       "bytes": floor_bytes, "floor_ms": round(floor_ms, 3),
-                      "graph_fraction_of_floor": round(floor_ms / graph, 4)})
+                      "graph_fraction_of_floor": round(floor_ms / graph, 4),
+                      "megakernel_fraction_of_floor": round(floor_ms / persistent, 4),
+                      "megakernel_over_graph": round(persistent / graph, 4)})
         print(steps[-1], flush=True)
     kernels = per_instruction(runner, program, contexts[0])
     for k in kernels:
         k["fraction_of_bandwidth"] = round(k["bytes"] / (k["us"] * 1e-6) / 1e9 / bandwidth, 4) if k["bytes"] else None
     nodes = runner.graph_nodes
-    runner = session = None  # free the session's arena before the M-row programs
+    runner = session = mega = None  # free the session's arena before the M-row programs
     cupy.get_default_memory_pool().free_all_blocks()
     rows = []
     for m in range(1, 9):
         pm = lower(config, rows=m, sms=132, capacity=capacity)
         sm = DeviceSession(pm)
-        rm = DiscreteProgram(pm, weights, sm)
+        rm, mm = DiscreteProgram(pm, weights, sm), Megakernel(pm, weights, sm)
         sm.set_tokens([TOKEN] * m, config.vocab_size)
-        ms = time_ms(at_context(rm, contexts[0], rm.launch_graph),
-                     args.iters)
-        rows.append({"rows": m, "graph_ms": round(ms, 3)})
-        rm = sm = None
+        ms = time_ms(at_context(rm, contexts[0], rm.launch_graph), args.iters)
+        mk_ms = time_ms(at_context(rm, contexts[0], functools.partial(mm.launch, 1)), args.iters)
+        mm.check()
+        rows.append({"rows": m, "graph_ms": round(ms, 3), "megakernel_ms": round(mk_ms, 3)})
+        rm = mm = sm = None
         cupy.get_default_memory_pool().free_all_blocks()
     for r in rows:
         r["relative_to_1"] = round(r["graph_ms"] / rows[0]["graph_ms"], 3)
+        r["megakernel_relative_to_1"] = round(r["megakernel_ms"] / rows[0]["megakernel_ms"], 3)
     print(rows, flush=True)
     os.makedirs(args.out, exist_ok=True)
     result = {

@@ -3,8 +3,8 @@ checker (megakernel/checker.py), teacher-forced one token per pass, weights gene
 
   python experiments/check_engine.py --out DIR [--goldens tests/fixtures/oracle_27b.npz,...]
 
-Per goldens file: the engine as built, and a negative control the checker must reject (the same build
-compiled with RoPE base 1e6 instead of the model's 1e7). Goldens recorded without states (the 27B file)
+Per goldens file: the engine as built, and two negative controls the checker must reject (the same build
+compiled with RoPE base 1e6 instead of the model's 1e7; rotary over half of each head instead of a quarter). Goldens recorded without states (the 27B file)
 are scored on logits only. Writes engine_vs_oracle.json (DESIGN.md results contract, `checks`).
 
 On amax/448 checkpoints (oracle_tiny, oracle_27b) the engine applies each block scale to an fp32 partial
@@ -73,8 +73,10 @@ def main() -> None:
         cupy.cuda.Device().synchronize()
         print(f"{goldens.meta['model']} (pow2 scales: {goldens.pow2_scales}): weights on the GPU in "
               f"{time.time() - t0:.1f} s", flush=True)
+        controls = {"rope_theta_1e6": dataclasses.replace(config, rope_theta=1e6),
+                    "rotary_half_head": dataclasses.replace(config, partial_rotary_factor=0.5)}
         for label, cfg in ((f"engine_graph_{name}", config),
-                           (f"negative_control_rope_theta_1e6_{name}", dataclasses.replace(config, rope_theta=1e6))):
+                           *((f"negative_control_{c}_{name}", cfg) for c, cfg in controls.items())):
             entry = score(goldens, cfg, weights, label)
             entry["goldens"] = {"file": os.path.basename(path), "model": goldens.meta["model"],
                                 "pow2_scales": goldens.pow2_scales, "recorded": goldens.meta.get("created"),

@@ -97,7 +97,8 @@ def cmd_generate(args: argparse.Namespace) -> None:
     from .sampling import SamplingParams
     from .tokenizer import load_tokenizer
 
-    args.numerics = args.numerics or ("engine" if args.backend in ("interpreter", "eager", "graph") else "oracle")
+    args.numerics = args.numerics or ("engine" if args.backend in ("interpreter", "eager", "graph", "megakernel")
+                                     else "oracle")
     if args.temperature == 0 and (args.top_k or args.top_p < 1):
         raise InputError("--top-k / --top-p need --temperature > 0 (temperature 0 is greedy)")
     params = SamplingParams(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed)
@@ -106,7 +107,7 @@ def cmd_generate(args: argparse.Namespace) -> None:
     prompt_ids = tokenizer.encode_chat(prompt) if prompt else tokenizer.encode(args.prompt)
     if not prompt_ids:
         raise InputError("the prompt is empty")
-    if args.backend in ("eager", "graph"):
+    if args.backend in ("eager", "graph", "megakernel"):
         from discrete.backend import DiscreteBackend
 
         if args.numerics != "engine":
@@ -194,10 +195,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("generate", help="generate text (streams to stdout)")
     p.add_argument("--model", default=DEFAULT_MODEL, help=MODEL_HELP)
-    p.add_argument("--backend", default="auto", choices=["auto", "reference", "interpreter", "eager", "graph"],
+    p.add_argument("--backend", default="auto", choices=["auto", "reference", "interpreter", "eager", "graph", "megakernel"],
                    help="auto: the best available (today the NumPy reference on the CPU); interpreter: the "
                         "compiled Program run by the CPU interpreter (slow, engine numerics); eager, graph: the "
-                        "discrete-kernel build on the GPU, launch by launch or replayed from a CUDA graph")
+                        "discrete-kernel build on the GPU, launch by launch or replayed from a CUDA graph; "
+                        "megakernel: the persistent kernel on the GPU, one launch per token")
     p.add_argument("--prompt", required=True)
     p.add_argument("--chat", action="store_true", help="wrap the prompt as a user turn of the chat template")
     p.add_argument("--max-new-tokens", type=int, default=32)

@@ -53,3 +53,33 @@ def module(source: Path, device_id: int):
             mod = cupy.RawModule(code=code, options=base)
             mod.compile()
     return mod
+
+
+@functools.cache
+def _max_dynamic_smem(device_id: int) -> int:
+    import cupy
+
+    return cupy.cuda.runtime.deviceGetAttribute(cupy.cuda.runtime.cudaDevAttrMaxSharedMemoryPerBlockOptin, device_id)
+
+
+def max_dynamic_smem() -> int:
+    """The most dynamic shared memory one block of the current device may opt in to (227 KB on the H200)."""
+    import cupy
+
+    return _max_dynamic_smem(cupy.cuda.Device().id)
+
+
+def gemv_smem_bytes(program) -> int:
+    """Least dynamic shared memory of a Program's GEMV tiles: the fixed part, the widest k-slice's bf16
+    input rows, then a two-slot weight ring (gemv_tile.cuh). Launches give them the device's maximum."""
+    from isa import GEMV_OPS
+
+    from . import plan
+
+    widest = 0
+    for w in program.words:
+        if w.opcode in GEMV_OPS:
+            widest = max(widest, max(b1 - b0 for b0, b1 in (plan.slice_blocks(w.k, w.k_slices, s)
+                                                            for s in range(w.k_slices))) * plan.K_BLOCK)
+    tile = CUDA_DIR / "gemv_tile.cuh"
+    return define(tile, "GEMV_SMEM_FIXED") + 2 * program.rows * widest + 128 + define(tile, "GEMV_MIN_RING")

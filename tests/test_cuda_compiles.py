@@ -23,9 +23,16 @@ needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc (the CUDA toolkit) is
 
 
 def ptxas_report(log: str) -> dict[str, str]:
-    """Entry function -> its ptxas lines (registers, stack frame, spills), from -Xptxas -v output."""
+    """Entry function -> its ptxas lines (registers, stack frame, spills; those of the functions it calls
+    follow), from -Xptxas -v output."""
     parts = re.split(r"ptxas info\s*: Compiling entry function '([^']+)'", log)
     return dict(zip(parts[1::2], parts[2::2]))
+
+
+# A called (not inlined) function saves the callee-saved registers it uses on entry: ptxas counts those
+# stores as spills. The megakernel calls its GDN tile (docs/DECISIONS.md D16); one saved register per call
+# is allowed there, nothing more, and entry functions (every kernel's own body) must not spill at all.
+CALL_SAVES = 8
 
 
 @needs_nvcc
@@ -39,9 +46,12 @@ def test_builds_for_sm90a_without_spills(source, tmp_path):
     kernels = ptxas_report(log)
     assert kernels, f"ptxas reported no entry functions:\n{log}"
     for name, report in kernels.items():
-        spills = re.findall(r"(\d+) bytes spill (?:stores|loads)", report)
-        assert spills, f"{name}: no spill figures in\n{report}"
-        assert all(int(n) == 0 for n in spills), f"{name} spills registers:\n{report}"
+        functions = re.findall(r"Function properties for (\S+)\s*\n\s*\d+ bytes stack frame, (\d+) bytes spill stores, "
+                               r"(\d+) bytes spill loads", report)
+        assert any(f == name for f, _, _ in functions), f"{name}: no spill figures in\n{report}"
+        for function, stores, loads in functions:
+            limit = 0 if function == name else CALL_SAVES
+            assert int(stores) <= limit and int(loads) <= limit, f"{function} (in {name}) spills registers:\n{report}"
 
 
 def test_synthetic_kernels_exist_and_python_agrees_on_their_constants():

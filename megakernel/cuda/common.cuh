@@ -125,7 +125,21 @@ enum Opcode : int {
     OP_NORM_HEAD = 11, OP_ARGMAX = 12, OP_HANDOFF = 13, OP_MTP_FC = 14
 };
 
+__device__ __forceinline__ bool is_gemv(int op) {
+    return op == OP_NORM_GEMV || op == OP_NORM_GEMV_QKV || op == OP_NORM_GATE_UP || op == OP_GEMV_RESIDUAL ||
+           op == OP_GATED_NORM_GEMV_RESIDUAL || op == OP_NORM_HEAD || op == OP_MTP_FC;
+}
+
 constexpr int FLAG_DEBUG_LOGITS = 1;
+
+// Wait slots of a word (isa/word.py, isa/opcodes.py WaitMode).
+constexpr int WAIT_SLOTS = 4;
+enum WaitMode : int { WAIT_NONE = 0, WAIT_ALL = 1, WAIT_SLICE = 2 };
+
+struct Wait {
+    int base, count, mode, lag, stage;
+    u32 expected;
+};
 
 // Control block words (per lane; isa/opcodes.py).
 constexpr int CTRL_LANE = 32;
@@ -155,6 +169,15 @@ struct Word {
     __device__ u32 buf_aux1() const { return u[8] >> 16; }
     __device__ u32 buf_aux2() const { return u[9] & 0xFFFF; }
     __device__ u32 buf_scratch() const { return u[9] >> 16; }
+    __device__ int signal_base() const { return u[10] & 0xFFFF; }
+    __device__ int signal_count() const { return u[10] >> 16; }
+    __device__ u32 signal_expected() const { return u[11]; }
+    __device__ int arrival_base() const { return u[12] & 0xFFFF; }
+    __device__ Wait wait(int slot) const {
+        const u32 a = u[13 + 2 * slot];
+        return Wait{static_cast<int>(a & 0xFFFF), static_cast<int>((a >> 16) & 0xFF), static_cast<int>((a >> 24) & 0xF),
+                    static_cast<int>((a >> 28) & 0x7), static_cast<int>(a >> 31), u[14 + 2 * slot]};
+    }
     __device__ u32 p(int i) const { return u[21 + i]; }
     __device__ float pf(int i) const { return __uint_as_float(u[21 + i]); }
     __device__ int ctrl_base() const { return layer() == MTP_LAYER ? CTRL_LANE : 0; }

@@ -7,14 +7,14 @@
 // every other block of the slice in order (mul_rn, add_rn: no contraction, no flush), its partner warp the
 // other blocks, and the two sums are added in a fixed order (gemv_pair_combine); bf16 weights have no
 // scale. Inside a block the reduction axis is permuted so that each load instruction of a warp reads
-// 64 contiguous bytes per row: lane (g, t) owns the 16-byte chunks at i * 64 + 16t (i = 0, 1 for fp8;
+// 64 contiguous bytes per row: lane (g, t) owns the 16-byte pieces at i * 64 + 16t (i = 0, 1 for fp8;
 // 0..3 for bf16), and mma step j, element e maps to the matching k; the activations are read in the
 // same permuted order, so the products are the true ones.
 //
 // fp8 e4m3 weights are widened exactly: e4m3 -> f16 (hardware cvt, exact) -> f32 -> bf16 (exact for
 // every e4m3 value; e4m3 subnormals are normal in f16, f32 and bf16).
 //
-// Used by the discrete kernels (discrete/kernels.cu) and, later, the megakernel: one implementation.
+// Used by the discrete kernels (discrete/kernels.cu) and the megakernel (megakernel.cu): one implementation.
 #pragma once
 
 #include "common.cuh"
@@ -50,45 +50,86 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const u32 (&a)[4], cons
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-// One k-block's weights for one lane: rows g and g + 8, 32 elements each (fp8: 2 x 16 bytes per row;
-// bf16: 4 x 16 bytes per row).
-template <bool FP8>
-struct BlockWeights {
-    uint4 row_g[FP8 ? 2 : 4];
-    uint4 row_g8[FP8 ? 2 : 4];
+// --- weights staged through shared memory ------------------------------------------------------------
+// A tile's weights stream through a ring of slots in shared memory, one k-block of its (up to) 128 rows
+// per slot: every thread copies 16-byte pieces with cp.async, and an mbarrier per slot completes when all
+// of a slot's copies have landed. Bytes in flight then cost no registers (the register-buffered v2 held
+// 64 per thread, which the megakernel cannot afford next to the other ops), and the compute warps read
+// shared memory, not DRAM latency. Within a slot, row r's 16-byte piece c sits at piece c ^ 4 (r & 1),
+// so that the two rows a quarter-warp reads at once use all 32 banks.
+constexpr int PIECE = 16;
+constexpr int MAX_SLOTS = 12;
+
+__device__ __forceinline__ u32 smem_addr(const void* p) {
+    return static_cast<u32>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void copy_async16(void* dst, const void* src) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_addr(dst)), "l"(src) : "memory");
+}
+
+// The slot's barrier completes when every copy this thread issued so far has landed (one arrival per thread).
+__device__ __forceinline__ void copies_arrive(u64* bar) {
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(smem_addr(bar)) : "memory");
+}
+
+__device__ __forceinline__ void barrier_init(u64* bar, u32 count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count) : "memory");
+}
+
+__device__ __forceinline__ void barrier_inval(u64* bar) {
+    asm volatile("mbarrier.inval.shared::cta.b64 [%0];" ::"r"(smem_addr(bar)) : "memory");
+}
+
+__device__ __forceinline__ void barrier_wait(u64* bar, u32 parity) {
+    asm volatile(
+        "{\n"
+        ".reg .pred done;\n"
+        "WAIT_%=:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+        "@!done bra WAIT_%=;\n"
+        "}\n" ::"r"(smem_addr(bar)),
+        "r"(parity)
+        : "memory");
+}
+
+__device__ __forceinline__ int swizzled(int piece, int row) {
+    return piece ^ ((row & 1) << 2);
+}
+
+// A lane's 2 x 16 bytes of rows g and g + 8 of one 128-byte chunk of a k-block (fp8: the block; bf16:
+// half h of it), at bytes 64 i + 16 t of the chunk.
+struct Chunk {
+    uint4 row_g[2];
+    uint4 row_g8[2];
 };
 
-template <bool FP8>
-__device__ __forceinline__ void load_block(BlockWeights<FP8>& w, const u8* row_g, const u8* row_g8, int block,
-                                           int t) {
-    constexpr int ELEM = FP8 ? 1 : 2;
-    const size_t offset = static_cast<size_t>(block) * K_BLOCK * ELEM + 16 * t;
+__device__ __forceinline__ void read_chunk(Chunk& w, const u8* slot, int row_bytes, int r, int h, int t) {
 #pragma unroll
-    for (int i = 0; i < (FP8 ? 2 : 4); ++i) {
-        w.row_g[i] = load_stream(row_g + offset + 64 * i);
-        w.row_g8[i] = load_stream(row_g8 + offset + 64 * i);
+    for (int i = 0; i < 2; ++i) {
+        const int piece = 8 * h + 4 * i + t;
+        w.row_g[i] = *reinterpret_cast<const uint4*>(slot + r * row_bytes + PIECE * swizzled(piece, r));
+        w.row_g8[i] = *reinterpret_cast<const uint4*>(slot + (r + 8) * row_bytes + PIECE * swizzled(piece, r + 8));
     }
 }
 
-// The k index (within the 128-wide block) of element e of mma step j for lane t: fp8 lanes hold 16-element
-// chunks at 64 i + 16 t; bf16 lanes hold 8-element chunks at 32 i + 8 t.
-template <bool FP8>
-__device__ __forceinline__ int element_k(int j, int t) {
-    return FP8 ? (j >> 2) * 64 + 16 * t + 4 * (j & 3) : (j >> 1) * 32 + 8 * t + 4 * (j & 1);
+// The k index (within the 128-wide block) of element e of mma step j (0..7) for lane t: fp8 lanes hold
+// 16-element runs at 64 i + 16 t of the block; bf16 lanes 8-element runs at 32 i + 8 t.
+__device__ __forceinline__ int element_k(bool fp8, int j, int t) {
+    return fp8 ? (j >> 2) * 64 + 16 * t + 4 * (j & 3) : (j >> 1) * 32 + 8 * t + 4 * (j & 1);
 }
 
-// The 8 mma steps of one k-block: returns the block's fp32 partial in c (fresh accumulator). x_block: the
-// block's index in x_row.
-template <bool FP8>
-__device__ __forceinline__ void block_partial(float (&c)[4], const BlockWeights<FP8>& w,
-                                              const __nv_bfloat16* x_row, bool has_row, int x_block, int t) {
-    c[0] = c[1] = c[2] = c[3] = 0.0f;
+// The mma steps of one chunk into the block partial c: fp8, steps 0..7 of its block; bf16, steps
+// 4 h .. 4 h + 3 of its block.
+__device__ __forceinline__ void chunk_steps(float (&c)[4], const Chunk& w, bool fp8, int h,
+                                            const __nv_bfloat16* x_row, bool has_row, int x_block, int t) {
+    const u32* rg = reinterpret_cast<const u32*>(w.row_g);
+    const u32* rg8 = reinterpret_cast<const u32*>(w.row_g8);
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
+        if (!fp8 && j >= 4) break;
         u32 a[4];
-        const u32* rg = reinterpret_cast<const u32*>(w.row_g);
-        const u32* rg8 = reinterpret_cast<const u32*>(w.row_g8);
-        if (FP8) {  // elements 4j .. 4j+3 of this lane's 32 are byte-word j
+        if (fp8) {  // elements 4j .. 4j+3 of this lane's 32 are byte-word j
             a[0] = e4m3x2_to_bf16x2(rg[j]);
             a[1] = e4m3x2_to_bf16x2(rg8[j]);
             a[2] = e4m3x2_to_bf16x2(rg[j] >> 16);
@@ -101,7 +142,8 @@ __device__ __forceinline__ void block_partial(float (&c)[4], const BlockWeights<
         }
         u32 b[2] = {0u, 0u};
         if (has_row) {
-            const uint2 xv = *reinterpret_cast<const uint2*>(x_row + x_block * K_BLOCK + element_k<FP8>(j, t));
+            const int k = element_k(fp8, fp8 ? j : 4 * h + j, t);
+            const uint2 xv = *reinterpret_cast<const uint2*>(x_row + x_block * K_BLOCK + k);
             b[0] = xv.x;
             b[1] = xv.y;
         }
@@ -109,52 +151,18 @@ __device__ __forceinline__ void block_partial(float (&c)[4], const BlockWeights<
     }
 }
 
-// Sums for 16 rows [row0, row0 + 16) of W [rows, k] over the k-blocks first, first + step, ... below b1,
-// input rows x [m, x_stride] holding k-blocks x_block0 onwards (m <= 8). Rows at or past row0 + valid
-// are not read (the row before them is, and its sums are discarded by the caller). Lane (g, t) returns acc[0..3] =
-// (row0 + g, input row 2t), (row0 + g, 2t + 1), (row0 + g + 8, 2t), (row0 + g + 8, 2t + 1). The next
-// group of DEPTH blocks is loaded before the current one is multiplied (register double buffer); the
-// blocks are still added in increasing order.
-template <bool FP8, int DEPTH>
-__device__ __forceinline__ void gemv_warp_blocks(float (&acc)[4], const u8* weight, const __nv_bfloat16* scale,
-                                                 int k, int row0, int valid, int first, int step, int b1,
-                                                 const __nv_bfloat16* x, int x_stride, int x_block0, int m) {
-    constexpr int ELEM = FP8 ? 1 : 2;
-    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    const u8* row_g = weight + static_cast<size_t>(row0 + min(g, valid - 1)) * k * ELEM;
-    const u8* row_g8 = weight + static_cast<size_t>(row0 + min(g + 8, valid - 1)) * k * ELEM;
-    const __nv_bfloat16* x_row = x + static_cast<size_t>(g) * x_stride;
-    const bool has_row = g < m;
-    const __nv_bfloat16* scale_row = FP8 ? scale + static_cast<size_t>(row0 / ROW_BLOCK) * (k / K_BLOCK) : nullptr;
-    acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
-    const int group = DEPTH * step;
-    auto load_group = [&](BlockWeights<FP8> (&w)[DEPTH], int base) {
-#pragma unroll
-        for (int i = 0; i < DEPTH; ++i)
-            if (base + i * step < b1) load_block<FP8>(w[i], row_g, row_g8, base + i * step, t);
-    };
-    auto multiply_group = [&](const BlockWeights<FP8> (&w)[DEPTH], int base) {
-#pragma unroll
-        for (int i = 0; i < DEPTH; ++i) {
-            const int block = base + i * step;
-            if (block < b1) {
-                float c[4];
-                block_partial<FP8>(c, w[i], x_row, has_row, block - x_block0, t);
-                const float s = FP8 ? __bfloat162float(scale_row[block]) : 1.0f;
-#pragma unroll
-                for (int r = 0; r < 4; ++r) acc[r] = add_rn(acc[r], FP8 ? mul_rn(s, c[r]) : c[r]);
-            }
-        }
-    };
-    // Two register buffers, named (not indexed at run time, which would put them in local memory).
-    BlockWeights<FP8> w0[DEPTH], w1[DEPTH];
-    load_group(w0, first);
-    for (int base = first; base < b1; base += 2 * group) {
-        load_group(w1, base + group);
-        multiply_group(w0, base);
-        load_group(w0, base + 2 * group);
-        multiply_group(w1, base + group);
+// The block's threads copy k-block `block` of rows [row0, row0 + rows) into `slot` (up to the strip's end,
+// rows past the last valid one repeating it), then arrive on the slot's barrier.
+__device__ __forceinline__ void stage_block(u8* slot, u64* bar, const u8* weight, size_t row_bytes_global,
+                                            int row_bytes, int row0, int rows, int block) {
+    const int per_row = row_bytes / PIECE, pieces = ((rows + WARP_ROWS - 1) / WARP_ROWS) * WARP_ROWS * per_row;
+    for (int q = threadIdx.x; q < pieces; q += TILE_THREADS) {
+        const int r = q / per_row, c = q % per_row;
+        const u8* src = weight + static_cast<size_t>(row0 + min(r, rows - 1)) * row_bytes_global +
+                        static_cast<size_t>(block) * row_bytes + PIECE * c;
+        copy_async16(slot + r * row_bytes + PIECE * swizzled(c, r), src);
     }
+    copies_arrive(bar);
 }
 
 // Two warps share a 16-row strip, one taking the even blocks of the slice and one the odd: the sum is
@@ -170,6 +178,58 @@ __device__ __forceinline__ void gemv_pair_combine(float (&acc)[4], float* partne
 #pragma unroll
         for (int r = 0; r < 4; ++r) acc[r] = add_rn(acc[r], partner_acc[4 * lane + r]);
     }
+}
+
+// All TILE_THREADS threads: the sums of `rows` (<= 128) rows of W [.., k] from row0 (fp8 with bf16 block
+// scales, or bf16 with scale nullptr) over the k-blocks [b0, b1), for input rows x [m, x_stride] (shared
+// memory, k-blocks b0 onwards, m <= 8). Warp (strip, parity) computes 16 rows over the blocks of its
+// parity: each block's 8 mma steps sum into a fresh fp32 partial, acc += scale x partial in block order;
+// then (even) + (odd). Lane (g, t) of the even warp returns acc[0..3] = (row g, input 2t), (g, 2t + 1),
+// (g + 8, 2t), (g + 8, 2t + 1) of its strip; the odd warps' acc is undefined. `ring`: shared memory for
+// at least 2 slots of 128 rows x one k-block; `bars`: MAX_SLOTS mbarriers; `partner`: 8 x 128 floats.
+__device__ inline void gemv_block_rows(float (&acc)[4], bool fp8, const u8* weight, const __nv_bfloat16* scale,
+                                       int k, int row0, int rows, int b0, int b1, const __nv_bfloat16* x,
+                                       int x_stride, int m, u8* ring, int ring_bytes, u64* bars, float* partner) {
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, warp = threadIdx.x >> 5;
+    const int strip = warp & 7, parity = warp >> 3;
+    const int row_bytes = K_BLOCK * (fp8 ? 1 : 2), slot_bytes = ROW_BLOCK * row_bytes;
+    const int slots = min(MAX_SLOTS, ring_bytes / slot_bytes), blocks = b1 - b0;
+    const size_t row_bytes_global = static_cast<size_t>(k) * (fp8 ? 1 : 2);
+    if (threadIdx.x < slots) barrier_init(&bars[threadIdx.x], TILE_THREADS);
+    __syncthreads();
+    for (int n = 0; n < min(slots, blocks); ++n)
+        stage_block(ring + n * slot_bytes, &bars[n], weight, row_bytes_global, row_bytes, row0, rows, b0 + n);
+
+    const bool active = strip * WARP_ROWS < rows, has_row = g < m;
+    const __nv_bfloat16* x_row = x + static_cast<size_t>(g) * x_stride;
+    const int r = strip * WARP_ROWS + g;  // this lane's rows in the slot: r and r + 8
+    const __nv_bfloat16* scale_row =
+        fp8 ? scale + static_cast<size_t>((row0 + strip * WARP_ROWS) / ROW_BLOCK) * (k / K_BLOCK) : nullptr;
+    acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
+    for (int pair = 0; 2 * pair < blocks; ++pair) {
+        const int n = 2 * pair + parity;  // this warp's block of the pair
+        if (active && n < blocks) {
+            const int slot = n % slots;
+            barrier_wait(&bars[slot], (n / slots) & 1);
+            const u8* data = ring + slot * slot_bytes;
+            float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            for (int h = 0; h < (fp8 ? 1 : 2); ++h) {
+                Chunk w;
+                read_chunk(w, data, row_bytes, r, h, t);
+                chunk_steps(c, w, fp8, h, x_row, has_row, n, t);
+            }
+            const float s = fp8 ? __bfloat162float(scale_row[b0 + n]) : 1.0f;
+#pragma unroll
+            for (int q = 0; q < 4; ++q) acc[q] = add_rn(acc[q], fp8 ? mul_rn(s, c[q]) : c[q]);
+        }
+        __syncthreads();  // both slots of the pair are free again
+        for (int f = 2 * pair; f < 2 * pair + 2; ++f)
+            if (f + slots < blocks)
+                stage_block(ring + (f % slots) * slot_bytes, &bars[f % slots], weight, row_bytes_global, row_bytes,
+                            row0, rows, b0 + f + slots);
+    }
+    gemv_pair_combine(acc, partner + strip * 128, parity == 1);
+    if (threadIdx.x < slots) barrier_inval(&bars[threadIdx.x]);
 }
 
 }  // namespace mk

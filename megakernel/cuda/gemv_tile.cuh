@@ -2,8 +2,9 @@
 // k-slice (prologue -> tensor-core GEMV -> split-K partials or epilogue); a reduce-stage tile adds a row
 // group's S partials in order and applies the epilogue.
 //
-// Shared memory (dynamic, gemv_smem_bytes): the fp32 results of the tile's rows, the even/odd warp
-// exchange, reduction scratch, then the prologue's bf16 input rows over the slice.
+// Shared memory (dynamic): the fp32 results of the tile's rows, the even/odd warp exchange, reduction
+// scratch, the weight ring's barriers, the prologue's bf16 input rows over the slice, then the weight
+// ring (gemv.cuh) in whatever remains: the launch gives the tile as much as the device allows.
 #pragma once
 
 #include "common.cuh"
@@ -14,21 +15,39 @@ namespace mk {
 constexpr int MAX_TILE_ROWS = 256;  // NORM_GEMV_QKV row groups are one head (head_dim <= 256)
 constexpr int Y_FLOATS = 2 * MAX_ROWS * MAX_TILE_ROWS;  // [half (gate, up)][row][output row]
 constexpr int PARTNER_FLOATS = 8 * 32 * 4;
-// Bytes of dynamic shared memory before the input rows: Y_FLOATS + PARTNER_FLOATS + TILE_WARPS floats.
-constexpr int GEMV_SMEM_FIXED = 20544;
-static_assert(GEMV_SMEM_FIXED == 4 * (Y_FLOATS + PARTNER_FLOATS + TILE_WARPS), "GEMV_SMEM_FIXED");
+// Bytes of dynamic shared memory before the input rows: Y_FLOATS + PARTNER_FLOATS + TILE_WARPS floats,
+// then MAX_SLOTS mbarriers.
+constexpr int GEMV_SMEM_FIXED = 20640;
+static_assert(GEMV_SMEM_FIXED == 4 * (Y_FLOATS + PARTNER_FLOATS + TILE_WARPS) + 8 * MAX_SLOTS, "GEMV_SMEM_FIXED");
+constexpr int GEMV_MIN_RING = 2 * ROW_BLOCK * K_BLOCK * 2;  // two bf16 slots: the least the ring may have
+
+__device__ __forceinline__ u32 dynamic_smem_bytes() {
+    u32 r;
+    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(r));
+    return r;
+}
 
 struct GemvSmem {
+    u8* base;
     float* y;
     float* partner;
     float* red;
+    u64* bars;
     bf16* x;
     __device__ explicit GemvSmem(u8* base)
-        : y(reinterpret_cast<float*>(base)),
+        : base(base),
+          y(reinterpret_cast<float*>(base)),
           partner(y + Y_FLOATS),
           red(partner + PARTNER_FLOATS),
-          x(reinterpret_cast<bf16*>(red + TILE_WARPS)) {}
+          bars(reinterpret_cast<u64*>(red + TILE_WARPS)),
+          x(reinterpret_cast<bf16*>(bars + MAX_SLOTS)) {}
     __device__ float* y_at(int half, int row) const { return y + (half * MAX_ROWS + row) * MAX_TILE_ROWS; }
+    // The weight ring: after `x_elems` input elements, 128-byte aligned, to the end of dynamic memory.
+    __device__ u8* ring(int x_elems) const {
+        const size_t used = reinterpret_cast<const u8*>(x + x_elems) - base;
+        return base + ((used + 127) & ~static_cast<size_t>(127));
+    }
+    __device__ int ring_bytes(int x_elems) const { return static_cast<int>(dynamic_smem_bytes() - (ring(x_elems) - base)); }
 };
 
 struct RowGroup {
@@ -148,66 +167,23 @@ __device__ inline void keep_hidden(const Ctx& ctx, const Word& w, float* red) {
 }
 
 // --- the GEMV proper ------------------------------------------------------------------------------------
-// bf16 rows inside an fp8 instruction (in_proj's b and a: a few dozen rows) by plain dot products: the
-// tensor-core bf16 path compiled into the same kernel as the fp8 one makes it spill. Same contract as
-// gemv_warp_blocks: acc in the mma fragment layout, the blocks first, first + 2, ... below b1 in order.
-__device__ inline void gemv_strip_scalar(float (&acc)[4], const u8* weight, int k, int row0, int valid, int first,
-                                         int b1, const bf16* x, int x_stride, int x_block0, int m) {
-    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
-    for (int r = 0; r < valid; ++r) {
-        const bf16* wr = reinterpret_cast<const bf16*>(weight) + static_cast<size_t>(row0 + r) * k + 4 * lane;
-        for (int input = 0; input < m; ++input) {
-            const bf16* xr = x + input * x_stride + 4 * lane;
-            float sum = 0.0f;
-            for (int b = first; b < b1; b += 2) {
-                const bf16* wb = wr + b * K_BLOCK;
-                const bf16* xb = xr + (b - x_block0) * K_BLOCK;
-                float p = mul_rn(bf(wb[0]), bf(xb[0]));
-                for (int e = 1; e < 4; ++e) p = add_rn(p, mul_rn(bf(wb[e]), bf(xb[e])));
-                sum = add_rn(sum, warp_sum(p));
-            }
-            if (g == (r & 7) && t == (input >> 1)) {
-                const int q = (r >> 3) * 2 + (input & 1);
-                if (q == 0) acc[0] = sum;
-                else if (q == 1) acc[1] = sum;
-                else if (q == 2) acc[2] = sum;
-                else acc[3] = sum;
-            }
-        }
-    }
-}
-
 // fp32 sums of `rows` (<= 128) rows from local row `row0` of weight W over k-blocks [b0, b1), for the m
-// input rows in x -> y[row * MAX_TILE_ROWS + i]. 16 warps: strip = 16 rows, even/odd k-blocks.
-// FP8_KERNEL: the instruction has fp8 weights (its bf16 segments take the scalar path); otherwise every
-// segment is bf16 and takes the tensor-core path.
-template <bool FP8_KERNEL>
-__device__ inline void gemv_rows(const Weight& W, int k, int row0, int rows, int b0, int b1, const bf16* x,
-                                 int x_stride, int m, float* y, float* partner) {
+// input rows in sm.x -> y[row * MAX_TILE_ROWS + i]. fp8 and bf16 segments take the same path (gemv.cuh).
+__device__ inline void gemv_rows(const GemvSmem& sm, const Weight& W, int k, int row0, int rows, int b0, int b1,
+                                 int x_stride, int m, float* y) {
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, warp = threadIdx.x >> 5;
-    const int strip = warp & 7, valid = rows - strip * WARP_ROWS;
-    const bool odd = warp >= 8;
-    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    if (valid > 0) {
-        const int r = row0 + strip * WARP_ROWS, v = min(valid, WARP_ROWS);
-        if (FP8_KERNEL && W.dtype == DT_FP8)
-            gemv_warp_blocks<true, 2>(acc, W.base, reinterpret_cast<const bf16*>(W.scale), k, r, v, b0 + odd, 2, b1,
-                                      x, x_stride, b0, m);
-        else if (FP8_KERNEL)
-            gemv_strip_scalar(acc, W.base, k, r, v, b0 + odd, b1, x, x_stride, b0, m);
-        else
-            gemv_warp_blocks<false, 1>(acc, W.base, nullptr, k, r, v, b0 + odd, 2, b1, x, x_stride, b0, m);
-    }
-    gemv_pair_combine(acc, partner + strip * 128, odd);
-    if (!odd) {
+    const int strip = warp & 7;
+    float acc[4];
+    gemv_block_rows(acc, W.dtype == DT_FP8, W.base, reinterpret_cast<const bf16*>(W.scale), k, row0, rows, b0, b1, sm.x,
+                    x_stride, m, sm.ring(m * x_stride), sm.ring_bytes(m * x_stride), sm.bars, sm.partner);
+    if (warp < 8) {
 #pragma unroll
         for (int q = 0; q < 4; ++q) {
             const int i = strip * WARP_ROWS + g + 8 * (q >> 1), input = 2 * t + (q & 1);
             if (i < rows && input < m) y[input * MAX_TILE_ROWS + i] = acc[q];
         }
     }
-    __syncthreads();  // y complete; partner free for the next pass
+    __syncthreads();  // y complete; partner and ring free for the next pass
 }
 
 // --- epilogues ---------------------------------------------------------------------------------------
@@ -305,7 +281,6 @@ __device__ inline void gemv_epilogue(const Ctx& ctx, const Word& w, const RowGro
 }
 
 // --- tiles ---------------------------------------------------------------------------------------------
-template <bool FP8_KERNEL>
 __device__ inline void gemv_main_tile(const Ctx& ctx, const Word& w, int tile, u8* smem) {
     const GemvSmem sm(smem);
     const int groups = row_group_count(ctx, w), s = tile / groups;
@@ -322,8 +297,7 @@ __device__ inline void gemv_main_tile(const Ctx& ctx, const Word& w, int tile, u
         const Weight W = ctx.weight(w.weight_first() + (gate_up ? p : rg.segment));
         const int first = rg.r0 - rg.seg_r0 + (gate_up ? 0 : p * ROW_BLOCK);
         const int prows = gate_up ? rows : min(ROW_BLOCK, rows - p * ROW_BLOCK);
-        gemv_rows<FP8_KERNEL>(W, k, first, prows, b0, b1, sm.x, width, m, sm.y_at(gate_up ? p : 0, 0) + (gate_up ? 0 : p * ROW_BLOCK),
-                  sm.partner);
+        gemv_rows(sm, W, k, first, prows, b0, b1, width, m, sm.y_at(gate_up ? p : 0, 0) + (gate_up ? 0 : p * ROW_BLOCK));
     }
     if (S > 1) {  // this slice's sums -> scratch rows [s m, (s + 1) m); the reduce tile finishes the group
         const Buffer scratch = ctx.buffer(w.buf_scratch());

@@ -1,0 +1,235 @@
+// The megakernel: one cooperatively launched, persistent kernel that interprets a compiled Program
+// (docs/ISA.md "Execution model"). Block b of G walks every word in order, step after step; for each
+// stage of a word it runs tiles [b T / G, (b + 1) T / G): it waits until the tile's input counters
+// reach their targets (thread 0, acquire loads, bounded by the watchdog), runs the same tile function
+// the discrete build launches (tiles.cuh), and signals the tile's counter with a release reduction.
+// Counters are monotonic over a session: a wait in session step t with E arrivals per step and lag L
+// needs E (t + 1 - L); `step_base` is the session's steps already run through this kernel.
+//
+// Watchdog: a wait that does not complete within `timeout_ns` writes one error record (first writer
+// wins) and raises the abort flag; every block polls that flag while it waits, so all blocks leave
+// and the GPU stays usable. The host turns the record into an error naming the instruction.
+//
+// Tracing (the megakernel_trace entry only): per (step, word, stage, block) the block's start, the
+// time its waits were done, its end (%globaltimer ns) and its tile count. The plain entry compiles
+// the trace code out.
+//
+// Built at run time by NVRTC (megakernel/persistent.py) and checked by nvcc in CI.
+
+#include "tiles.cuh"
+
+namespace mk {
+
+constexpr int COUNTER_STRIDE = 32;  // u32 per counter: each on its own 128-byte line (ISA.md)
+constexpr int ERROR_WORDS = 8;      // flag, block, word, stage, counter, expected, seen, 0; then u64 clock
+constexpr int TRACE_WORDS = 8;      // u64 start, u64 ready, u64 end, u32 tiles, u32 wait polls
+
+static_assert(sizeof(GdnSmem) <= GEMV_SMEM_FIXED, "the megakernel sizes its shared memory by the GEMV tiles");
+
+struct Run {
+    u8* arena;
+    const u8* weights;
+    const u8* program;
+    u32* counters;
+    u32* error;  // ERROR_WORDS u32 + u64 clock; error[0] != 0: a watchdog fired (the abort flag)
+    u64* trace;  // [steps][words][2 stages][G] x TRACE_WORDS / 2 u64, or nullptr
+    int step_base, steps;
+    u64 timeout_ns;
+};
+
+__device__ __forceinline__ u64 global_ns() {
+    u64 t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+__device__ __forceinline__ u32 load_acquire(const u32* p) {
+    u32 v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+__device__ __forceinline__ void signal_release(u32* p) {
+    asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(p) : "memory");
+}
+
+__device__ __forceinline__ bool aborted(const u32* error) {
+    return *reinterpret_cast<const volatile u32*>(error) != 0;
+}
+
+// The first output row/column a tile writes decides its completion counter (compiler/hb.py).
+__device__ inline int first_output(const Ctx& ctx, const Word& w, int stage, int tile) {
+    const int op = w.opcode();
+    if (is_gemv(op)) {
+        const int groups = row_group_count(ctx, w);
+        return row_group(ctx, w, stage == 1 ? tile : tile % groups).r0;
+    }
+    if (op == OP_GDN_CORE) {
+        const int column_groups = w.p(9), value_dim = w.p(6);
+        return (tile / column_groups) * value_dim + (tile % column_groups) * (value_dim / column_groups);
+    }
+    return w.n() ? static_cast<int>(static_cast<long long>(tile) * w.n() / w.tiles()) : 0;
+}
+
+// The counter a finished tile increments, or -1.
+__device__ inline int signal_of(const Ctx& ctx, const Word& w, int stage, int tile) {
+    if (w.reduce_tiles() && stage == 0) return w.arrival_base() + tile % row_group_count(ctx, w);
+    if (w.signal_expected() == 0) return -1;
+    const int count = w.signal_count();
+    if (count <= 1) return w.signal_base();
+    return w.signal_base() + static_cast<int>(static_cast<long long>(first_output(ctx, w, stage, tile)) * count / w.n());
+}
+
+// Thread 0: wait until counter c reaches target. False if the watchdog fired (here or in another block).
+__device__ inline bool wait_for(const Run& run, int c, u32 target, int word, int stage, u32& polls) {
+    const u32* p = run.counters + static_cast<size_t>(c) * COUNTER_STRIDE;
+    u32 seen = load_acquire(p);
+    if (seen >= target) return true;
+    const u64 start = global_ns();
+    unsigned sleep = 32;
+    while (true) {
+        __nanosleep(sleep);
+        sleep = min(sleep * 2, 256u);
+        ++polls;
+        seen = load_acquire(p);
+        if (seen >= target) return true;
+        if (aborted(run.error)) return false;
+        const u64 now = global_ns();
+        if (now - start > run.timeout_ns) {
+            if (atomicCAS(run.error, 0u, 1u) == 0u) {
+                volatile u32* e = run.error;
+                e[1] = blockIdx.x, e[2] = word, e[3] = stage, e[4] = c, e[5] = target, e[6] = seen;
+                *reinterpret_cast<volatile u64*>(run.error + ERROR_WORDS) = now;
+                __threadfence();
+            }
+            return false;
+        }
+    }
+}
+
+// Thread 0: every wait of tile `tile` of (word, stage) in session step t (the implicit split-K arrival
+// wait of reduce tiles included).
+__device__ inline bool wait_tile(const Run& run, const Ctx& ctx, const Word& w, int word, int stage, int tile,
+                                 int t, u32& polls) {
+    for (int slot = 0; slot < WAIT_SLOTS; ++slot) {
+        const Wait wt = w.wait(slot);
+        if (wt.mode == WAIT_NONE || wt.stage != stage) continue;
+        const u32 target = static_cast<u32>(wt.expected) * static_cast<u32>(t + 1 - wt.lag);
+        if (wt.mode == WAIT_SLICE) {
+            if (!wait_for(run, wt.base + tile / row_group_count(ctx, w), target, word, stage, polls)) return false;
+        } else {
+            for (int c = wt.base; c < wt.base + wt.count; ++c)
+                if (!wait_for(run, c, target, word, stage, polls)) return false;
+        }
+    }
+    if (stage == 1)
+        return wait_for(run, w.arrival_base() + tile, static_cast<u32>(w.k_slices()) * (t + 1), word, stage, polls);
+    return true;
+}
+
+// GDN is called, not inlined: inlined next to the GEMV it pushes the kernel past 128 registers (spills);
+// called, it costs one saved register per tile (docs/DECISIONS.md D16).
+__device__ __noinline__ void run_gdn(const Ctx ctx, const Word w, int tile, u8* smem) {
+    gdn_tile(ctx, w, tile, *reinterpret_cast<GdnSmem*>(smem));
+}
+
+__device__ __forceinline__ void run_tile(const Ctx& ctx, const Word& w, int stage, int tile, u8* smem) {
+    switch (w.opcode()) {
+        case OP_EMBED: embed_tile(ctx, w, tile); break;
+        case OP_GDN_CORE: run_gdn(ctx, w, tile, smem); break;
+        case OP_ATTN_SCORES: attn_scores_tile(ctx, w, tile); break;
+        case OP_ATTN_PV: attn_pv_tile(ctx, w, tile); break;
+        case OP_ATTN_MERGE: attn_merge_tile(ctx, w, tile); break;
+        case OP_ARGMAX: argmax_tile(ctx, w, tile); break;
+        case OP_HANDOFF: handoff_tile(ctx, w); break;
+        default:  // the GEMV family
+            if (stage == 1) gemv_reduce_tile(ctx, w, tile, smem);
+            else gemv_main_tile(ctx, w, tile, smem);
+    }
+}
+
+// The block's place in the Program lives in shared memory and is re-read after every tile, so that no
+// interpreter state is held in registers across a tile function (the GEMV needs ~110 of the 128).
+struct Place {
+    int step, word, stage, tile, last, first;
+};
+
+template <bool TRACE>
+__device__ inline void interpret(const Run& run) {
+    extern __shared__ __align__(16) u8 smem[];
+    __shared__ volatile Place at;
+    __shared__ volatile int go;
+    __shared__ volatile u64 trace_start, trace_ready;
+    __shared__ volatile u32 trace_polls;
+    const int G = gridDim.x, b = blockIdx.x;
+    if (threadIdx.x == 0) at.step = 0, at.word = -1, at.stage = 1, at.tile = 0, at.last = 0;
+    __syncthreads();
+    while (true) {
+        if (threadIdx.x == 0) {  // advance to this block's next tile, then wait for its inputs
+            const Ctx ctx{run.arena, run.weights, run.program};
+            int step = at.step, i = at.word, stage = at.stage, tile = at.tile + 1, last = at.last, first = at.first;
+            while (tile >= last) {
+                if (i >= 0 && stage == 0 && ctx.word(i).reduce_tiles()) {
+                    stage = 1;
+                } else {
+                    stage = 0;
+                    if (++i == ctx.n_words()) i = 0, ++step;
+                    if (step == run.steps) break;
+                    if (ctx.word(i).opcode() == OP_NOP) {
+                        stage = 1;  // no reduce stage either: the loop moves on to the next word
+                        continue;
+                    }
+                }
+                const Word v = ctx.word(i);
+                const int T = stage ? v.reduce_tiles() : v.tiles();
+                first = tile = static_cast<int>(static_cast<long long>(b) * T / G);
+                last = static_cast<int>(static_cast<long long>(b + 1) * T / G);
+            }
+            at.step = step, at.word = i, at.stage = stage, at.tile = tile, at.last = last, at.first = first;
+            if (step == run.steps) {
+                go = 2;
+            } else {
+                u32 polls = 0;
+                if (TRACE && tile == first) trace_start = global_ns(), trace_polls = 0;
+                go = wait_tile(run, ctx, ctx.word(i), i, stage, tile, run.step_base + step, polls) ? 1 : 0;
+                if (TRACE) {
+                    trace_polls = trace_polls + polls;
+                    if (tile == first) trace_ready = global_ns();
+                }
+            }
+        }
+        __syncthreads();
+        if (go != 1) return;  // done (2), or the watchdog fired (0): every block leaves
+        {
+            const Ctx ctx{run.arena, run.weights, run.program};
+            run_tile(ctx, ctx.word(at.word), at.stage, at.tile, smem);
+        }
+        __syncthreads();  // the tile's writes are done (and its shared memory free)
+        if (threadIdx.x == 0) {
+            const Ctx ctx{run.arena, run.weights, run.program};
+            const int c = signal_of(ctx, ctx.word(at.word), at.stage, at.tile);
+            if (c >= 0) signal_release(run.counters + static_cast<size_t>(c) * COUNTER_STRIDE);
+            if (TRACE && at.tile == at.last - 1) {
+                u64* r = run.trace + ((static_cast<size_t>(at.step) * ctx.n_words() + at.word) * 2 + at.stage) * G *
+                                         (TRACE_WORDS / 2) + static_cast<size_t>(b) * (TRACE_WORDS / 2);
+                r[0] = trace_start, r[1] = trace_ready, r[2] = global_ns();
+                r[3] = (static_cast<u64>(trace_polls) << 32) | static_cast<u32>(at.last - at.first);
+            }
+        }
+    }
+}
+
+}  // namespace mk
+
+extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS, 1)
+megakernel(unsigned char* arena, const unsigned char* weights, const unsigned char* program, unsigned int* counters,
+           unsigned int* error, int step_base, int steps, unsigned long long timeout_ns) {
+    mk::interpret<false>(mk::Run{arena, weights, program, counters, error, nullptr, step_base, steps, timeout_ns});
+}
+
+extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS, 1)
+megakernel_trace(unsigned char* arena, const unsigned char* weights, const unsigned char* program,
+                 unsigned int* counters, unsigned int* error, int step_base, int steps, unsigned long long timeout_ns,
+                 unsigned long long* trace) {
+    mk::interpret<true>(mk::Run{arena, weights, program, counters, error, trace, step_base, steps, timeout_ns});
+}

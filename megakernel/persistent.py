@@ -1,0 +1,132 @@
+"""The megakernel's host side: one cooperative launch of megakernel/cuda/megakernel.cu runs N passes of a
+compiled Program on a device session, synchronised by counters in global memory.
+
+Counters belong to this runner: they only grow, so each launch passes the passes already run through it
+(`step_base`) and the kernel's waits target E x (step_base + step + 1 - lag). Other builds may run the same
+session in between (the counters do not describe the arena, only this kernel's progress). After a
+watchdog stop the counters are inconsistent: the runner zeroes them and the session must be reset.
+
+CuPy is imported inside the methods: the package imports on machines without a GPU.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from isa import Program
+
+from . import cuda_build
+from .device import DeviceSession, DeviceWeights
+from .errors import MegakernelError
+
+SOURCE = cuda_build.CUDA_DIR / "megakernel.cu"
+COUNTER_STRIDE = 32  # u32 per counter: one 128-byte line each (docs/ISA.md)
+ERROR_WORDS = 8  # flag, block, word, stage, counter, expected, seen, 0; then a u64 clock
+TRACE_WORDS = 8  # u32 per (step, word, stage, block) record: start, ready, end (u64 ns), tiles | polls << 32
+
+
+class MegakernelStall(MegakernelError):
+    """The watchdog stopped the kernel: a wait was not satisfied in time."""
+
+
+def _module():
+    import cupy
+
+    return cuda_build.module(SOURCE, cupy.cuda.Device().id)
+
+
+class Megakernel:
+    """`program` bound to device weights and a session, run by the persistent kernel. `run(steps)` runs
+    `steps` passes in one launch and checks the watchdog; `launch(steps)` only enqueues (benchmarks)."""
+
+    def __init__(self, program: Program, weights: DeviceWeights, session: DeviceSession, timeout_s: float = 0.5):
+        import cupy
+
+        if not weights.serves(program):
+            raise ValueError("the device weights were laid out for another Program's weight table")
+        sms = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["multiProcessorCount"]
+        if program.sms > sms:
+            raise MegakernelError(f"the Program was compiled for {program.sms} blocks; this device has {sms} SMs, "
+                                  "so they cannot all be resident at once")
+        self.program, self.weights, self.session = program, weights, session
+        self.bytes = cupy.asarray(np.frombuffer(program.to_bytes(), dtype=np.uint8))
+        self.threads = cuda_build.define(cuda_build.CUDA_DIR / "common.cuh", "TILE_THREADS")
+        mod = _module()
+        self.kernels = {name: mod.get_function(name) for name in ("megakernel", "megakernel_trace")}
+        static = max(k.shared_size_bytes for k in self.kernels.values())
+        self.smem = cuda_build.max_dynamic_smem() - static  # the GEMV ring takes what the other parts leave
+        if cuda_build.gemv_smem_bytes(program) > self.smem:
+            raise MegakernelError(f"GEMV tiles need {cuda_build.gemv_smem_bytes(program)} bytes of shared memory, "
+                                  f"the device offers {self.smem}")
+        for name, kernel in self.kernels.items():
+            kernel.max_dynamic_shared_size_bytes = self.smem
+            if kernel.max_threads_per_block < self.threads:
+                raise MegakernelError(f"{name}: {kernel.num_regs} registers per thread allow "
+                                      f"{kernel.max_threads_per_block} threads per block, the tiles need {self.threads}")
+        self.counters = cupy.zeros(max(1, len(program.counters)) * COUNTER_STRIDE, dtype=cupy.uint32)
+        self.error = cupy.zeros(ERROR_WORDS + 2, dtype=cupy.uint32)
+        self.timeout_ns = int(timeout_s * 1e9)
+        self.steps_run = 0
+
+    def reset(self) -> None:
+        """A new session: the arena reset, counters and the step count back to zero."""
+        self.session.reset()
+        self.clear_counters()
+
+    def clear_counters(self) -> None:
+        self.counters.fill(0)
+        self.error.fill(0)
+        self.steps_run = 0
+
+    def launch(self, steps: int = 1, trace=None) -> None:
+        """Enqueue one cooperative launch of `steps` passes on the current stream (no checks, no sync)."""
+        import cupy
+
+        name = "megakernel" if trace is None else "megakernel_trace"
+        args = (self.session.arena, self.weights.data, self.bytes, self.counters, self.error,
+                np.int32(self.steps_run), np.int32(steps), np.uint64(self.timeout_ns))
+        if trace is not None:
+            args += (trace,)
+        try:
+            self.kernels[name]((self.program.sms,), (self.threads,), args, shared_mem=self.smem,
+                               enable_cooperative_groups=True)
+        except cupy.cuda.driver.CUDADriverError as e:
+            raise MegakernelError(f"cooperative launch of {self.program.sms} blocks x {self.threads} threads with "
+                                  f"{self.smem} bytes of shared memory refused ({e}): the blocks cannot all be "
+                                  "resident at once") from e
+        self.steps_run += steps
+
+    def run(self, steps: int = 1, trace=None) -> None:
+        """`steps` passes in one launch, refused past the session's capacity; raises MegakernelStall (and
+        clears the counters; reset the session) if the watchdog stopped the kernel."""
+        room = self.session.capacity - self.session.position
+        if steps * self.program.rows > room:
+            raise ValueError(f"context_full: {steps} passes of {self.program.rows} rows need "
+                             f"{steps * self.program.rows} positions, the session has {room} left")
+        self.launch(steps, trace)
+        self.check()
+
+    def check(self) -> None:
+        """Wait for the kernel; raise MegakernelStall with the stalled instruction if the watchdog fired."""
+        record = self.error.get()
+        if record[0] == 0:
+            return
+        block, word, stage, counter, expected, seen = (int(v) for v in record[1:7])
+        self.clear_counters()
+        entry = self.program.counters[counter]
+        producer = self.program.line(entry.producer, self.program.words[entry.producer])
+        raise MegakernelStall(
+            f"watchdog: block {block} waited {self.timeout_ns / 1e9:g} s for counter {counter} ({entry.name}) to "
+            f"reach {expected} (it holds {seen}) before the {'reduce' if stage else 'main'}-stage tiles of "
+            f"instruction {word}; every block stopped, counters cleared, reset the session.\n"
+            f"waiting:  {self.program.line(word, self.program.words[word])}\n"
+            f"producer: {producer}")
+
+    def trace_buffer(self, steps: int):
+        """A zeroed trace buffer for `steps` passes: [steps, words, 2 stages, blocks, 4] uint64."""
+        import cupy
+
+        return cupy.zeros((steps, len(self.program.words), 2, self.program.sms, TRACE_WORDS // 2), dtype=cupy.uint64)
+
+
+__all__ = ["Megakernel", "MegakernelStall"]
