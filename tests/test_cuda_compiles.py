@@ -73,3 +73,20 @@ def test_gemv_constants_agree_with_the_python_plan():
     assert kernels.gemv_threads() == 2 * (plan.ROW_BLOCK // cuda_build.define(kernels.GEMV_HEADER, "WARP_ROWS")) * 32
     with pytest.raises(RuntimeError, match="defines no NOT_A_CONSTANT"):
         cuda_build.define(kernels.GEMV_HEADER, "NOT_A_CONSTANT")
+
+
+H200_MAX_DYNAMIC_SMEM = 232448  # cudaDevAttrMaxSharedMemoryPerBlockOptin on the H200 (227 KB)
+
+
+@pytest.mark.parametrize("rows", [1, 8])
+def test_gemv_tiles_fit_the_h200_shared_memory_with_a_ring(rows):
+    """The widest k-slice's input rows plus the fixed part leave at least the two-slot weight ring, for the
+    27B target and the MTP programs (the megakernel's static shared memory taken off too)."""
+    from compiler import lower, lower_mtp
+    from megakernel import cuda_build
+    from megakernel.config import preset
+
+    config = preset("qwen3.5-27b")
+    for program in (lower(config, rows=rows, sms=132, capacity=64), lower_mtp(config, rows=rows, sms=132, capacity=64)):
+        need = cuda_build.gemv_smem_bytes(program)
+        assert need <= H200_MAX_DYNAMIC_SMEM - 4096, f"{need} bytes needed, M = {rows}"

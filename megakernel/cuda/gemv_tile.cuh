@@ -19,7 +19,8 @@ constexpr int PARTNER_FLOATS = 8 * 32 * 4;
 // then MAX_SLOTS mbarriers.
 constexpr int GEMV_SMEM_FIXED = 20640;
 static_assert(GEMV_SMEM_FIXED == 4 * (Y_FLOATS + PARTNER_FLOATS + TILE_WARPS) + 8 * MAX_SLOTS, "GEMV_SMEM_FIXED");
-constexpr int GEMV_MIN_RING = 2 * ROW_BLOCK * K_BLOCK * 2;  // two bf16 slots: the least the ring may have
+constexpr int GEMV_MIN_RING = 65536;  // two bf16 slots: the least the ring may have
+static_assert(GEMV_MIN_RING == 2 * ROW_BLOCK * K_BLOCK * 2, "GEMV_MIN_RING");
 
 __device__ __forceinline__ u32 dynamic_smem_bytes() {
     u32 r;
