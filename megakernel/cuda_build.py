@@ -31,9 +31,9 @@ def define(path: Path, name: str) -> int:
 
 
 @functools.cache
-def module(source: Path, device_id: int):
+def module(source: Path, device_id: int, cooperative: bool = False):
     """The compiled cupy.RawModule of `source` for device `device_id` (cached), with CUDA_DIR on the
-    include path."""
+    include path; `cooperative`: its kernels launch cooperatively (all blocks co-resident, or refused)."""
     import cupy
     from cupy.cuda.compiler import CompileException
 
@@ -44,13 +44,14 @@ def module(source: Path, device_id: int):
     # here needs arch-specific features, so if an NVRTC refuses the second arch option, build with
     # CuPy's alone rather than fail.
     with cupy.cuda.Device(device_id):
-        mod = cupy.RawModule(code=code, options=(*base, f"--gpu-architecture={arch}"))
+        mod = cupy.RawModule(code=code, options=(*base, f"--gpu-architecture={arch}"),
+                             enable_cooperative_groups=cooperative)
         try:
             mod.compile()
         except CompileException as e:
             if "arch" not in str(e):
                 raise
-            mod = cupy.RawModule(code=code, options=base)
+            mod = cupy.RawModule(code=code, options=base, enable_cooperative_groups=cooperative)
             mod.compile()
     return mod
 

@@ -32,7 +32,7 @@ class MegakernelStall(MegakernelError):
 def _module():
     import cupy
 
-    return cuda_build.module(SOURCE, cupy.cuda.Device().id)
+    return cuda_build.module(SOURCE, cupy.cuda.Device().id, cooperative=True)
 
 
 class Megakernel:
@@ -88,8 +88,7 @@ class Megakernel:
         if trace is not None:
             args += (trace,)
         try:
-            self.kernels[name]((self.program.sms,), (self.threads,), args, shared_mem=self.smem,
-                               enable_cooperative_groups=True)
+            self.kernels[name]((self.program.sms,), (self.threads,), args, shared_mem=self.smem)
         except cupy.cuda.driver.CUDADriverError as e:
             raise MegakernelError(f"cooperative launch of {self.program.sms} blocks x {self.threads} threads with "
                                   f"{self.smem} bytes of shared memory refused ({e}): the blocks cannot all be "
