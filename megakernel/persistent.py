@@ -106,20 +106,31 @@ class Megakernel:
         self.check()
 
     def check(self) -> None:
-        """Wait for the kernel; raise MegakernelStall with the stalled instruction if the watchdog fired."""
+        """Wait for the kernel; raise MegakernelStall naming the stalled instruction if the watchdog fired."""
         record = self.error.get()
         if record[0] == 0:
             return
         block, word, stage, counter, expected, seen = (int(v) for v in record[1:7])
+        held = self.counters.get()[::COUNTER_STRIDE][:len(self.program.counters)]
         self.clear_counters()
-        entry = self.program.counters[counter]
-        producer = self.program.line(entry.producer, self.program.words[entry.producer])
         raise MegakernelStall(
-            f"watchdog: block {block} waited {self.timeout_ns / 1e9:g} s for counter {counter} ({entry.name}) to "
-            f"reach {expected} (it holds {seen}) before the {'reduce' if stage else 'main'}-stage tiles of "
-            f"instruction {word}; every block stopped, counters cleared, reset the session.\n"
-            f"waiting:  {self.program.line(word, self.program.words[word])}\n"
-            f"producer: {producer}")
+            f"watchdog: block {block} waited {self.timeout_ns / 1e9:g} s for counter {counter} "
+            f"({self.program.counters[counter].name}) to reach {expected} (it holds {seen}) before the "
+            f"{'reduce' if stage else 'main'}-stage tiles of instruction {word}; every block stopped, counters "
+            f"cleared, reset the session.\n{self._first_incomplete(held)}")
+
+    def _first_incomplete(self, held: np.ndarray) -> str:
+        """Waits cascade: name the earliest instruction (first step, then program order) with a completion
+        counter short of its count, and the state of its own waits."""
+        entries = self.program.counters
+        done_steps = [int(h) // e.expected if e.expected else 1 << 30 for h, e in zip(held, entries, strict=True)]
+        step = min(done_steps)
+        index = min(e.producer for e, d in zip(entries, done_steps, strict=True) if d == step)
+        w = self.program.words[index]
+        waits = [f"c{c} ({entries[c].name}) needs {wt.expected * (step + 1 - wt.lag)}, holds {int(held[c])}"
+                 for wt in w.waits for c in wt.counters()]
+        return (f"first incomplete instruction (session pass {step}):\n{self.program.line(index, w)}\n"
+                f"its waits: {'; '.join(waits) or 'none'}")
 
     def trace_buffer(self, steps: int):
         """A zeroed trace buffer for `steps` passes: [steps, words, 2 stages, blocks, 4] uint64."""

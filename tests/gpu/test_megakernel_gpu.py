@@ -7,7 +7,6 @@
 * the trace: one record per (step, word, stage, block) that ran tiles, times in order.
 """
 
-import dataclasses
 import time
 
 import numpy as np
@@ -18,10 +17,11 @@ cupy = pytest.importorskip("cupy")
 from compiler import lower  # noqa: E402
 from compiler.tiling import block_range  # noqa: E402
 from discrete.launcher import DiscreteProgram  # noqa: E402
-from isa import Kind, Program, WaitMode  # noqa: E402
+from isa import Kind  # noqa: E402
 from megakernel.config import preset  # noqa: E402
 from megakernel.device import DeviceSession, DeviceWeights  # noqa: E402
 from megakernel.persistent import Megakernel, MegakernelStall  # noqa: E402
+from program_tools import impossible_wait  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 TOKENS = [9707, 11, 1879, 0, 151, 77, 3000, 42]
@@ -119,17 +119,6 @@ def test_27b_synthetic_256_greedy_passes_equal_graph(big):
     greedy_compare(program, graph, mega, config, steps=256)
 
 
-def impossible_wait(program: Program, index: int) -> Program:
-    """The Program with word `index`'s first wait asking for far more arrivals than any step makes."""
-    w = program.words[index]
-    first = next(i for i, wt in enumerate(w.waits) if wt.mode != WaitMode.NONE)
-    waits = list(w.waits)
-    waits[first] = dataclasses.replace(waits[first], expected=10**6)
-    words = list(program.words)
-    words[index] = dataclasses.replace(w, waits=tuple(waits))
-    return dataclasses.replace(program, words=words)
-
-
 def test_watchdog_stops_a_stalled_kernel_and_the_gpu_stays_usable(tiny_weights):
     program = lower(tiny_weights.config, rows=1, sms=132, capacity=16, debug_logits=True)
     weights = DeviceWeights.from_weightset(program, tiny_weights, progress=False)
@@ -143,7 +132,7 @@ def test_watchdog_stops_a_stalled_kernel_and_the_gpu_stays_usable(tiny_weights):
         mega.run(1)
     elapsed = time.perf_counter() - t0
     assert elapsed < 1.0, f"the watchdog took {elapsed:.2f} s"
-    # blocks waiting on the broken word, or on what it never produces, report it: either way its line is named
+    # the stall cascades to the blocks waiting on what it never produces: the report names the root
     assert program.line(index, program.words[index]) in str(stall.value), str(stall.value)
     # the GPU is usable and the good Program runs, matching the graph build
     program2, graph, good = pair(lambda p: weights, tiny_weights.config, capacity=16)
