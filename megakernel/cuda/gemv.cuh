@@ -59,6 +59,7 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const u32 (&a)[4], cons
 // so that the two rows a quarter-warp reads at once use all 32 banks.
 constexpr int PIECE = 16;
 constexpr int MAX_SLOTS = 12;
+constexpr int MAX_SLICE_BLOCKS = 256;  // k-blocks of one k-slice (k <= 32768)
 
 __device__ __forceinline__ u32 smem_addr(const void* p) {
     return static_cast<u32>(__cvta_generic_to_shared(p));
@@ -186,16 +187,24 @@ __device__ __forceinline__ void gemv_pair_combine(float (&acc)[4], float* partne
 // parity: each block's 8 mma steps sum into a fresh fp32 partial, acc += scale x partial in block order;
 // then (even) + (odd). Lane (g, t) of the even warp returns acc[0..3] = (row g, input 2t), (g, 2t + 1),
 // (g + 8, 2t), (g + 8, 2t + 1) of its strip; the odd warps' acc is undefined. `ring`: shared memory for
-// at least 2 slots of 128 rows x one k-block; `bars`: MAX_SLOTS mbarriers; `partner`: 8 x 128 floats.
+// at least 2 slots of 128 rows x one k-block; `bars`: MAX_SLOTS mbarriers; `scales`: MAX_SLICE_BLOCKS
+// floats; `partner`: 8 x 128 floats. fp8: row0 must be a multiple of 128 (one scale row per tile).
 __device__ inline void gemv_block_rows(float (&acc)[4], bool fp8, const u8* weight, const __nv_bfloat16* scale,
                                        int k, int row0, int rows, int b0, int b1, const __nv_bfloat16* x,
-                                       int x_stride, int m, u8* ring, int ring_bytes, u64* bars, float* partner) {
+                                       int x_stride, int m, u8* ring, int ring_bytes, u64* bars, float* scales,
+                                       float* partner) {
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, warp = threadIdx.x >> 5;
     const int strip = warp & 7, parity = warp >> 3;
     const int row_bytes = K_BLOCK * (fp8 ? 1 : 2), slot_bytes = ROW_BLOCK * row_bytes;
     const int slots = min(MAX_SLOTS, ring_bytes / slot_bytes), blocks = b1 - b0;
     const size_t row_bytes_global = static_cast<size_t>(k) * (fp8 ? 1 : 2);
     if (threadIdx.x < slots) barrier_init(&bars[threadIdx.x], TILE_THREADS);
+    // The rows' block scales for the slice, into shared memory once (row0 is a multiple of 128, so one
+    // scale row serves the tile): read from L2 per block, their latency would stall every block.
+    if (fp8) {
+        const __nv_bfloat16* scale_row = scale + static_cast<size_t>(row0 / ROW_BLOCK) * (k / K_BLOCK) + b0;
+        for (int i = threadIdx.x; i < blocks; i += TILE_THREADS) scales[i] = __bfloat162float(scale_row[i]);
+    }
     __syncthreads();
     for (int n = 0; n < min(slots, blocks); ++n)
         stage_block(ring + n * slot_bytes, &bars[n], weight, row_bytes_global, row_bytes, row0, rows, b0 + n);
@@ -203,8 +212,6 @@ __device__ inline void gemv_block_rows(float (&acc)[4], bool fp8, const u8* weig
     const bool active = strip * WARP_ROWS < rows, has_row = g < m;
     const __nv_bfloat16* x_row = x + static_cast<size_t>(g) * x_stride;
     const int r = strip * WARP_ROWS + g;  // this lane's rows in the slot: r and r + 8
-    const __nv_bfloat16* scale_row =
-        fp8 ? scale + static_cast<size_t>((row0 + strip * WARP_ROWS) / ROW_BLOCK) * (k / K_BLOCK) : nullptr;
     acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
     for (int pair = 0; 2 * pair < blocks; ++pair) {
         const int n = 2 * pair + parity;  // this warp's block of the pair
@@ -218,7 +225,7 @@ __device__ inline void gemv_block_rows(float (&acc)[4], bool fp8, const u8* weig
                 read_chunk(w, data, row_bytes, r, h, t);
                 chunk_steps(c, w, fp8, h, x_row, has_row, n, t);
             }
-            const float s = fp8 ? __bfloat162float(scale_row[b0 + n]) : 1.0f;
+            const float s = fp8 ? scales[n] : 1.0f;
 #pragma unroll
             for (int q = 0; q < 4; ++q) acc[q] = add_rn(acc[q], fp8 ? mul_rn(s, c[q]) : c[q]);
         }

@@ -15,10 +15,11 @@ namespace mk {
 constexpr int MAX_TILE_ROWS = 256;  // NORM_GEMV_QKV row groups are one head (head_dim <= 256)
 constexpr int Y_FLOATS = 2 * MAX_ROWS * MAX_TILE_ROWS;  // [half (gate, up)][row][output row]
 constexpr int PARTNER_FLOATS = 8 * 32 * 4;
-// Bytes of dynamic shared memory before the input rows: Y_FLOATS + PARTNER_FLOATS + TILE_WARPS floats,
-// then MAX_SLOTS mbarriers.
-constexpr int GEMV_SMEM_FIXED = 20640;
-static_assert(GEMV_SMEM_FIXED == 4 * (Y_FLOATS + PARTNER_FLOATS + TILE_WARPS) + 8 * MAX_SLOTS, "GEMV_SMEM_FIXED");
+// Bytes of dynamic shared memory before the input rows: Y_FLOATS + PARTNER_FLOATS + TILE_WARPS +
+// MAX_SLICE_BLOCKS floats, then MAX_SLOTS mbarriers.
+constexpr int GEMV_SMEM_FIXED = 21664;
+static_assert(GEMV_SMEM_FIXED == 4 * (Y_FLOATS + PARTNER_FLOATS + TILE_WARPS + MAX_SLICE_BLOCKS) + 8 * MAX_SLOTS,
+              "GEMV_SMEM_FIXED");
 constexpr int GEMV_MIN_RING = 65536;  // two bf16 slots: the least the ring may have
 static_assert(GEMV_MIN_RING == 2 * ROW_BLOCK * K_BLOCK * 2, "GEMV_MIN_RING");
 
@@ -33,6 +34,7 @@ struct GemvSmem {
     float* y;
     float* partner;
     float* red;
+    float* scales;
     u64* bars;
     bf16* x;
     __device__ explicit GemvSmem(u8* base)
@@ -40,7 +42,8 @@ struct GemvSmem {
           y(reinterpret_cast<float*>(base)),
           partner(y + Y_FLOATS),
           red(partner + PARTNER_FLOATS),
-          bars(reinterpret_cast<u64*>(red + TILE_WARPS)),
+          scales(red + TILE_WARPS),
+          bars(reinterpret_cast<u64*>(scales + MAX_SLICE_BLOCKS)),
           x(reinterpret_cast<bf16*>(bars + MAX_SLOTS)) {}
     __device__ float* y_at(int half, int row) const { return y + (half * MAX_ROWS + row) * MAX_TILE_ROWS; }
     // The weight ring: after `x_elems` input elements, 128-byte aligned, to the end of dynamic memory.
@@ -176,7 +179,8 @@ __device__ inline void gemv_rows(const GemvSmem& sm, const Weight& W, int k, int
     const int strip = warp & 7;
     float acc[4];
     gemv_block_rows(acc, W.dtype == DT_FP8, W.base, reinterpret_cast<const bf16*>(W.scale), k, row0, rows, b0, b1, sm.x,
-                    x_stride, m, sm.ring(m * x_stride), sm.ring_bytes(m * x_stride), sm.bars, sm.partner);
+                    x_stride, m, sm.ring(m * x_stride), sm.ring_bytes(m * x_stride), sm.bars, sm.scales,
+                    sm.partner);
     if (warp < 8) {
 #pragma unroll
         for (int q = 0; q < 4; ++q) {
