@@ -23,7 +23,7 @@ __device__ __forceinline__ void gemv_slices(const unsigned char* weight, const _
     __syncthreads();
     float acc[4];
     mk::gemv_block_rows(acc, FP8, weight, scale, k, blockIdx.x * mk::ROW_BLOCK, mk::ROW_BLOCK, b0, b1, sm.x, width, m,
-                        sm.ring(m * width), sm.ring_bytes(m * width), sm.bars, sm.scales, sm.partner);
+                        sm.ring(m * width), sm.ring_bytes(m * width), sm.scales, sm.partner);
     if (warp >= 8) return;
 #pragma unroll
     for (int r = 0; r < 4; ++r) {

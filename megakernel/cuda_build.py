@@ -71,16 +71,20 @@ def max_dynamic_smem() -> int:
 
 
 def gemv_smem_bytes(program) -> int:
-    """Least dynamic shared memory of a Program's GEMV tiles: the fixed part, the widest k-slice's bf16
-    input rows, then a two-slot weight ring (gemv_tile.cuh). Launches give them the device's maximum."""
-    from isa import GEMV_OPS
+    """Least dynamic shared memory of a Program's GEMV tiles: the fixed part, the k-slice's bf16 input rows,
+    then a weight ring of two k-blocks per warp (gemv_tile.cuh), for the neediest word. Launches give them
+    the device's maximum (the ring takes the rest)."""
+    from isa import GEMV_OPS, DType
 
     from . import plan
 
-    widest = 0
+    tile = CUDA_DIR / "gemv_tile.cuh"
+    fixed, ring = define(tile, "GEMV_SMEM_FIXED"), define(tile, "GEMV_MIN_RING")
+    need = 0
     for w in program.words:
         if w.opcode in GEMV_OPS:
-            widest = max(widest, max(b1 - b0 for b0, b1 in (plan.slice_blocks(w.k, w.k_slices, s)
-                                                            for s in range(w.k_slices))) * plan.K_BLOCK)
-    tile = CUDA_DIR / "gemv_tile.cuh"
-    return define(tile, "GEMV_SMEM_FIXED") + 2 * program.rows * widest + 128 + define(tile, "GEMV_MIN_RING")
+            width = max(b1 - b0 for b0, b1 in (plan.slice_blocks(w.k, w.k_slices, s) for s in range(w.k_slices)))
+            elem = max(2 if e.dtype == DType.BF16 else 1
+                       for e in program.weights[w.weight_first:w.weight_first + w.weight_count])
+            need = max(need, fixed + 2 * program.rows * width * plan.K_BLOCK + 128 + ring * elem)
+    return need

@@ -51,48 +51,46 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const u32 (&a)[4], cons
 }
 
 // --- weights staged through shared memory ------------------------------------------------------------
-// A tile's weights stream through a ring of slots in shared memory, one k-block of its (up to) 128 rows
-// per slot: every thread copies 16-byte pieces with cp.async, and an mbarrier per slot completes when all
-// of a slot's copies have landed. Bytes in flight then cost no registers (the register-buffered v2 held
-// 64 per thread, which the megakernel cannot afford next to the other ops), and the compute warps read
-// shared memory, not DRAM latency. Within a slot, row r's 16-byte piece c sits at piece c ^ 4 (r & 1),
-// so that the two rows a quarter-warp reads at once use all 32 banks.
+// Each warp streams its own 16 rows through a private ring of `depth` slots in shared memory, one k-block
+// per slot: every lane copies, with cp.async, exactly the 16-byte pieces it will later feed the mma
+// (rows g and g + 8, pieces t and t + 4 of each 128-byte chunk), so it needs no barrier, only its own
+// copy groups (cp.async.wait_group). Bytes in flight then cost no registers (the register-buffered v2
+// held 64 per thread, which the megakernel cannot afford beside the other ops: D16). Within a slot, row
+// r's piece c sits at piece c ^ 4 (r & 1), so the two rows a quarter-warp reads at once use all 32 banks.
 constexpr int PIECE = 16;
-constexpr int MAX_SLOTS = 12;
+constexpr int MAX_DEPTH = 6;           // k-blocks in flight per warp
 constexpr int MAX_SLICE_BLOCKS = 256;  // k-blocks of one k-slice (k <= 32768)
 
 __device__ __forceinline__ u32 smem_addr(const void* p) {
     return static_cast<u32>(__cvta_generic_to_shared(p));
 }
 
-__device__ __forceinline__ void copy_async16(void* dst, const void* src) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_addr(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void copy_async16(u32 dst, const void* src) {  // dst: a shared-memory address
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
 }
 
-// The slot's barrier completes when every copy this thread issued so far has landed (one arrival per thread).
-__device__ __forceinline__ void copies_arrive(u64* bar) {
-    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(smem_addr(bar)) : "memory");
+__device__ __forceinline__ uint4 load_shared16(u32 at) {
+    uint4 r;
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "r"(at));
+    return r;
 }
 
-__device__ __forceinline__ void barrier_init(u64* bar, u32 count) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count) : "memory");
+__device__ __forceinline__ void copies_commit() {
+    asm volatile("cp.async.commit_group;" ::: "memory");
 }
 
-__device__ __forceinline__ void barrier_inval(u64* bar) {
-    asm volatile("mbarrier.inval.shared::cta.b64 [%0];" ::"r"(smem_addr(bar)) : "memory");
+// Wait until at most `pending` (0 .. MAX_DEPTH - 1) of this thread's newest copy groups are in flight.
+__device__ __forceinline__ void copies_wait(int pending) {
+    switch (pending) {
+        case 0: asm volatile("cp.async.wait_group 0;" ::: "memory"); break;
+        case 1: asm volatile("cp.async.wait_group 1;" ::: "memory"); break;
+        case 2: asm volatile("cp.async.wait_group 2;" ::: "memory"); break;
+        case 3: asm volatile("cp.async.wait_group 3;" ::: "memory"); break;
+        case 4: asm volatile("cp.async.wait_group 4;" ::: "memory"); break;
+        default: asm volatile("cp.async.wait_group 5;" ::: "memory"); break;
+    }
 }
-
-__device__ __forceinline__ void barrier_wait(u64* bar, u32 parity) {
-    asm volatile(
-        "{\n"
-        ".reg .pred done;\n"
-        "WAIT_%=:\n"
-        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-        "@!done bra WAIT_%=;\n"
-        "}\n" ::"r"(smem_addr(bar)),
-        "r"(parity)
-        : "memory");
-}
+static_assert(MAX_DEPTH == 6, "copies_wait covers pending 0 .. MAX_DEPTH - 1");
 
 __device__ __forceinline__ int swizzled(int piece, int row) {
     return piece ^ ((row & 1) << 2);
@@ -105,12 +103,12 @@ struct Chunk {
     uint4 row_g8[2];
 };
 
-__device__ __forceinline__ void read_chunk(Chunk& w, const u8* slot, int row_bytes, int r, int h, int t) {
+__device__ __forceinline__ void read_chunk(Chunk& w, u32 slot, int row_bytes, int r, int h, int t) {
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
         const int piece = 8 * h + 4 * i + t;
-        w.row_g[i] = *reinterpret_cast<const uint4*>(slot + r * row_bytes + PIECE * swizzled(piece, r));
-        w.row_g8[i] = *reinterpret_cast<const uint4*>(slot + (r + 8) * row_bytes + PIECE * swizzled(piece, r + 8));
+        w.row_g[i] = load_shared16(slot + r * row_bytes + PIECE * swizzled(piece, r));
+        w.row_g8[i] = load_shared16(slot + (r + 8) * row_bytes + PIECE * swizzled(piece, r + 8));
     }
 }
 
@@ -152,18 +150,17 @@ __device__ __forceinline__ void chunk_steps(float (&c)[4], const Chunk& w, bool 
     }
 }
 
-// The block's threads copy k-block `block` of rows [row0, row0 + rows) into `slot` (up to the strip's end,
-// rows past the last valid one repeating it), then arrive on the slot's barrier.
-__device__ __forceinline__ void stage_block(u8* slot, u64* bar, const u8* weight, size_t row_bytes_global,
-                                            int row_bytes, int row0, int rows, int block) {
-    const int per_row = row_bytes / PIECE, pieces = ((rows + WARP_ROWS - 1) / WARP_ROWS) * WARP_ROWS * per_row;
-    for (int q = threadIdx.x; q < pieces; q += TILE_THREADS) {
-        const int r = q / per_row, c = q % per_row;
-        const u8* src = weight + static_cast<size_t>(row0 + min(r, rows - 1)) * row_bytes_global +
-                        static_cast<size_t>(block) * row_bytes + PIECE * c;
-        copy_async16(slot + r * row_bytes + PIECE * swizzled(c, r), src);
+// This lane's pieces of k-block `block` of its warp's 16 rows into `slot` [16 rows][row_bytes], then one
+// commit (a group per block). row_g: the lane's row g; row g + 8 lies g8_delta bytes further (rows past the
+// last valid one repeat it).
+__device__ __forceinline__ void stage_block(u32 slot, const u8* row_g, u32 g8_delta, int row_bytes, int block,
+                                            int g, int t) {
+    const u8* src = row_g + static_cast<size_t>(block) * row_bytes;
+    for (int piece = t; piece < row_bytes / PIECE; piece += 4) {
+        copy_async16(slot + g * row_bytes + PIECE * swizzled(piece, g), src + PIECE * piece);
+        copy_async16(slot + (g + 8) * row_bytes + PIECE * swizzled(piece, g + 8), src + g8_delta + PIECE * piece);
     }
-    copies_arrive(bar);
+    copies_commit();
 }
 
 // Two warps share a 16-row strip, one taking the even blocks of the slice and one the odd: the sum is
@@ -185,58 +182,58 @@ __device__ __forceinline__ void gemv_pair_combine(float (&acc)[4], float* partne
 // scales, or bf16 with scale nullptr) over the k-blocks [b0, b1), for input rows x [m, x_stride] (shared
 // memory, k-blocks b0 onwards, m <= 8). Warp (strip, parity) computes 16 rows over the blocks of its
 // parity: each block's 8 mma steps sum into a fresh fp32 partial, acc += scale x partial in block order;
-// then (even) + (odd). Lane (g, t) of the even warp returns acc[0..3] = (row g, input 2t), (g, 2t + 1),
+// then (even) + (odd). Lane (g, t) of an even warp returns acc[0..3] = (row g, input 2t), (g, 2t + 1),
 // (g + 8, 2t), (g + 8, 2t + 1) of its strip; the odd warps' acc is undefined. `ring`: shared memory for
-// at least 2 slots of 128 rows x one k-block; `bars`: MAX_SLOTS mbarriers; `scales`: MAX_SLICE_BLOCKS
-// floats; `partner`: 8 x 128 floats. fp8: row0 must be a multiple of 128 (one scale row per tile).
+// the 16 warps' slots (at least one 16-row block each); `scales`: MAX_SLICE_BLOCKS floats;
+// `partner`: 8 x 128 floats. fp8: row0 must be a multiple of 128 (one scale row per tile).
 __device__ inline void gemv_block_rows(float (&acc)[4], bool fp8, const u8* weight, const __nv_bfloat16* scale,
                                        int k, int row0, int rows, int b0, int b1, const __nv_bfloat16* x,
-                                       int x_stride, int m, u8* ring, int ring_bytes, u64* bars, float* scales,
-                                       float* partner) {
+                                       int x_stride, int m, u8* ring, int ring_bytes, float* scales, float* partner) {
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, warp = threadIdx.x >> 5;
-    const int strip = warp & 7, parity = warp >> 3;
-    const int row_bytes = K_BLOCK * (fp8 ? 1 : 2), slot_bytes = ROW_BLOCK * row_bytes;
-    const int slots = min(MAX_SLOTS, ring_bytes / slot_bytes), blocks = b1 - b0;
-    const size_t row_bytes_global = static_cast<size_t>(k) * (fp8 ? 1 : 2);
-    if (threadIdx.x < slots) barrier_init(&bars[threadIdx.x], TILE_THREADS);
-    // The rows' block scales for the slice, into shared memory once (row0 is a multiple of 128, so one
-    // scale row serves the tile): read from L2 per block, their latency would stall every block.
+    const int strip = warp & 7, parity = warp >> 3, blocks = b1 - b0;
+    const int row_bytes = K_BLOCK * (fp8 ? 1 : 2), slot_bytes = WARP_ROWS * row_bytes;
+    const int depth = min(MAX_DEPTH, ring_bytes / (TILE_WARPS * slot_bytes));
+    // The rows' block scales for the slice, into shared memory once (one L2 read per block would stall it).
     if (fp8) {
         const __nv_bfloat16* scale_row = scale + static_cast<size_t>(row0 / ROW_BLOCK) * (k / K_BLOCK) + b0;
         for (int i = threadIdx.x; i < blocks; i += TILE_THREADS) scales[i] = __bfloat162float(scale_row[i]);
     }
     __syncthreads();
-    for (int n = 0; n < min(slots, blocks); ++n)
-        stage_block(ring + n * slot_bytes, &bars[n], weight, row_bytes_global, row_bytes, row0, rows, b0 + n);
-
-    const bool active = strip * WARP_ROWS < rows, has_row = g < m;
-    const __nv_bfloat16* x_row = x + static_cast<size_t>(g) * x_stride;
-    const int r = strip * WARP_ROWS + g;  // this lane's rows in the slot: r and r + 8
     acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
-    for (int pair = 0; 2 * pair < blocks; ++pair) {
-        const int n = 2 * pair + parity;  // this warp's block of the pair
-        if (active && n < blocks) {
-            const int slot = n % slots;
-            barrier_wait(&bars[slot], (n / slots) & 1);
-            const u8* data = ring + slot * slot_bytes;
+    const int valid = rows - strip * WARP_ROWS;
+    const int mine = blocks > parity ? (blocks - parity + 1) / 2 : 0;  // this warp's blocks: parity, parity + 2, ..
+    if (valid > 0 && mine > 0) {
+        const size_t row_bytes_global = static_cast<size_t>(k) * (fp8 ? 1 : 2);
+        const u8* base = weight + static_cast<size_t>(row0 + strip * WARP_ROWS) * row_bytes_global +
+                         static_cast<size_t>(b0) * row_bytes;
+        const u8* row_g = base + static_cast<size_t>(min(g, valid - 1)) * row_bytes_global;
+        const u32 g8_delta = static_cast<u32>((min(g + 8, valid - 1) - min(g, valid - 1)) * row_bytes_global);
+        const u32 slots = smem_addr(ring) + static_cast<u32>(warp * depth * slot_bytes);
+        const __nv_bfloat16* x_row = x + static_cast<size_t>(g) * x_stride;
+        const bool has_row = g < m;
+        int issued = 0;
+        for (; issued < min(depth, mine); ++issued)
+            stage_block(slots + issued * slot_bytes, row_g, g8_delta, row_bytes, parity + 2 * issued, g, t);
+        for (int j = 0; j < mine; ++j) {
+            copies_wait(issued - j - 1);  // block j has landed (this lane's pieces: all it reads)
+            const u32 slot = slots + (j % depth) * slot_bytes;
+            const int n = parity + 2 * j;
             float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
             for (int h = 0; h < (fp8 ? 1 : 2); ++h) {
                 Chunk w;
-                read_chunk(w, data, row_bytes, r, h, t);
+                read_chunk(w, slot, row_bytes, g, h, t);
                 chunk_steps(c, w, fp8, h, x_row, has_row, n, t);
             }
             const float s = fp8 ? scales[n] : 1.0f;
 #pragma unroll
             for (int q = 0; q < 4; ++q) acc[q] = add_rn(acc[q], fp8 ? mul_rn(s, c[q]) : c[q]);
+            if (issued < mine) {  // the slot is free again: the block `depth` ahead goes into it
+                stage_block(slots + (j % depth) * slot_bytes, row_g, g8_delta, row_bytes, parity + 2 * issued, g, t);
+                ++issued;
+            }
         }
-        __syncthreads();  // both slots of the pair are free again
-        for (int f = 2 * pair; f < 2 * pair + 2; ++f)
-            if (f + slots < blocks)
-                stage_block(ring + (f % slots) * slot_bytes, &bars[f % slots], weight, row_bytes_global, row_bytes,
-                            row0, rows, b0 + f + slots);
     }
     gemv_pair_combine(acc, partner + strip * 128, parity == 1);
-    if (threadIdx.x < slots) barrier_inval(&bars[threadIdx.x]);
 }
 
 }  // namespace mk

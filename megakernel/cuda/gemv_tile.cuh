@@ -3,7 +3,7 @@
 // group's S partials in order and applies the epilogue.
 //
 // Shared memory (dynamic): the fp32 results of the tile's rows, the even/odd warp exchange, reduction
-// scratch, the weight ring's barriers, the prologue's bf16 input rows over the slice, then the weight
+// scratch, the block scales, the prologue's bf16 input rows over the slice, then the weight
 // ring (gemv.cuh) in whatever remains: the launch gives the tile as much as the device allows.
 #pragma once
 
@@ -16,12 +16,13 @@ constexpr int MAX_TILE_ROWS = 256;  // NORM_GEMV_QKV row groups are one head (he
 constexpr int Y_FLOATS = 2 * MAX_ROWS * MAX_TILE_ROWS;  // [half (gate, up)][row][output row]
 constexpr int PARTNER_FLOATS = 8 * 32 * 4;
 // Bytes of dynamic shared memory before the input rows: Y_FLOATS + PARTNER_FLOATS + TILE_WARPS +
-// MAX_SLICE_BLOCKS floats, then MAX_SLOTS mbarriers.
-constexpr int GEMV_SMEM_FIXED = 21664;
-static_assert(GEMV_SMEM_FIXED == 4 * (Y_FLOATS + PARTNER_FLOATS + TILE_WARPS + MAX_SLICE_BLOCKS) + 8 * MAX_SLOTS,
-              "GEMV_SMEM_FIXED");
-constexpr int GEMV_MIN_RING = 65536;  // two bf16 slots: the least the ring may have
-static_assert(GEMV_MIN_RING == 2 * ROW_BLOCK * K_BLOCK * 2, "GEMV_MIN_RING");
+// MAX_SLICE_BLOCKS floats.
+constexpr int GEMV_SMEM_FIXED = 21568;
+static_assert(GEMV_SMEM_FIXED == 4 * (Y_FLOATS + PARTNER_FLOATS + TILE_WARPS + MAX_SLICE_BLOCKS), "GEMV_SMEM_FIXED");
+// The least weight ring: one k-block per warp, per byte of weight element (x 2 for bf16). The 8-row lm_head
+// gets no more than that (its input rows take 80 KB); every M = 1 word gets at least three.
+constexpr int GEMV_MIN_RING = 32768;
+static_assert(GEMV_MIN_RING == TILE_WARPS * WARP_ROWS * K_BLOCK, "GEMV_MIN_RING");
 
 __device__ __forceinline__ u32 dynamic_smem_bytes() {
     u32 r;
@@ -35,7 +36,6 @@ struct GemvSmem {
     float* partner;
     float* red;
     float* scales;
-    u64* bars;
     bf16* x;
     __device__ explicit GemvSmem(u8* base)
         : base(base),
@@ -43,8 +43,7 @@ struct GemvSmem {
           partner(y + Y_FLOATS),
           red(partner + PARTNER_FLOATS),
           scales(red + TILE_WARPS),
-          bars(reinterpret_cast<u64*>(scales + MAX_SLICE_BLOCKS)),
-          x(reinterpret_cast<bf16*>(bars + MAX_SLOTS)) {}
+          x(reinterpret_cast<bf16*>(scales + MAX_SLICE_BLOCKS)) {}
     __device__ float* y_at(int half, int row) const { return y + (half * MAX_ROWS + row) * MAX_TILE_ROWS; }
     // The weight ring: after `x_elems` input elements, 128-byte aligned, to the end of dynamic memory.
     __device__ u8* ring(int x_elems) const {
@@ -179,7 +178,7 @@ __device__ inline void gemv_rows(const GemvSmem& sm, const Weight& W, int k, int
     const int strip = warp & 7;
     float acc[4];
     gemv_block_rows(acc, W.dtype == DT_FP8, W.base, reinterpret_cast<const bf16*>(W.scale), k, row0, rows, b0, b1, sm.x,
-                    x_stride, m, sm.ring(m * x_stride), sm.ring_bytes(m * x_stride), sm.bars, sm.scales,
+                    x_stride, m, sm.ring(m * x_stride), sm.ring_bytes(m * x_stride), sm.scales,
                     sm.partner);
     if (warp < 8) {
 #pragma unroll
