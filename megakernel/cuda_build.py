@@ -9,6 +9,7 @@ for bit therefore does its fp32 arithmetic with explicit non-flushing PTX (gemv.
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 from pathlib import Path
 
@@ -39,7 +40,10 @@ def module(source: Path, device_id: int, cooperative: bool = False):
 
     props = cupy.cuda.runtime.getDeviceProperties(device_id)
     arch = arch_for(props["major"], props["minor"])
-    code, base = source.read_text(), ("-std=c++17", f"-I{CUDA_DIR}")
+    # CuPy's on-disk cache keys on the source text and options only, not on included headers: name the
+    # headers' contents in the text, or an edited header would run a stale binary.
+    headers = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(CUDA_DIR.glob("*.cuh")))).hexdigest()
+    code, base = f"// headers {headers}\n" + source.read_text(), ("-std=c++17", f"-I{CUDA_DIR}")
     # CuPy appends its own -arch=sm_XY; NVRTC 13 takes both and builds for the "a" target. Nothing
     # here needs arch-specific features, so if an NVRTC refuses the second arch option, build with
     # CuPy's alone rather than fail.
