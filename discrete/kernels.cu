@@ -15,21 +15,21 @@ __device__ __forceinline__ void gemv_slices(const unsigned char* weight, const _
                                             const __nv_bfloat16* x, float* out, int n, int k, int m, int slices) {
     extern __shared__ __align__(16) unsigned char smem[];
     const mk::GemvSmem sm(smem);
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, warp = threadIdx.x >> 5;
     const int s = blockIdx.y, blocks = k / mk::K_BLOCK;
     const int b0 = s * blocks / slices, b1 = (s + 1) * blocks / slices, width = (b1 - b0) * mk::K_BLOCK;
     for (int i = threadIdx.x; i < m * width; i += mk::TILE_THREADS)
         sm.x[i] = x[static_cast<size_t>(i / width) * k + b0 * mk::K_BLOCK + i % width];
     __syncthreads();
-    mk::Stream st;
-    st.first = st.second = mk::Pass{weight, scale, static_cast<int>(blockIdx.x) * mk::ROW_BLOCK};
-    st.passes = 1, st.rows = mk::ROW_BLOCK, st.k = k, st.b0 = b0, st.b1 = b1, st.fp8 = FP8;
-    st.ring = sm.ring(m * width), st.ring_bytes = sm.ring_bytes(m * width), st.scales = sm.scales;
-    mk::stream_begin(st);
-    __syncthreads();
-    mk::stream_finish(st, sm.x, width, m, sm.y, nullptr, mk::ROW_BLOCK, sm.partner);
-    for (int i = threadIdx.x; i < m * mk::ROW_BLOCK; i += mk::TILE_THREADS)
-        out[(static_cast<size_t>(s) * m + i / mk::ROW_BLOCK) * n + blockIdx.x * mk::ROW_BLOCK + i % mk::ROW_BLOCK] =
-            sm.y[i];
+    float acc[4];
+    mk::gemv_block_rows(acc, FP8, weight, scale, k, blockIdx.x * mk::ROW_BLOCK, mk::ROW_BLOCK, b0, b1, sm.x, width, m,
+                        sm.ring(m * width), sm.ring_bytes(m * width), sm.scales, sm.partner);
+    if (warp >= 8) return;
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+        const int row = blockIdx.x * mk::ROW_BLOCK + (warp & 7) * mk::WARP_ROWS + g + 8 * (r >> 1), input = 2 * t + (r & 1);
+        if (input < m) out[(static_cast<size_t>(s) * m + input) * n + row] = acc[r];
+    }
 }
 
 extern "C" __global__ void __launch_bounds__(GEMV_THREADS)
@@ -58,7 +58,7 @@ extern "C" __global__ void __launch_bounds__(512) read_bandwidth(const uint4* da
 #define PROGRAM_ARGS unsigned char *arena, const unsigned char *weights, const unsigned char *program, int word
 
 // Every GEMV word (fp8 and bf16 segments take the same path).
-extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS, 1) tile_gemv(PROGRAM_ARGS, int stage) {
+extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS) tile_gemv(PROGRAM_ARGS, int stage) {
     extern __shared__ __align__(16) unsigned char smem[];
     const mk::Ctx ctx{arena, weights, program};
     if (stage == 0) mk::gemv_main_tile(ctx, ctx.word(word), blockIdx.x, smem);

@@ -22,7 +22,7 @@ from .errors import MegakernelError
 SOURCE = cuda_build.CUDA_DIR / "megakernel.cu"
 COUNTER_STRIDE = 32  # u32 per counter: one 128-byte line each (docs/ISA.md)
 ERROR_WORDS = 8  # flag, block, word, stage, counter, expected, seen, 0; then a u64 clock
-TRACE_WORDS = 8  # u32 per (step, word, stage, block) record: start, ready (first waits done), end (u64 ns), tiles
+TRACE_WORDS = 8  # u32 per (step, word, stage, block) record: start, ready, end (u64 ns), tiles | polls << 32
 
 
 class MegakernelStall(MegakernelError):

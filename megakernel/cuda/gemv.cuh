@@ -120,15 +120,8 @@ __device__ __forceinline__ int element_k(bool fp8, int j, int t) {
 
 // The mma steps of one chunk into the block partial c: fp8, steps 0..7 of its block; bf16, steps
 // 4 h .. 4 h + 3 of its block.
-__device__ __forceinline__ uint2 load_shared8(u32 at) {
-    uint2 r;
-    asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(r.x), "=r"(r.y) : "r"(at));
-    return r;
-}
-
-// x_row: the shared-memory address of this lane's input row (k-block 0 of the slice).
-__device__ __forceinline__ void chunk_steps(float (&c)[4], const Chunk& w, bool fp8, int h, u32 x_row, bool has_row,
-                                            int x_block, int t) {
+__device__ __forceinline__ void chunk_steps(float (&c)[4], const Chunk& w, bool fp8, int h,
+                                            const __nv_bfloat16* x_row, bool has_row, int x_block, int t) {
     const u32* rg = reinterpret_cast<const u32*>(w.row_g);
     const u32* rg8 = reinterpret_cast<const u32*>(w.row_g8);
 #pragma unroll
@@ -149,7 +142,7 @@ __device__ __forceinline__ void chunk_steps(float (&c)[4], const Chunk& w, bool 
         u32 b[2] = {0u, 0u};
         if (has_row) {
             const int k = element_k(fp8, fp8 ? j : 4 * h + j, t);
-            const uint2 xv = load_shared8(x_row + 2 * (x_block * K_BLOCK + k));
+            const uint2 xv = *reinterpret_cast<const uint2*>(x_row + x_block * K_BLOCK + k);
             b[0] = xv.x;
             b[1] = xv.y;
         }
@@ -185,125 +178,62 @@ __device__ __forceinline__ void gemv_pair_combine(float (&acc)[4], float* partne
     }
 }
 
-// A tile's weight stream: one or two passes (NORM_GATE_UP's gate and up rows; a 256-row head in two
-// halves) over the same k-blocks, each of `rows` (<= 128, the same for both) rows from row0 of its weight
-// (fp8 with bf16 block scales, or bf16 with scale nullptr; fp8: row0 a multiple of 128, one scale row).
-// The passes form one stream per warp, so the second pass's first blocks are in flight while the first
-// pass ends, and the stream's first blocks are requested before the tile's prologue runs (weights do not
-// depend on activations).
-struct Pass {
-    const u8* weight;
-    const __nv_bfloat16* scale;
-    int row0;
-};
-
-struct Stream {
-    Pass first, second;  // named, not an array: a run-time index would put them in local memory
-    int passes, rows, k, b0, b1;
-    bool fp8;
-    u8* ring;  // the 16 warps' slots (at least one 16-row block each)
-    int ring_bytes;
-    float* scales;  // shared: passes x (b1 - b0) block scales (<= MAX_SLICE_BLOCKS)
-
-    __device__ int row_bytes() const { return K_BLOCK * (fp8 ? 1 : 2); }
-    __device__ int slot_bytes() const { return WARP_ROWS * row_bytes(); }
-    __device__ int depth() const { return min(MAX_DEPTH, ring_bytes / (TILE_WARPS * slot_bytes())); }
-    __device__ int valid(int strip) const { return rows - strip * WARP_ROWS; }
-    __device__ int mine(int parity) const { return b1 - b0 > parity ? (b1 - b0 - parity + 1) / 2 : 0; }
-    __device__ u32 slots(int warp) const { return smem_addr(ring) + static_cast<u32>(warp * depth() * slot_bytes()); }
-
-    // This lane's source row g at k-block b0 of a pass, and the distance to its row g + 8 (rows past the
-    // last valid one repeat it).
-    __device__ const u8* lane_source(const Pass& p, int strip, int g) const {
-        const int v = valid(strip);
-        return p.weight + static_cast<size_t>(p.row0 + strip * WARP_ROWS + min(g, v - 1)) * k * (fp8 ? 1 : 2) +
-               static_cast<size_t>(b0) * row_bytes();
-    }
-    __device__ u32 g8_delta(int strip, int g) const {
-        const int v = valid(strip);
-        return static_cast<u32>((min(g + 8, v - 1) - min(g, v - 1)) * k * (fp8 ? 1 : 2));
-    }
-};
-
-// All TILE_THREADS threads, before the prologue: the block scales into shared memory (read per block from
-// L2 they would stall it) and each warp's first `depth` blocks requested. Visible after a __syncthreads.
-__device__ inline void stream_begin(const Stream& st) {
-    const int blocks = st.b1 - st.b0;
-    if (st.fp8)
-        for (int i = threadIdx.x; i < st.passes * blocks; i += TILE_THREADS) {
-            const Pass& p = i < blocks ? st.first : st.second;
-            st.scales[i] = __bfloat162float(p.scale[static_cast<size_t>(p.row0 / ROW_BLOCK) * (st.k / K_BLOCK) +
-                                                     st.b0 + i % blocks]);
-        }
+// All TILE_THREADS threads: the sums of `rows` (<= 128) rows of W [.., k] from row0 (fp8 with bf16 block
+// scales, or bf16 with scale nullptr) over the k-blocks [b0, b1), for input rows x [m, x_stride] (shared
+// memory, k-blocks b0 onwards, m <= 8). Warp (strip, parity) computes 16 rows over the blocks of its
+// parity: each block's 8 mma steps sum into a fresh fp32 partial, acc += scale x partial in block order;
+// then (even) + (odd). Lane (g, t) of an even warp returns acc[0..3] = (row g, input 2t), (g, 2t + 1),
+// (g + 8, 2t), (g + 8, 2t + 1) of its strip; the odd warps' acc is undefined. `ring`: shared memory for
+// the 16 warps' slots (at least one 16-row block each); `scales`: MAX_SLICE_BLOCKS floats;
+// `partner`: 8 x 128 floats. fp8: row0 must be a multiple of 128 (one scale row per tile).
+__device__ inline void gemv_block_rows(float (&acc)[4], bool fp8, const u8* weight, const __nv_bfloat16* scale,
+                                       int k, int row0, int rows, int b0, int b1, const __nv_bfloat16* x,
+                                       int x_stride, int m, u8* ring, int ring_bytes, float* scales, float* partner) {
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, warp = threadIdx.x >> 5;
-    const int strip = warp & 7, parity = warp >> 3, n_mine = st.mine(parity), total = n_mine * st.passes;
-    if (st.valid(strip) <= 0) return;
-    const u32 slots = st.slots(warp), delta = st.g8_delta(strip, g);
-    for (int u = 0; u < min(st.depth(), total); ++u)
-        stage_block(slots + u * st.slot_bytes(), st.lane_source(u < n_mine ? st.first : st.second, strip, g), delta,
-                    st.row_bytes(), parity + 2 * (u % n_mine), g, t);
-}
-
-// All TILE_THREADS threads, after stream_begin and a __syncthreads: the sums of each pass's rows for the
-// input rows x [m, x_stride] (shared memory, k-blocks b0 onwards, m <= 8) -> y[p][input * y_stride + i]
-// (shared). Warp (strip, parity) computes 16 rows over the blocks of its parity: each block's 8 mma steps
-// sum into a fresh fp32 partial, acc += scale x partial in block order; then (even) + (odd), in that
-// order. `partner`: 8 x 128 floats. Ends with a __syncthreads (y complete, ring and partner free).
-__device__ inline void stream_finish(const Stream& st, const __nv_bfloat16* x, int x_stride, int m, float* y0,
-                                     float* y1, int y_stride, float* partner) {
-    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, warp = threadIdx.x >> 5;
-    const int strip = warp & 7, parity = warp >> 3, n_mine = st.mine(parity), total = n_mine * st.passes;
-    const int depth = st.depth(), blocks = st.b1 - st.b0;
-    float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
-    if (st.valid(strip) > 0 && total > 0) {
-        // everything the loop needs, computed once (the Stream itself is not kept live)
-        const u32 slots = st.slots(warp), delta = st.g8_delta(strip, g), slot_bytes = st.slot_bytes();
-        const u8* src_first = st.lane_source(st.first, strip, g);
-        const u8* src_second = st.lane_source(st.second, strip, g);
-        const u32 x_row = smem_addr(x) + 2 * g * x_stride, scales = smem_addr(st.scales);
-        const bool has_row = g < m, fp8 = st.fp8;
-        const int row_bytes = st.row_bytes();
-        int issued = min(depth, total);
-        for (int u = 0; u < total; ++u) {
-            copies_wait(issued - u - 1);  // block u has landed (this lane's pieces: all it reads)
-            const u32 slot = slots + (u % depth) * slot_bytes;
-            const bool second = u >= n_mine;
-            const int n = parity + 2 * (second ? u - n_mine : u);
+    const int strip = warp & 7, parity = warp >> 3, blocks = b1 - b0;
+    const int row_bytes = K_BLOCK * (fp8 ? 1 : 2), slot_bytes = WARP_ROWS * row_bytes;
+    const int depth = min(MAX_DEPTH, ring_bytes / (TILE_WARPS * slot_bytes));
+    // The rows' block scales for the slice, into shared memory once (one L2 read per block would stall it).
+    if (fp8) {
+        const __nv_bfloat16* scale_row = scale + static_cast<size_t>(row0 / ROW_BLOCK) * (k / K_BLOCK) + b0;
+        for (int i = threadIdx.x; i < blocks; i += TILE_THREADS) scales[i] = __bfloat162float(scale_row[i]);
+    }
+    __syncthreads();
+    acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
+    const int valid = rows - strip * WARP_ROWS;
+    const int mine = blocks > parity ? (blocks - parity + 1) / 2 : 0;  // this warp's blocks: parity, parity + 2, ..
+    if (valid > 0 && mine > 0) {
+        const size_t row_bytes_global = static_cast<size_t>(k) * (fp8 ? 1 : 2);
+        const u8* base = weight + static_cast<size_t>(row0 + strip * WARP_ROWS) * row_bytes_global +
+                         static_cast<size_t>(b0) * row_bytes;
+        const u8* row_g = base + static_cast<size_t>(min(g, valid - 1)) * row_bytes_global;
+        const u32 g8_delta = static_cast<u32>((min(g + 8, valid - 1) - min(g, valid - 1)) * row_bytes_global);
+        const u32 slots = smem_addr(ring) + static_cast<u32>(warp * depth * slot_bytes);
+        const __nv_bfloat16* x_row = x + static_cast<size_t>(g) * x_stride;
+        const bool has_row = g < m;
+        int issued = 0;
+        for (; issued < min(depth, mine); ++issued)
+            stage_block(slots + issued * slot_bytes, row_g, g8_delta, row_bytes, parity + 2 * issued, g, t);
+        for (int j = 0; j < mine; ++j) {
+            copies_wait(issued - j - 1);  // block j has landed (this lane's pieces: all it reads)
+            const u32 slot = slots + (j % depth) * slot_bytes;
+            const int n = parity + 2 * j;
             float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
             for (int h = 0; h < (fp8 ? 1 : 2); ++h) {
                 Chunk w;
                 read_chunk(w, slot, row_bytes, g, h, t);
                 chunk_steps(c, w, fp8, h, x_row, has_row, n, t);
             }
-            float s = 1.0f;
-            if (fp8) asm volatile("ld.shared.f32 %0, [%1];" : "=f"(s) : "r"(scales + 4 * ((second ? blocks : 0) + n)));
+            const float s = fp8 ? scales[n] : 1.0f;
 #pragma unroll
-            for (int q = 0; q < 4; ++q) {
-                const float v = fp8 ? mul_rn(s, c[q]) : c[q];
-                if (second) acc[1][q] = add_rn(acc[1][q], v);
-                else acc[0][q] = add_rn(acc[0][q], v);
-            }
-            if (issued < total) {  // the slot is free again: the block `depth` ahead goes into it
-                const bool later_second = issued >= n_mine;
-                stage_block(slot, later_second ? src_second : src_first, delta, row_bytes,
-                            parity + 2 * (later_second ? issued - n_mine : issued), g, t);
+            for (int q = 0; q < 4; ++q) acc[q] = add_rn(acc[q], fp8 ? mul_rn(s, c[q]) : c[q]);
+            if (issued < mine) {  // the slot is free again: the block `depth` ahead goes into it
+                stage_block(slots + (j % depth) * slot_bytes, row_g, g8_delta, row_bytes, parity + 2 * issued, g, t);
                 ++issued;
             }
         }
     }
-    auto finish = [&](float (&a)[4], float* y) {
-        gemv_pair_combine(a, partner + strip * 128, parity == 1);
-        if (parity == 0) {
-#pragma unroll
-            for (int q = 0; q < 4; ++q) {
-                const int i = strip * WARP_ROWS + g + 8 * (q >> 1), input = 2 * t + (q & 1);
-                if (i < st.rows && input < m) y[input * y_stride + i] = a[q];
-            }
-        }
-        __syncthreads();  // partner free for the next pass; y complete
-    };
-    finish(acc[0], y0);
-    if (st.passes == 2) finish(acc[1], y1);
+    gemv_pair_combine(acc, partner + strip * 128, parity == 1);
 }
 
 }  // namespace mk

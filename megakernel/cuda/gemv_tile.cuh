@@ -169,6 +169,27 @@ __device__ inline void keep_hidden(const Ctx& ctx, const Word& w, float* red) {
     }
 }
 
+// --- the GEMV proper ------------------------------------------------------------------------------------
+// fp32 sums of `rows` (<= 128) rows from local row `row0` of weight W over k-blocks [b0, b1), for the m
+// input rows in sm.x -> y[row * MAX_TILE_ROWS + i]. fp8 and bf16 segments take the same path (gemv.cuh).
+__device__ inline void gemv_rows(const GemvSmem& sm, const Weight& W, int k, int row0, int rows, int b0, int b1,
+                                 int x_stride, int m, float* y) {
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, warp = threadIdx.x >> 5;
+    const int strip = warp & 7;
+    float acc[4];
+    gemv_block_rows(acc, W.dtype == DT_FP8, W.base, reinterpret_cast<const bf16*>(W.scale), k, row0, rows, b0, b1, sm.x,
+                    x_stride, m, sm.ring(m * x_stride), sm.ring_bytes(m * x_stride), sm.scales,
+                    sm.partner);
+    if (warp < 8) {
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+            const int i = strip * WARP_ROWS + g + 8 * (q >> 1), input = 2 * t + (q & 1);
+            if (i < rows && input < m) y[input * MAX_TILE_ROWS + i] = acc[q];
+        }
+    }
+    __syncthreads();  // y complete; partner and ring free for the next pass
+}
+
 // --- epilogues ---------------------------------------------------------------------------------------
 __device__ inline void head_epilogue(const Ctx& ctx, const Word& w, const RowGroup& rg, const GemvSmem& sm) {
     const int m = w.rows(), rows = rg.r1 - rg.r0, defined = w.p(2);
@@ -264,24 +285,6 @@ __device__ inline void gemv_epilogue(const Ctx& ctx, const Word& w, const RowGro
 }
 
 // --- tiles ---------------------------------------------------------------------------------------------
-// The main tile's weight stream: its row group's rows (NORM_GATE_UP: gate then up; a head of more than 128
-// rows: two halves) over k-blocks [b0, b1); `joint` false: the first half only.
-__device__ inline Stream tile_stream(const Ctx& ctx, const Word& w, const RowGroup& rg, int b0, int b1,
-                                     const GemvSmem& sm, bool joint) {
-    const bool gate_up = w.opcode() == OP_NORM_GATE_UP;
-    const int rows = rg.r1 - rg.r0, x_elems = w.rows() * (b1 - b0) * K_BLOCK, r0 = rg.r0 - rg.seg_r0;
-    const Weight W = ctx.weight(w.weight_first() + (gate_up ? 0 : rg.segment));
-    const Weight W2 = gate_up ? ctx.weight(w.weight_first() + 1) : W;  // up rows, or the head's second half
-    Stream st;
-    st.first = Pass{W.base, reinterpret_cast<const bf16*>(W.scale), r0};
-    st.second = Pass{W2.base, reinterpret_cast<const bf16*>(W2.scale), gate_up ? r0 : r0 + ROW_BLOCK};
-    st.fp8 = W.dtype == DT_FP8;  // a tile's passes share their dtype (one weight, or gate and up)
-    st.passes = joint && (gate_up || rows > ROW_BLOCK) ? 2 : 1;
-    st.rows = gate_up ? rows : min(ROW_BLOCK, rows), st.k = w.k(), st.b0 = b0, st.b1 = b1;
-    st.ring = sm.ring(x_elems), st.ring_bytes = sm.ring_bytes(x_elems), st.scales = sm.scales;
-    return st;
-}
-
 __device__ inline void gemv_main_tile(const Ctx& ctx, const Word& w, int tile, u8* smem) {
     const GemvSmem sm(smem);
     const int groups = row_group_count(ctx, w), s = tile / groups;
@@ -289,22 +292,16 @@ __device__ inline void gemv_main_tile(const Ctx& ctx, const Word& w, int tile, u
     const int S = w.k_slices(), k = w.k(), m = w.rows(), blocks = k / K_BLOCK;
     const int b0 = s * blocks / S, b1 = (s + 1) * blocks / S, width = (b1 - b0) * K_BLOCK;
     const bool gate_up = w.opcode() == OP_NORM_GATE_UP;
-    const int rows = rg.r1 - rg.r0;
-    // two unequal halves (a head of 128 < rows < 256) stream one after the other; otherwise one stream
-    const bool joint = rows <= ROW_BLOCK || gate_up || rows == 2 * ROW_BLOCK;
-    // Built twice rather than held across the prologue (registers: the megakernel has none to spare).
-    stream_begin(tile_stream(ctx, w, rg, b0, b1, sm, joint));  // weights do not depend on activations
     if (w.opcode() == OP_NORM_HEAD && tile == 0 && w.buf_aux1() != NO_BUFFER) keep_hidden(ctx, w, sm.red);
     gemv_prologue(ctx, w, b0 * K_BLOCK, b1 * K_BLOCK, sm.x, sm.red);
     __syncthreads();
-    stream_finish(tile_stream(ctx, w, rg, b0, b1, sm, joint), sm.x, width, m, sm.y_at(0, 0),
-                  gate_up ? sm.y_at(1, 0) : sm.y_at(0, 0) + ROW_BLOCK, MAX_TILE_ROWS, sm.partner);
-    if (!joint) {  // the second, shorter half
-        Stream st = tile_stream(ctx, w, rg, b0, b1, sm, joint);
-        st.first = st.second, st.rows = rows - ROW_BLOCK;
-        stream_begin(st);
-        __syncthreads();
-        stream_finish(st, sm.x, width, m, sm.y_at(0, 0) + ROW_BLOCK, nullptr, MAX_TILE_ROWS, sm.partner);
+    const int rows = rg.r1 - rg.r0;
+    const int passes = gate_up ? 2 : (rows + ROW_BLOCK - 1) / ROW_BLOCK;
+    for (int p = 0; p < passes; ++p) {
+        const Weight W = ctx.weight(w.weight_first() + (gate_up ? p : rg.segment));
+        const int first = rg.r0 - rg.seg_r0 + (gate_up ? 0 : p * ROW_BLOCK);
+        const int prows = gate_up ? rows : min(ROW_BLOCK, rows - p * ROW_BLOCK);
+        gemv_rows(sm, W, k, first, prows, b0, b1, width, m, sm.y_at(gate_up ? p : 0, 0) + (gate_up ? 0 : p * ROW_BLOCK));
     }
     if (S > 1) {  // this slice's sums -> scratch rows [s m, (s + 1) m); the reduce tile finishes the group
         const Buffer scratch = ctx.buffer(w.buf_scratch());

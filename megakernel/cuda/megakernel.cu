@@ -11,7 +11,7 @@
 // and the GPU stays usable. The host turns the record into an error naming the instruction.
 //
 // Tracing (the megakernel_trace entry only): per (step, word, stage, block) the block's start, the
-// time its first tile's waits were done, its end (%globaltimer ns) and its tile count. The plain entry compiles
+// time its waits were done, its end (%globaltimer ns) and its tile count. The plain entry compiles
 // the trace code out.
 //
 // Built at run time by NVRTC (megakernel/persistent.py) and checked by nvcc in CI.
@@ -22,7 +22,7 @@ namespace mk {
 
 constexpr int COUNTER_STRIDE = 32;  // u32 per counter: each on its own 128-byte line (ISA.md)
 constexpr int ERROR_WORDS = 8;      // flag, block, word, stage, counter, expected, seen, 0; then u64 clock
-constexpr int TRACE_WORDS = 8;      // u64 start, u64 ready, u64 end, u64 tiles
+constexpr int TRACE_WORDS = 8;      // u64 start, u64 ready, u64 end, u32 tiles, u32 wait polls
 
 static_assert(sizeof(GdnSmem) <= GEMV_SMEM_FIXED, "the megakernel sizes its shared memory by the GEMV tiles");
 
@@ -81,7 +81,7 @@ __device__ inline int signal_of(const Ctx& ctx, const Word& w, int stage, int ti
 }
 
 // Thread 0: wait until counter c reaches target. False if the watchdog fired (here or in another block).
-__device__ inline bool wait_for(const Run& run, int c, u32 target, int word, int stage) {
+__device__ inline bool wait_for(const Run& run, int c, u32 target, int word, int stage, u32& polls) {
     const u32* p = run.counters + static_cast<size_t>(c) * COUNTER_STRIDE;
     u32 seen = load_acquire(p);
     if (seen >= target) return true;
@@ -90,6 +90,7 @@ __device__ inline bool wait_for(const Run& run, int c, u32 target, int word, int
     while (true) {
         __nanosleep(sleep);
         sleep = min(sleep * 2, 256u);
+        ++polls;
         seen = load_acquire(p);
         if (seen >= target) return true;
         if (aborted(run.error)) return false;
@@ -109,33 +110,25 @@ __device__ inline bool wait_for(const Run& run, int c, u32 target, int word, int
 // Thread 0: every wait of tile `tile` of (word, stage) in session step t (the implicit split-K arrival
 // wait of reduce tiles included).
 __device__ inline bool wait_tile(const Run& run, const Ctx& ctx, const Word& w, int word, int stage, int tile,
-                                 int t) {
+                                 int t, u32& polls) {
     for (int slot = 0; slot < WAIT_SLOTS; ++slot) {
         const Wait wt = w.wait(slot);
         if (wt.mode == WAIT_NONE || wt.stage != stage) continue;
         const u32 target = static_cast<u32>(wt.expected) * static_cast<u32>(t + 1 - wt.lag);
         if (wt.mode == WAIT_SLICE) {
-            if (!wait_for(run, wt.base + tile / row_group_count(ctx, w), target, word, stage)) return false;
+            if (!wait_for(run, wt.base + tile / row_group_count(ctx, w), target, word, stage, polls)) return false;
         } else {
             for (int c = wt.base; c < wt.base + wt.count; ++c)
-                if (!wait_for(run, c, target, word, stage)) return false;
+                if (!wait_for(run, c, target, word, stage, polls)) return false;
         }
     }
     if (stage == 1)
-        return wait_for(run, w.arrival_base() + tile, static_cast<u32>(w.k_slices()) * (t + 1), word, stage);
+        return wait_for(run, w.arrival_base() + tile, static_cast<u32>(w.k_slices()) * (t + 1), word, stage, polls);
     return true;
 }
 
-// GDN and the attention tiles are called, not inlined: inlined next to the GEMV they push the kernel past
-// its 128 registers and it spills (docs/DECISIONS.md D16). A call per tile costs next to nothing.
-__device__ __noinline__ void run_scores(const Ctx ctx, const Word w, int tile) {
-    attn_scores_tile(ctx, w, tile);
-}
-
-__device__ __noinline__ void run_pv(const Ctx ctx, const Word w, int tile) {
-    attn_pv_tile(ctx, w, tile);
-}
-
+// GDN is called, not inlined: inlined next to the GEMV it pushes the kernel past 128 registers (spills);
+// called, it costs one saved register per tile (docs/DECISIONS.md D16).
 __device__ __noinline__ void run_gdn(const Ctx ctx, const Word w, int tile, u8* smem) {
     gdn_tile(ctx, w, tile, *reinterpret_cast<GdnSmem*>(smem));
 }
@@ -144,8 +137,8 @@ __device__ __forceinline__ void run_tile(const Ctx& ctx, const Word& w, int stag
     switch (w.opcode()) {
         case OP_EMBED: embed_tile(ctx, w, tile); break;
         case OP_GDN_CORE: run_gdn(ctx, w, tile, smem); break;
-        case OP_ATTN_SCORES: run_scores(ctx, w, tile); break;
-        case OP_ATTN_PV: run_pv(ctx, w, tile); break;
+        case OP_ATTN_SCORES: attn_scores_tile(ctx, w, tile); break;
+        case OP_ATTN_PV: attn_pv_tile(ctx, w, tile); break;
         case OP_ATTN_MERGE: attn_merge_tile(ctx, w, tile); break;
         case OP_ARGMAX: argmax_tile(ctx, w, tile); break;
         case OP_HANDOFF: handoff_tile(ctx, w); break;
@@ -167,6 +160,7 @@ __device__ inline void interpret(const Run& run) {
     __shared__ volatile Place at;
     __shared__ volatile int go;
     __shared__ volatile u64 trace_start, trace_ready;
+    __shared__ volatile u32 trace_polls;
     const int G = gridDim.x, b = blockIdx.x;
     if (threadIdx.x == 0) at.step = 0, at.word = -1, at.stage = 1, at.tile = 0, at.last = 0;
     __syncthreads();
@@ -195,9 +189,13 @@ __device__ inline void interpret(const Run& run) {
             if (step == run.steps) {
                 go = 2;
             } else {
-                if (TRACE && tile == first) trace_start = global_ns();
-                go = wait_tile(run, ctx, ctx.word(i), i, stage, tile, run.step_base + step) ? 1 : 0;
-                if (TRACE && tile == first) trace_ready = global_ns();
+                u32 polls = 0;
+                if (TRACE && tile == first) trace_start = global_ns(), trace_polls = 0;
+                go = wait_tile(run, ctx, ctx.word(i), i, stage, tile, run.step_base + step, polls) ? 1 : 0;
+                if (TRACE) {
+                    trace_polls = trace_polls + polls;
+                    if (tile == first) trace_ready = global_ns();
+                }
             }
         }
         __syncthreads();
@@ -215,7 +213,7 @@ __device__ inline void interpret(const Run& run) {
                 u64* r = run.trace + ((static_cast<size_t>(at.step) * ctx.n_words() + at.word) * 2 + at.stage) * G *
                                          (TRACE_WORDS / 2) + static_cast<size_t>(b) * (TRACE_WORDS / 2);
                 r[0] = trace_start, r[1] = trace_ready, r[2] = global_ns();
-                r[3] = static_cast<u32>(at.last - at.first);
+                r[3] = (static_cast<u64>(trace_polls) << 32) | static_cast<u32>(at.last - at.first);
             }
         }
     }
