@@ -22,32 +22,11 @@ import time
 
 from bench_gemv import graph_us, read_bandwidth
 
+from megakernel.budgets import instruction_bytes
 from megakernel.provenance import git_commit
 
 TOKEN = 9707
 LOOP_STEPS = 8  # passes per launch in the in-kernel loop variant
-
-
-def instruction_bytes(program, word, context: int) -> int:
-    """Bytes an instruction must move at least once: its weights (and scales), the KV rows it reads, the
-    GDN state it reads and writes."""
-    from isa import GEMV_OPS, Op
-    from isa.program import SCALE_BLOCK
-
-    if word.opcode in GEMV_OPS:
-        total = 0
-        for e in program.weights[word.weight_first:word.weight_first + word.weight_count]:
-            total += e.rows * e.cols * e.dtype.size
-            if e.scale_dtype:
-                total += -(-e.rows // SCALE_BLOCK) * -(-e.cols // SCALE_BLOCK) * e.scale_dtype.size
-        return total
-    if word.opcode in (Op.ATTN_SCORES, Op.ATTN_PV):
-        p = word.params
-        kv_heads, head_dim = p[1], p[2]
-        return context * kv_heads * head_dim * 2
-    if word.opcode == Op.GDN_CORE:
-        return 2 * program.buffers[word.buf_aux0].nbytes
-    return 0
 
 
 def time_ms(fn, iters: int) -> float:

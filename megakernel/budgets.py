@@ -48,3 +48,24 @@ def budgets(c: ModelConfig) -> dict[str, int | float]:
         # Derived, not measured: weight bytes over the measured H200 read bandwidth.
         "decode_floor_ms_h200": weight_bytes / (H200_READ_GBPS_MEASURED * 1e9) * 1e3,
     }
+
+
+def instruction_bytes(program, word, context: int) -> int:
+    """Bytes one instruction of a compiled Program must move at least once per pass: its weights (and
+    scales), the KV rows it reads at `context`, the GDN state it reads and writes."""
+    from isa import GEMV_OPS, Op
+    from isa.program import SCALE_BLOCK
+
+    if word.opcode in GEMV_OPS:
+        total = 0
+        for e in program.weights[word.weight_first:word.weight_first + word.weight_count]:
+            total += e.rows * e.cols * e.dtype.size
+            if e.scale_dtype:
+                total += -(-e.rows // SCALE_BLOCK) * -(-e.cols // SCALE_BLOCK) * e.scale_dtype.size
+        return total
+    if word.opcode in (Op.ATTN_SCORES, Op.ATTN_PV):
+        kv_heads, head_dim = word.params[1], word.params[2]
+        return context * kv_heads * head_dim * BF16_BYTES
+    if word.opcode == Op.GDN_CORE:
+        return 2 * program.buffers[word.buf_aux0].nbytes
+    return 0

@@ -173,6 +173,42 @@ def cmd_compile(args: argparse.Namespace) -> None:
         raise SystemExit(1)
 
 
+def cmd_trace(args: argparse.Namespace) -> None:
+    """The megakernel's per-block trace of `--steps` passes at `--context` (synthetic weights on the GPU)."""
+    from .errors import InputError
+
+    try:
+        import cupy  # noqa: F401
+    except ImportError as e:
+        raise InputError("megakernel trace needs an NVIDIA GPU with CuPy (pip install -e '.[gpu]')") from e
+    from compiler import lower
+    from discrete.backend import device_weights
+
+    from . import trace
+    from .device import DeviceSession
+    from .persistent import Megakernel
+
+    if args.steps < 1 or args.context < 1:
+        raise InputError("--steps and --context must be positive")
+    config = model_config(args.model)
+    program = lower(config, rows=1, capacity=args.context + args.steps + 1)
+    mega = Megakernel(program, device_weights(program, args.model), DeviceSession(program))
+    mega.reset()
+    mega.session.set_tokens([args.token], config.vocab_size)
+    mega.session.set_position(args.context - 1)  # KV rows read are the cache's zeros: the same bytes and work
+    mega.run(1)  # warm-up (module load, first touch)
+    records = mega.trace_buffer(args.steps)
+    mega.run(args.steps, trace=records)
+    records = records.get()
+    with open(args.out, "w") as f:
+        json.dump(trace.chrome_trace(records, program), f)
+    print(trace.table_text(trace.opcode_table(records, program, args.context)))
+    print(f"wrote {args.out} (open in ui.perfetto.dev or chrome://tracing)")
+    if args.plot:
+        trace.timeline_png(records, program, args.plot)
+        print(f"wrote {args.plot}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="megakernel", description=(
         "Qwen3.5-27B decode: a persistent megakernel vs a CUDA graph of discrete kernels."))
@@ -229,6 +265,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--full-json", action="store_true", help="with --json: every word, buffer and weight too")
     p.add_argument("--out", help="write the Program bytes (exactly what the GPU reads) to this file")
     p.set_defaults(func=cmd_compile)
+
+    p = sub.add_parser("trace", help="run the megakernel with its trace on (GPU): Perfetto JSON, per-opcode table, "
+                                     "timeline PNG")
+    p.add_argument("--model", default=DEFAULT_MODEL, help=MODEL_HELP)
+    p.add_argument("--steps", type=int, default=4, help="passes traced (one launch)")
+    p.add_argument("--context", type=int, default=1024, help="context the passes run at")
+    p.add_argument("--token", type=int, default=9707, help="the first pass's input token")
+    p.add_argument("--out", required=True, help="Chrome / Perfetto trace JSON")
+    p.add_argument("--plot", help="timeline PNG of the first traced pass (blocks x time, waits vs work)")
+    p.set_defaults(func=cmd_trace)
 
     p = sub.add_parser("tokenize", help="text -> token ids (the real Qwen3.5 tokenizer)")
     p.add_argument("text")

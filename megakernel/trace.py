@@ -1,0 +1,125 @@
+"""Reading the megakernel's trace (megakernel_trace, megakernel/persistent.py): a Chrome / Perfetto trace
+with one track per block, a per-opcode table of work, wait and bandwidth, and an SM x time timeline.
+
+A record covers one block's tiles of one (pass, word, stage): start (before its first tile's waits),
+ready (those waits done) and end (its last tile signalled), %globaltimer ns. Wait is ready - start; work
+is end - ready, which also holds the waits of the block's later tiles of the same stage (rare: a stage
+gives a block at most a few tiles).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .budgets import instruction_bytes
+
+
+@dataclass(frozen=True)
+class Slice:
+    step: int
+    word: int
+    stage: int
+    block: int
+    start: int  # ns since the trace's first start
+    ready: int
+    end: int
+    tiles: int
+
+
+def slices(records: np.ndarray) -> list[Slice]:
+    """The records [steps, words, 2, blocks, 4] of blocks that ran tiles, times from the earliest start."""
+    ran = records[..., 3] > 0
+    if not ran.any():
+        return []
+    t0 = int(records[..., 0][ran].min())
+    out = []
+    for step, word, stage, block in zip(*np.nonzero(ran), strict=True):
+        start, ready, end, tiles = (int(v) for v in records[step, word, stage, block])
+        out.append(Slice(int(step), int(word), int(stage), int(block), start - t0, ready - t0, end - t0, tiles))
+    return out
+
+
+def _name(program, word: int, stage: int) -> str:
+    names = program.meta.get("instructions") or []
+    base = names[word] if word < len(names) else f"word {word}"
+    return base + (" (reduce)" if stage else "")
+
+
+def chrome_trace(records: np.ndarray, program) -> dict:
+    """Chrome trace-event JSON (chrome://tracing, ui.perfetto.dev): one thread per block; a wait slice and
+    a work slice per record, in microseconds."""
+    events = []
+    for s in slices(records):
+        name = _name(program, s.word, s.stage)
+        op = program.words[s.word].opcode.name
+        common = {"pid": 0, "tid": s.block, "args": {"pass": s.step, "word": s.word, "tiles": s.tiles}}
+        if s.ready > s.start:
+            events.append({**common, "name": f"wait {name}", "cat": "wait", "ph": "X", "ts": s.start / 1e3,
+                           "dur": (s.ready - s.start) / 1e3})
+        events.append({**common, "name": name, "cat": op, "ph": "X", "ts": s.ready / 1e3,
+                       "dur": (s.end - s.ready) / 1e3})
+    events += [{"pid": 0, "tid": b, "ph": "M", "name": "thread_name", "args": {"name": f"block {b}"}}
+               for b in range(records.shape[3])]
+    return {"traceEvents": events, "displayTimeUnit": "ns"}
+
+
+def opcode_table(records: np.ndarray, program, context: int, read_gbps: float | None = None) -> list[dict]:
+    """Per opcode, summed over passes and blocks: instructions, work and wait (block-microseconds), the
+    span of its instructions (first start to last end over blocks, microseconds, summed), bytes and the
+    bandwidth bytes / span (and its fraction of `read_gbps` when given)."""
+    rows: dict[str, dict] = {}
+    spans: dict[tuple[int, int], list[int]] = {}
+    for s in slices(records):
+        op = program.words[s.word].opcode.name
+        r = rows.setdefault(op, {"opcode": op, "instructions": 0, "work_us": 0.0, "wait_us": 0.0, "span_us": 0.0,
+                                 "bytes": 0})
+        r["work_us"] += (s.end - s.ready) / 1e3
+        r["wait_us"] += (s.ready - s.start) / 1e3
+        span = spans.setdefault((s.step, s.word), [s.start, s.end])
+        span[0], span[1] = min(span[0], s.start), max(span[1], s.end)
+    for (_, word), (first, last) in spans.items():
+        r = rows[program.words[word].opcode.name]
+        r["instructions"] += 1
+        r["span_us"] += (last - first) / 1e3
+        r["bytes"] += instruction_bytes(program, program.words[word], context)
+    for r in rows.values():
+        r["gbps"] = r["bytes"] / (r["span_us"] * 1e3) if r["bytes"] and r["span_us"] else None
+        if read_gbps:
+            r["fraction_of_bandwidth"] = r["gbps"] / read_gbps if r["gbps"] else None
+    return sorted(rows.values(), key=lambda r: -r["span_us"])
+
+
+def table_text(rows: list[dict]) -> str:
+    lines = [f"{'opcode':<26}{'instr':>7}{'span us':>11}{'work us':>12}{'wait us':>12}{'GB/s':>9}"]
+    for r in rows:
+        gbps = f"{r['gbps']:.0f}" if r["gbps"] else "-"
+        lines.append(f"{r['opcode']:<26}{r['instructions']:>7}{r['span_us']:>11.1f}{r['work_us']:>12.1f}"
+                     f"{r['wait_us']:>12.1f}{gbps:>9}")
+    return "\n".join(lines)
+
+
+def timeline_png(records: np.ndarray, program, path: str, step: int = 0) -> None:
+    """One pass as blocks (y) over time (x): work dark, waits light, instruction starts as faint lines."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    chosen = [s for s in slices(records) if s.step == step]
+    fig, ax = plt.subplots(figsize=(14, 6))
+    for s in chosen:
+        ax.broken_barh([(s.start / 1e3, (s.ready - s.start) / 1e3)], (s.block - 0.4, 0.8), color="#f4a582")
+        ax.broken_barh([(s.ready / 1e3, (s.end - s.ready) / 1e3)], (s.block - 0.4, 0.8), color="#2166ac")
+    for first in sorted({min(x.start for x in chosen if x.word == w) for w in {x.word for x in chosen}}):
+        ax.axvline(first / 1e3, color="grey", linewidth=0.2)
+    ax.set_xlabel("microseconds")
+    ax.set_ylabel("block (SM)")
+    ax.set_title(f"megakernel pass {step}: work (blue), waits (orange); grey: instruction starts")
+    fig.tight_layout()
+    fig.savefig(path, dpi=150)
+    plt.close(fig)
+
+
+__all__ = ["Slice", "slices", "chrome_trace", "opcode_table", "table_text", "timeline_png"]

@@ -1,0 +1,87 @@
+"""Reading a megakernel trace (megakernel/trace.py) on records built here: the layout the kernel writes
+([passes, words, 2 stages, blocks, (start, ready, end, tiles)], ns) with known times."""
+
+import json
+
+import numpy as np
+import pytest
+
+from compiler import lower
+from compiler.tiling import block_range
+from megakernel import trace
+from megakernel.budgets import instruction_bytes
+
+
+@pytest.fixture(scope="module")
+def program(tiny_weights):
+    return lower(tiny_weights.config, rows=1, sms=4, capacity=64)
+
+
+def fake_records(program, steps=2, wait=50, work=200):
+    """Every block runs its tiles of each stage one after another: `wait` ns of waiting, `work` ns of
+    work per record; blocks without tiles leave zeros (as the kernel does)."""
+    blocks = program.sms
+    rec = np.zeros((steps, len(program.words), 2, blocks, 4), np.uint64)
+    clock = np.full(blocks, 1_000_000, np.int64)
+    for step in range(steps):
+        for i, w in enumerate(program.words):
+            for stage, tiles in ((0, w.tiles), (1, w.reduce_tiles)):
+                for b in range(blocks):
+                    n = len(block_range(tiles, blocks, b))
+                    if n:
+                        start = clock[b]
+                        rec[step, i, stage, b] = (start, start + wait, start + wait + work, n)
+                        clock[b] = start + wait + work
+    return rec
+
+
+def test_chrome_trace_has_a_wait_and_a_work_slice_per_record(program):
+    rec = fake_records(program)
+    doc = trace.chrome_trace(rec, program)
+    json.dumps(doc)  # serialisable as written
+    records = int((rec[..., 3] > 0).sum())
+    work = [e for e in doc["traceEvents"] if e["ph"] == "X" and e["cat"] != "wait"]
+    waits = [e for e in doc["traceEvents"] if e["ph"] == "X" and e["cat"] == "wait"]
+    assert len(work) == len(waits) == records
+    assert all(e["dur"] == pytest.approx(0.2) for e in work) and all(e["dur"] == pytest.approx(0.05) for e in waits)
+    assert min(e["ts"] for e in waits) == 0  # times from the first start
+    assert {e["tid"] for e in work} <= set(range(program.sms))
+
+
+def test_opcode_table_sums_work_waits_spans_and_bytes(program):
+    rec = fake_records(program, steps=2)
+    rows = {r["opcode"]: r for r in trace.opcode_table(rec, program, context=10, read_gbps=1000.0)}
+    for op, r in rows.items():
+        words = [i for i, w in enumerate(program.words) if w.opcode.name == op]
+        records = sum(int((rec[:, i, :, :, 3] > 0).sum()) for i in words)
+        assert r["instructions"] == 2 * len(words)
+        assert r["work_us"] == pytest.approx(records * 0.2) and r["wait_us"] == pytest.approx(records * 0.05)
+        assert r["bytes"] == 2 * sum(instruction_bytes(program, program.words[i], 10) for i in words)
+        assert r["span_us"] > 0
+        if r["bytes"]:
+            assert r["gbps"] == pytest.approx(r["bytes"] / (r["span_us"] * 1e3))
+            assert r["fraction_of_bandwidth"] == pytest.approx(r["gbps"] / 1000.0)
+    assert "NORM_GEMV" in trace.table_text(list(rows.values()))
+
+
+def test_an_empty_trace_reads_as_nothing(program):
+    rec = np.zeros((1, len(program.words), 2, program.sms, 4), np.uint64)
+    assert trace.slices(rec) == [] and trace.opcode_table(rec, program, context=1) == []
+
+
+def test_timeline_png_is_written(program, tmp_path):
+    path = tmp_path / "timeline.png"
+    trace.timeline_png(fake_records(program, steps=1), program, str(path))
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_trace_command_without_a_gpu_says_so(capsys):
+    from megakernel import cli
+
+    try:
+        import cupy  # noqa: F401
+        pytest.skip("CuPy is present: the command would run")
+    except ImportError:
+        pass
+    assert cli.main(["trace", "--out", "unused.json"]) == 2
+    assert "needs an NVIDIA GPU" in capsys.readouterr().err
