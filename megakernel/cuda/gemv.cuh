@@ -6,10 +6,10 @@
 // block's products into a fresh fp32 partial; a warp accumulates scale[row / 128, block] x partial over
 // every other block of the slice in order (mul_rn, add_rn: no contraction, no flush), its partner warp the
 // other blocks, and the two sums are added in a fixed order (gemv_pair_combine); bf16 weights have no
-// scale. Inside a block the reduction axis is permuted so that each load instruction of a warp reads
-// 64 contiguous bytes per row: lane (g, t) owns the 16-byte pieces at i * 64 + 16t (i = 0, 1 for fp8;
-// 0..3 for bf16), and mma step j, element e maps to the matching k; the activations are read in the
-// same permuted order, so the products are the true ones.
+// scale. Inside a block the reduction axis is permuted so that a warp's 16-byte pieces of a row are 64
+// contiguous bytes: lane (g, t) owns the pieces at i * 64 + 16t (i = 0, 1 for fp8; 0..3 for bf16), and
+// mma step j, element e maps to the matching k; the activations are read in the same permuted order, so
+// the products are the true ones. The weights reach the lanes through shared memory (below).
 //
 // fp8 e4m3 weights are widened exactly: e4m3 -> f16 (hardware cvt, exact) -> f32 -> bf16 (exact for
 // every e4m3 value; e4m3 subnormals are normal in f16, f32 and bf16).
@@ -25,7 +25,7 @@ constexpr int K_BLOCK = 128;
 constexpr int ROW_BLOCK = 128;
 constexpr int WARP_ROWS = 16;
 
-// Weights are read once per pass: stream them past L1.
+// A streaming 16-byte read past L1 (the read-bandwidth probe, discrete/kernels.cu).
 __device__ __forceinline__ uint4 load_stream(const void* p) {
     uint4 r;
     asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
