@@ -75,3 +75,32 @@ def _kernel(name: str, smem: int):
     kernel = module().get_function(name)
     kernel.max_dynamic_shared_size_bytes = smem
     return kernel
+
+
+def read_bandwidth_gbps(iters: int = 20, reps: int = 10) -> float:
+    """The device's pure streaming read bandwidth, the figure every result is a fraction of: 16-byte loads
+    by 4 blocks of 512 threads per SM over 4 GiB; median over `iters` samples of `reps` launches (CUDA
+    events)."""
+    import cupy
+
+    data = cupy.zeros(4 << 30 >> 4, dtype=cupy.dtype([("v", "<u4", (4,))]))
+    sink = cupy.zeros(1, dtype=cupy.uint32)
+    kernel = module().get_function("read_bandwidth")
+    sms = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["multiProcessorCount"]
+
+    def launch():
+        kernel((sms * 4,), (512,), (data, np.uint64(data.size), sink))
+
+    for _ in range(3):
+        launch()
+    times = []
+    for _ in range(iters):
+        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        for _ in range(reps):
+            launch()
+        stop.record()
+        stop.synchronize()
+        times.append(cupy.cuda.get_elapsed_time(start, stop) / reps)
+    ms = sorted(times)[len(times) // 2]
+    return data.nbytes / (ms * 1e-3) / 1e9

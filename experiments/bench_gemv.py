@@ -18,7 +18,6 @@ import json
 import os
 import sys
 
-import numpy as np
 
 from megakernel.provenance import git_commit
 
@@ -77,17 +76,10 @@ def graph_us(fn, iters: int, reps: int = 10) -> tuple[float, float, float]:
 
 
 def read_bandwidth(iters: int) -> float:
-    """Pure streaming read (16-byte loads, 132 x 4 blocks of 512 threads) over 4 GiB: GB/s."""
-    import cupy
+    """Pure streaming read over 4 GiB, GB/s (discrete.kernels.read_bandwidth_gbps: the one method)."""
+    from discrete.kernels import read_bandwidth_gbps
 
-    from discrete.kernels import module
-
-    data = cupy.zeros(4 << 30 >> 4, dtype=cupy.dtype([("v", "<u4", (4,))]))
-    sink = cupy.zeros(1, dtype=cupy.uint32)
-    kernel = module().get_function("read_bandwidth")
-    sms = cupy.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
-    us, _, _ = median_us(lambda i: kernel((sms * 4,), (512,), (data, np.uint64(data.size), sink)), iters)
-    return data.nbytes / us / 1e3
+    return read_bandwidth_gbps(iters)
 
 
 def random_fp8(shape):

@@ -105,7 +105,7 @@ def main() -> None:
     mega = Megakernel(program, weights, session)  # same weights, same session: interleaved A/B
     steps = []
     for context in contexts:
-        eager = time_ms(at_context(runner, context, runner._launch_all), args.iters)
+        eager = time_ms(at_context(runner, context, runner.launch_eager), args.iters)
         graph = time_ms(at_context(runner, context, runner.launch_graph), args.iters)
         persistent = time_ms(at_context(runner, context, functools.partial(mega.launch, 1)), args.iters)
         loop = time_ms(at_context(runner, context, functools.partial(mega.launch, LOOP_STEPS)), args.iters) / LOOP_STEPS

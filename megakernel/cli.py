@@ -209,6 +209,81 @@ def cmd_trace(args: argparse.Namespace) -> None:
         print(f"wrote {args.plot}")
 
 
+def cmd_bench(args: argparse.Namespace) -> None:
+    """Backends interleaved on one session (GPU): results JSON in the contract's layout, optional plot."""
+    import datetime
+
+    from .errors import InputError
+
+    try:
+        import cupy
+    except ImportError as e:
+        raise InputError("megakernel bench needs an NVIDIA GPU with CuPy (pip install -e '.[gpu]')") from e
+    from compiler import lower
+    from discrete.backend import device_weights
+    from discrete.kernels import read_bandwidth_gbps
+    from discrete.launcher import DiscreteProgram
+
+    from . import abtest
+    from .budgets import instruction_bytes
+    from .device import DeviceSession
+    from .persistent import Megakernel
+    from .provenance import git_commit
+
+    names = args.backends.split(",")
+    if not names or any(n not in ("megakernel", "graph", "eager") for n in names):
+        raise InputError(f"--backends: a comma list of megakernel, graph, eager (got {args.backends!r})")
+    contexts = [int(c) for c in args.contexts.split(",")]
+    if min(contexts) < 1 or args.tokens < 1 or args.rounds < 1:
+        raise InputError("--contexts, --tokens and --rounds must be positive")
+    config = model_config(args.model)
+    program = lower(config, rows=1, capacity=max(contexts) + args.tokens + 1)
+    session = DeviceSession(program)
+    weights = device_weights(program, args.model)
+    graph, mega = DiscreteProgram(program, weights, session), Megakernel(program, weights, session)
+    steps = {"megakernel": lambda: mega.launch(1), "graph": graph.launch_graph, "eager": graph.launch_eager}
+    bandwidth = read_bandwidth_gbps()
+    mega.reset()
+    session.set_tokens([args.token], config.vocab_size)
+
+    def start_at(context: int) -> None:
+        session.set_position(context - 1)
+
+    def timer(step) -> float:
+        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        step()
+        stop.record()
+        stop.synchronize()
+        return cupy.cuda.get_elapsed_time(start, stop)
+
+    for name in names:  # warm-up: module loads, graph capture
+        start_at(contexts[0])
+        steps[name]()
+    samples = abtest.interleave({n: steps[n] for n in names}, contexts, args.tokens, args.rounds, start_at, timer)
+    mega.check()
+    floor = {c: sum(instruction_bytes(program, w, c) for w in program.words) / bandwidth / 1e6 for c in contexts}
+    result = {
+        "device": cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"].decode(),
+        "git_commit": git_commit(), "command": "megakernel " + " ".join(sys.argv[1:]),
+        "created": datetime.datetime.now(datetime.UTC).isoformat(), "model": args.model,
+        "read_bandwidth_gbps": bandwidth, "tokens_per_round": args.tokens, "rounds": args.rounds,
+        **abtest.summarize(samples, floor),
+        "samples": [{"backend": s.backend, "context": s.context, "round": s.round, "ms": s.ms} for s in samples],
+    }
+    with open(args.out, "w") as f:
+        json.dump(result, f, indent=1)
+    for st in result["steps"]:
+        print(f"{st['backend']:<11} context {st['context']:>6}: {st['ms_per_token']:.3f} ms/token "
+              f"(p10 {st['p10']:.3f}, p90 {st['p90']:.3f}), {100 * st['floor_fraction']:.1f} % of the floor")
+    for context, r in result["ratio_megakernel_over_graph"].items():
+        print(f"megakernel / graph at {context}: {r['median']:.4f} (p10 {r['p10']:.4f}, p90 {r['p90']:.4f})")
+    print(f"wrote {args.out}")
+    if args.plot:
+        abtest.plot(samples, args.plot)
+        print(f"wrote {args.plot}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="megakernel", description=(
         "Qwen3.5-27B decode: a persistent megakernel vs a CUDA graph of discrete kernels."))
@@ -275,6 +350,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="Chrome / Perfetto trace JSON")
     p.add_argument("--plot", help="timeline PNG of the first traced pass (blocks x time, waits vs work)")
     p.set_defaults(func=cmd_trace)
+
+    p = sub.add_parser("bench", help="A/B of the GPU backends, interleaved on one session (GPU): results JSON, plot")
+    p.add_argument("--model", default=DEFAULT_MODEL, help=MODEL_HELP)
+    p.add_argument("--backends", default="megakernel,graph,eager", help="comma list of megakernel, graph, eager")
+    p.add_argument("--contexts", default="1024,4096,32768", help="comma list of contexts")
+    p.add_argument("--tokens", type=int, default=32, help="timed passes per backend per round")
+    p.add_argument("--rounds", type=int, default=5, help="rounds (the ratio's spread is over rounds)")
+    p.add_argument("--token", type=int, default=9707, help="the first pass's input token")
+    p.add_argument("--out", required=True, help="results JSON (DESIGN.md contract: steps, ratio_megakernel_over_graph)")
+    p.add_argument("--plot", help="per-token latency over the run for each backend (PNG)")
+    p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("tokenize", help="text -> token ids (the real Qwen3.5 tokenizer)")
     p.add_argument("text")
