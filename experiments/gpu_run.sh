@@ -33,6 +33,12 @@ for step in "$@"; do
     bench-step) python3 experiments/bench_step.py --out "$out" 2>&1 | tee "$out/bench_step.log" ;;
     generate-27b) python3 -m megakernel generate --backend graph --model synthetic:qwen3.5-27b --chat \
         --prompt "Write a haiku about GPUs." --max-new-tokens 24 --context 512 2>&1 | tee "$out/generate_27b.log" ;;
+    bench-ab) python3 -m megakernel bench --model synthetic:qwen3.5-27b --out "$out/ab_bench.json" \
+        --plot "$out/ab_per_token.png" 2>&1 | tee "$out/ab_bench.log" ;;
+    trace) python3 -m megakernel trace --model synthetic:qwen3.5-27b --steps 4 --out "$out/trace.json" \
+        --plot "$out/trace_timeline.png" 2>&1 | tee "$out/trace.log" ;;
+    generate-27b-mk) python3 -m megakernel generate --backend megakernel --model synthetic:qwen3.5-27b --chat \
+        --prompt "Write a haiku about GPUs." --max-new-tokens 24 --context 512 2>&1 | tee "$out/generate_27b_megakernel.log" ;;
     bench-gemv) python3 experiments/bench_gemv.py --out "$out" 2>&1 | tee "$out/bench_gemv.log" ;;
     # Hardware counters of one fp8 GEMV launch (in_proj shape, M = 1); clocks left alone (METHOD.md).
     profile-gemv) ncu --clock-control none -k regex:gemv_fp8_slices --launch-skip 3 --launch-count 1 \

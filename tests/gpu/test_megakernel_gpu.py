@@ -81,8 +81,8 @@ def greedy_compare(program, graph, mega, config, steps: int, per_launch: bool = 
 
 def test_tiny_megakernel_equals_graph_pass_by_pass(tiny_weights):
     program, graph, mega = pair(lambda p: DeviceWeights.from_weightset(p, tiny_weights, progress=False),
-                                tiny_weights.config)
-    greedy_compare(program, graph, mega, tiny_weights.config, steps=64)
+                                tiny_weights.config, capacity=288)
+    greedy_compare(program, graph, mega, tiny_weights.config, steps=256)
 
 
 def test_tiny_megakernel_many_passes_in_one_launch_equal_graph(tiny_weights):
