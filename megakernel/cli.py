@@ -173,14 +173,22 @@ def cmd_compile(args: argparse.Namespace) -> None:
         raise SystemExit(1)
 
 
+def _require_gpu(command: str):
+    """CuPy, or a clear error for a command that runs on the GPU."""
+    from .errors import InputError
+
+    try:
+        import cupy
+    except ImportError as e:
+        raise InputError(f"megakernel {command} needs an NVIDIA GPU with CuPy (pip install -e '.[gpu]')") from e
+    return cupy
+
+
 def cmd_trace(args: argparse.Namespace) -> None:
     """The megakernel's per-block trace of `--steps` passes at `--context` (synthetic weights on the GPU)."""
     from .errors import InputError
 
-    try:
-        import cupy  # noqa: F401
-    except ImportError as e:
-        raise InputError("megakernel trace needs an NVIDIA GPU with CuPy (pip install -e '.[gpu]')") from e
+    _require_gpu("trace")
     from compiler import lower
     from discrete.backend import device_weights
 
@@ -215,10 +223,7 @@ def cmd_bench(args: argparse.Namespace) -> None:
 
     from .errors import InputError
 
-    try:
-        import cupy
-    except ImportError as e:
-        raise InputError("megakernel bench needs an NVIDIA GPU with CuPy (pip install -e '.[gpu]')") from e
+    cupy = _require_gpu("bench")
     from compiler import lower
     from discrete.backend import device_weights
     from discrete.kernels import read_bandwidth_gbps

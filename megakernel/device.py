@@ -175,8 +175,9 @@ class DeviceSession:
         first = self._lane() + CTRL_TOKENS_OUT
         return self.control()[first:first + self.program.rows].tolist()
 
-    def check_room(self) -> None:
-        """Refuse a pass that would write KV rows past the session's capacity."""
-        if self.position + self.program.rows > self.capacity:
-            raise ValueError(f"context_full: position {self.position} + {self.program.rows} rows exceeds the "
-                             f"session capacity {self.capacity}")
+    def check_room(self, passes: int = 1) -> None:
+        """Refuse `passes` passes that would write KV rows past the session's capacity."""
+        need = passes * self.program.rows
+        if self.position + need > self.capacity:
+            raise ValueError(f"context_full: position {self.position} + {need} rows exceeds the session "
+                             f"capacity {self.capacity}")

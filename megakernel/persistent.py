@@ -98,10 +98,7 @@ class Megakernel:
     def run(self, steps: int = 1, trace=None) -> None:
         """`steps` passes in one launch, refused past the session's capacity; raises MegakernelStall (and
         clears the counters; reset the session) if the watchdog stopped the kernel."""
-        room = self.session.capacity - self.session.position
-        if steps * self.program.rows > room:
-            raise ValueError(f"context_full: {steps} passes of {self.program.rows} rows need "
-                             f"{steps * self.program.rows} positions, the session has {room} left")
+        self.session.check_room(steps)
         self.launch(steps, trace)
         self.check()
 

@@ -2,7 +2,7 @@
 
 import dataclasses
 
-from isa import Program, WaitMode
+from isa import Kind, Program, WaitMode
 
 
 def impossible_wait(program: Program, index: int) -> Program:
@@ -14,3 +14,12 @@ def impossible_wait(program: Program, index: int) -> Program:
     words = list(program.words)
     words[index] = dataclasses.replace(w, waits=tuple(waits))
     return dataclasses.replace(program, words=words)
+
+
+def session_state(session, program) -> dict:
+    """Every session buffer of a device session (control, caches, GDN states, rings, hidden) and the
+    logits, as host bytes."""
+    arena = session.arena.get()
+    out = {b.name: arena[b.offset:b.offset + b.nbytes] for b in program.buffers if b.kind != Kind.ACTIVATION}
+    out["logits"] = session.view("logits").get()
+    return out

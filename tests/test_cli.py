@@ -91,3 +91,14 @@ def test_argument_errors_exit_2():
     r = subprocess.run([sys.executable, "-m", "megakernel", "make-checkpoint", "--preset", "tiny", "--out", "x",
                         "--shard-size", "lots"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "bad size" in r.stderr
+
+
+@pytest.mark.parametrize("command", ["trace", "bench"])
+def test_the_gpu_commands_without_a_gpu_say_so(command, capsys):
+    try:
+        import cupy  # noqa: F401
+        pytest.skip("CuPy is present: the command would run")
+    except ImportError:
+        pass
+    assert main([command, "--out", "unused.json"]) == 2
+    assert "needs an NVIDIA GPU" in capsys.readouterr().err

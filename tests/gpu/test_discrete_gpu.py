@@ -24,6 +24,7 @@ from isa import DType, Kind  # noqa: E402
 from isa.opcodes import CTRL_POSITION  # noqa: E402
 from megakernel.checker import Goldens, check  # noqa: E402
 from megakernel.device import DeviceSession, DeviceWeights  # noqa: E402
+from program_tools import session_state  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -193,21 +194,13 @@ def interp_word(interp, program, i):
             interp._execute(i, stage, tile)
 
 
-def state(session, program):
-    """Every session buffer (control, caches, GDN states, rings, hidden) and the logits, as host bytes."""
-    arena = session.arena.get()
-    out = {b.name: arena[b.offset:b.offset + b.nbytes].copy() for b in program.buffers if b.kind != Kind.ACTIVATION}
-    out["logits"] = session.view("logits").get()
-    return out
-
-
 def run_steps(runner, tokens, graph):
     runner.session.reset()
     seen = []
     for t in tokens:
         runner.session.set_tokens([t], 248320)
         runner.replay() if graph else runner.step()
-        seen.append(state(runner.session, runner.program))
+        seen.append(session_state(runner.session, runner.program))
     return seen
 
 

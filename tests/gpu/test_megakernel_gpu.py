@@ -17,22 +17,13 @@ cupy = pytest.importorskip("cupy")
 from compiler import lower  # noqa: E402
 from compiler.tiling import block_range  # noqa: E402
 from discrete.launcher import DiscreteProgram  # noqa: E402
-from isa import Kind  # noqa: E402
 from megakernel.config import preset  # noqa: E402
 from megakernel.device import DeviceSession, DeviceWeights  # noqa: E402
 from megakernel.persistent import Megakernel, MegakernelStall  # noqa: E402
-from program_tools import impossible_wait  # noqa: E402
+from program_tools import impossible_wait, session_state  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 TOKENS = [9707, 11, 1879, 0, 151, 77, 3000, 42]
-
-
-def state_bytes(session, program) -> dict[str, np.ndarray]:
-    """Every session buffer (control, caches, GDN states, rings, hidden) and the logits, as host bytes."""
-    arena = session.arena.get()
-    out = {b.name: arena[b.offset:b.offset + b.nbytes] for b in program.buffers if b.kind != Kind.ACTIVATION}
-    out["logits"] = session.view("logits").get()
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +66,7 @@ def greedy_compare(program, graph, mega, config, steps: int, per_launch: bool = 
         for _ in range(steps):
             graph.replay()
         mega.run(steps)
-    assert_same(state_bytes(graph.session, program), state_bytes(mega.session, program), f"after {steps} passes")
+    assert_same(session_state(graph.session, program), session_state(mega.session, program), f"after {steps} passes")
     assert mega.session.position == steps
 
 
@@ -94,7 +85,7 @@ def test_tiny_megakernel_many_passes_in_one_launch_equal_graph(tiny_weights):
         graph.replay()
     mega.run(7)
     mega.run(9)
-    assert_same(state_bytes(graph.session, program), state_bytes(mega.session, program), "after 80 passes")
+    assert_same(session_state(graph.session, program), session_state(mega.session, program), "after 80 passes")
 
 
 @pytest.mark.parametrize("rows", [3, 8])
@@ -110,7 +101,7 @@ def test_tiny_m_row_pass_equals_graph(tiny_weights, rows):
         mega.session.set_tokens(block, tiny_weights.config.vocab_size)
         graph.step()
         mega.run(1)
-        assert_same(state_bytes(graph.session, program), state_bytes(mega.session, program), f"{rows}-row pass {step}")
+        assert_same(session_state(graph.session, program), session_state(mega.session, program), f"{rows}-row pass {step}")
 
 
 def test_27b_synthetic_256_greedy_passes_equal_graph(big):
@@ -162,4 +153,4 @@ def test_trace_records_every_block_stage_in_time_order(tiny_weights):
     graph.session.set_tokens([TOKENS[0]], tiny_weights.config.vocab_size)
     graph.replay()
     graph.replay()
-    assert_same(state_bytes(graph.session, program), state_bytes(mega.session, program), "traced passes")
+    assert_same(session_state(graph.session, program), session_state(mega.session, program), "traced passes")
