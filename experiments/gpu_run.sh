@@ -35,7 +35,7 @@ for step in "$@"; do
         --prompt "Write a haiku about GPUs." --max-new-tokens 24 --context 512 2>&1 | tee "$out/generate_27b.log" ;;
     bench-ab) python3 -m megakernel bench --model synthetic:qwen3.5-27b --out "$out/ab_bench.json" \
         --plot "$out/ab_per_token.png" 2>&1 | tee "$out/ab_bench.log" ;;
-    trace) python3 -m megakernel trace --model synthetic:qwen3.5-27b --steps 4 --out "$out/trace.json" \
+    trace) python3 -m megakernel trace --model synthetic:qwen3.5-27b --steps 2 --out "$out/trace.json.gz" --records "$out/trace_records.npz" \
         --plot "$out/trace_timeline.png" 2>&1 | tee "$out/trace.log" ;;
     generate-27b-mk) python3 -m megakernel generate --backend megakernel --model synthetic:qwen3.5-27b --chat \
         --prompt "Write a haiku about GPUs." --max-new-tokens 24 --context 512 2>&1 | tee "$out/generate_27b_megakernel.log" ;;

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import re
 import sys
@@ -189,6 +190,8 @@ def cmd_trace(args: argparse.Namespace) -> None:
     from .errors import InputError
 
     _require_gpu("trace")
+    import numpy as np
+
     from compiler import lower
     from discrete.backend import device_weights
 
@@ -208,7 +211,11 @@ def cmd_trace(args: argparse.Namespace) -> None:
     records = mega.trace_buffer(args.steps)
     mega.run(args.steps, trace=records)
     records = records.get()
-    with open(args.out, "w") as f:
+    if args.records:  # raw records and what rebuilds the Program: analysis without the GPU
+        np.savez_compressed(args.records, records=records, model=args.model, context=args.context,
+                            capacity=program.meta["capacity"])
+        print(f"wrote {args.records}")
+    with (gzip.open if args.out.endswith(".gz") else open)(args.out, "wt") as f:
         json.dump(trace.chrome_trace(records, program), f)
     print(trace.table_text(trace.opcode_table(records, program, args.context)))
     print(f"wrote {args.out} (open in ui.perfetto.dev or chrome://tracing)")
@@ -352,7 +359,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--steps", type=int, default=4, help="passes traced (one launch)")
     p.add_argument("--context", type=int, default=1024, help="context the passes run at")
     p.add_argument("--token", type=int, default=9707, help="the first pass's input token")
-    p.add_argument("--out", required=True, help="Chrome / Perfetto trace JSON")
+    p.add_argument("--out", required=True, help="Chrome / Perfetto trace JSON (gzipped when it ends in .gz)")
+    p.add_argument("--records", help="also save the raw records (.npz) with the model, context and capacity")
     p.add_argument("--plot", help="timeline PNG of the first traced pass (blocks x time, waits vs work)")
     p.set_defaults(func=cmd_trace)
 
