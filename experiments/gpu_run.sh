@@ -2,6 +2,7 @@
 # One GPU session on the H200: environment facts, GPU tests, and the chosen experiments, all output
 # under OUT (default $OUT, else ./out). Steps run in the order given:
 #   experiments/gpu_run.sh [OUT] tests goldens ...
+# The device returns at most 8 files: PACK=1 packs everything into $OUT/run.tgz at the end.
 # Overrides: TESTS (pytest paths for `tests`), GOLDENS (comma list of oracle_*.npz for `check-engine`).
 # Missing Python packages travel as wheels in .whl/ (see README, "GPU runs").
 set -uo pipefail
@@ -34,9 +35,12 @@ for step in "$@"; do
     generate-27b) python3 -m megakernel generate --backend graph --model synthetic:qwen3.5-27b --chat \
         --prompt "Write a haiku about GPUs." --max-new-tokens 24 --context 512 2>&1 | tee "$out/generate_27b.log" ;;
     bench-ab) python3 -m megakernel bench --model synthetic:qwen3.5-27b --out "$out/ab_bench.json" \
+        --backends megakernel,megakernel-no-prefetch,graph,eager \
         --plot "$out/ab_per_token.png" 2>&1 | tee "$out/ab_bench.log" ;;
     trace) python3 -m megakernel trace --model synthetic:qwen3.5-27b --steps 2 --out "$out/trace.json.gz" --records "$out/trace_records.npz" \
         --plot "$out/trace_timeline.png" 2>&1 | tee "$out/trace.log" ;;
+    trace-no-prefetch) python3 -m megakernel trace --model synthetic:qwen3.5-27b --steps 2 --no-prefetch \
+        --out /tmp/trace_no_prefetch.json.gz --records "$out/trace_no_prefetch_records.npz" 2>&1 | tee "$out/trace_no_prefetch.log" ;;
     generate-27b-mk) python3 -m megakernel generate --backend megakernel --model synthetic:qwen3.5-27b --chat \
         --prompt "Write a haiku about GPUs." --max-new-tokens 24 --context 512 2>&1 | tee "$out/generate_27b_megakernel.log" ;;
     bench-gemv) python3 experiments/bench_gemv.py --out "$out" 2>&1 | tee "$out/bench_gemv.log" ;;
@@ -51,4 +55,5 @@ for step in "$@"; do
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 done
 echo "=== done ($(date -u +%H:%M:%S)) status $status"
+if [ -n "${PACK:-}" ]; then tar czf /tmp/run.tgz -C "$out" . && rm -rf "${out:?}"/* && mv /tmp/run.tgz "$out/"; fi
 exit $status
