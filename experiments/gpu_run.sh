@@ -2,7 +2,8 @@
 # One GPU session on the H200: environment facts, GPU tests, and the chosen experiments, all output
 # under OUT (default $OUT, else ./out). Steps run in the order given:
 #   experiments/gpu_run.sh [OUT] tests goldens ...
-# The device returns at most 8 files: PACK=1 packs everything into $OUT/run.tgz at the end.
+# The device returns at most 8 files: run into another folder and pack it into $OUT afterwards, e.g.
+#   timeout 540 bash experiments/gpu_run.sh /tmp/o tests bench-ab; tar czf $OUT/run.tgz -C /tmp/o .
 # Overrides: TESTS (pytest paths for `tests`), GOLDENS (comma list of oracle_*.npz for `check-engine`).
 # Missing Python packages travel as wheels in .whl/ (see README, "GPU runs").
 set -uo pipefail
@@ -55,5 +56,4 @@ for step in "$@"; do
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 done
 echo "=== done ($(date -u +%H:%M:%S)) status $status"
-if [ -n "${PACK:-}" ]; then tar czf /tmp/run.tgz -C "$out" . && rm -rf "${out:?}"/* && mv /tmp/run.tgz "$out/"; fi
 exit $status
