@@ -36,12 +36,9 @@ for step in "$@"; do
     generate-27b) python3 -m megakernel generate --backend graph --model synthetic:qwen3.5-27b --chat \
         --prompt "Write a haiku about GPUs." --max-new-tokens 24 --context 512 2>&1 | tee "$out/generate_27b.log" ;;
     bench-ab) python3 -m megakernel bench --model synthetic:qwen3.5-27b --out "$out/ab_bench.json" \
-        --backends megakernel,megakernel-no-prefetch,graph,eager \
         --plot "$out/ab_per_token.png" 2>&1 | tee "$out/ab_bench.log" ;;
     trace) python3 -m megakernel trace --model synthetic:qwen3.5-27b --steps 2 --out "$out/trace.json.gz" --records "$out/trace_records.npz" \
         --plot "$out/trace_timeline.png" 2>&1 | tee "$out/trace.log" ;;
-    trace-no-prefetch) python3 -m megakernel trace --model synthetic:qwen3.5-27b --steps 2 --no-prefetch \
-        --out /tmp/trace_no_prefetch.json.gz --records "$out/trace_no_prefetch_records.npz" 2>&1 | tee "$out/trace_no_prefetch.log" ;;
     generate-27b-mk) python3 -m megakernel generate --backend megakernel --model synthetic:qwen3.5-27b --chat \
         --prompt "Write a haiku about GPUs." --max-new-tokens 24 --context 512 2>&1 | tee "$out/generate_27b_megakernel.log" ;;
     bench-gemv) python3 experiments/bench_gemv.py --out "$out" 2>&1 | tee "$out/bench_gemv.log" ;;

@@ -203,8 +203,7 @@ def cmd_trace(args: argparse.Namespace) -> None:
         raise InputError("--steps and --context must be positive")
     config = model_config(args.model)
     program = lower(config, rows=1, capacity=args.context + args.steps + 1)
-    mega = Megakernel(program, device_weights(program, args.model), DeviceSession(program),
-                      prefetch=not args.no_prefetch)
+    mega = Megakernel(program, device_weights(program, args.model), DeviceSession(program))
     mega.reset()
     mega.session.set_tokens([args.token], config.vocab_size)
     mega.session.set_position(args.context - 1)  # KV rows read are the cache's zeros: the same bytes and work
@@ -254,9 +253,7 @@ def cmd_bench(args: argparse.Namespace) -> None:
     session = DeviceSession(program)
     weights = device_weights(program, args.model)
     graph, mega = DiscreteProgram(program, weights, session), Megakernel(program, weights, session)
-    plain = Megakernel(program, weights, session, prefetch=False)  # own counters, same session
-    steps = {"megakernel": lambda: mega.launch(1), "graph": graph.launch_graph, "eager": graph.launch_eager,
-             "megakernel-no-prefetch": lambda: plain.launch(1)}
+    steps = {"megakernel": lambda: mega.launch(1), "graph": graph.launch_graph, "eager": graph.launch_eager}
     bandwidth = read_bandwidth_gbps()
     mega.reset()
     session.set_tokens([args.token], config.vocab_size)
@@ -277,7 +274,6 @@ def cmd_bench(args: argparse.Namespace) -> None:
         steps[name]()
     samples = abtest.interleave({n: steps[n] for n in names}, contexts, args.tokens, args.rounds, start_at, timer)
     mega.check()
-    plain.check()
     floor = {c: sum(instruction_bytes(program, w, c) for w in program.words) / bandwidth / 1e6 for c in contexts}
     result = {
         "device": cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"].decode(),
@@ -290,7 +286,7 @@ def cmd_bench(args: argparse.Namespace) -> None:
     with open(args.out, "w") as f:
         json.dump(result, f, indent=1)
     for st in result["steps"]:
-        print(f"{st['backend']:<22} context {st['context']:>6}: {st['ms_per_token']:.3f} ms/token "
+        print(f"{st['backend']:<11} context {st['context']:>6}: {st['ms_per_token']:.3f} ms/token "
               f"(p10 {st['p10']:.3f}, p90 {st['p90']:.3f}), {100 * st['floor_fraction']:.1f} % of the floor")
     for context, r in result["ratio_megakernel_over_graph"].items():
         print(f"megakernel / graph at {context}: {r['median']:.4f} (p10 {r['p10']:.4f}, p90 {r['p90']:.4f})")
@@ -300,7 +296,7 @@ def cmd_bench(args: argparse.Namespace) -> None:
         print(f"wrote {args.plot}")
 
 
-BENCH_BACKENDS = ("megakernel", "graph", "eager", "megakernel-no-prefetch")
+BENCH_BACKENDS = ("megakernel", "graph", "eager")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -367,7 +363,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--context", type=int, default=1024, help="context the passes run at")
     p.add_argument("--token", type=int, default=9707, help="the first pass's input token")
     p.add_argument("--out", required=True, help="Chrome / Perfetto trace JSON (gzipped when it ends in .gz)")
-    p.add_argument("--no-prefetch", action="store_true", help="the variant without the GEMV weight prefetch")
     p.add_argument("--records", help="also save the raw records (.npz) with the model, context and capacity")
     p.add_argument("--plot", help="timeline PNG of the first traced pass (blocks x time, waits vs work)")
     p.set_defaults(func=cmd_trace)

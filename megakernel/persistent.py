@@ -39,8 +39,7 @@ class Megakernel:
     """`program` bound to device weights and a session, run by the persistent kernel. `run(steps)` runs
     `steps` passes in one launch and checks the watchdog; `launch(steps)` only enqueues (benchmarks)."""
 
-    def __init__(self, program: Program, weights: DeviceWeights, session: DeviceSession, timeout_s: float = 0.5,
-                 prefetch: bool = True):
+    def __init__(self, program: Program, weights: DeviceWeights, session: DeviceSession, timeout_s: float = 0.5):
         import cupy
 
         if not weights.serves(program):
@@ -67,7 +66,6 @@ class Megakernel:
         self.counters = cupy.zeros(max(1, len(program.counters)) * COUNTER_STRIDE, dtype=cupy.uint32)
         self.error = cupy.zeros(ERROR_WORDS + 2, dtype=cupy.uint32)
         self.timeout_ns = int(timeout_s * 1e9)
-        self.prefetch = prefetch  # GEMV weights issued before the waits (megakernel.cu); off: the A/B variant
         self.steps_run = 0
 
     def reset(self) -> None:
@@ -86,7 +84,7 @@ class Megakernel:
 
         name = "megakernel" if trace is None else "megakernel_trace"
         args = (self.session.arena, self.weights.data, self.bytes, self.counters, self.error,
-                np.int32(self.steps_run), np.int32(steps), np.uint64(self.timeout_ns), np.int32(self.prefetch))
+                np.int32(self.steps_run), np.int32(steps), np.uint64(self.timeout_ns))
         if trace is not None:
             args += (trace,)
         try:

@@ -178,48 +178,6 @@ __device__ __forceinline__ void gemv_pair_combine(float (&acc)[4], float* partne
     }
 }
 
-// One warp's weight stream: its 16 rows of W over the k-blocks of its parity in [b0, b1), through its
-// `depth` slots of the ring. Shared by the GEMV and by the megakernel's prefetch, which issues the first
-// blocks before the tile's inputs are ready (weights depend on nothing).
-struct WarpStream {
-    const u8* row_g;  // the lane's row g at block b0 + parity
-    u32 g8_delta;     // row g + 8 lies this many bytes further (rows past the last valid one repeat it)
-    u32 slots;        // the warp's first slot (shared-memory address)
-    int row_bytes, depth, mine;  // mine: the warp's blocks (0: the warp streams nothing)
-    __device__ int slot_bytes() const { return WARP_ROWS * row_bytes; }
-};
-
-__device__ __forceinline__ WarpStream warp_stream(bool fp8, const u8* weight, int k, int row0, int rows, int b0, int b1,
-                                                  u8* ring, int ring_bytes) {
-    const int lane = threadIdx.x & 31, g = lane >> 2, warp = threadIdx.x >> 5;
-    const int strip = warp & 7, parity = warp >> 3, blocks = b1 - b0;
-    WarpStream s;
-    s.row_bytes = K_BLOCK * (fp8 ? 1 : 2);
-    s.depth = min(MAX_DEPTH, ring_bytes / (TILE_WARPS * s.slot_bytes()));
-    const int valid = rows - strip * WARP_ROWS;
-    s.mine = valid > 0 && blocks > parity ? (blocks - parity + 1) / 2 : 0;  // blocks parity, parity + 2, ..
-    const size_t row_bytes_global = static_cast<size_t>(k) * (fp8 ? 1 : 2);
-    const u8* base = weight + static_cast<size_t>(row0 + strip * WARP_ROWS) * row_bytes_global +
-                     static_cast<size_t>(b0) * s.row_bytes;
-    s.row_g = base + static_cast<size_t>(min(g, valid - 1)) * row_bytes_global;  // used only when mine > 0
-    s.g8_delta = static_cast<u32>((min(g + 8, valid - 1) - min(g, valid - 1)) * row_bytes_global);
-    s.slots = smem_addr(ring) + static_cast<u32>(warp * s.depth * s.slot_bytes());
-    return s;
-}
-
-// Stream block j of the warp (block b0 + parity + 2 j of the slice) into `slot`.
-__device__ __forceinline__ void stream_block(const WarpStream& s, u32 slot, int j) {
-    const int lane = threadIdx.x & 31, parity = threadIdx.x >> 8;
-    stage_block(slot, s.row_g, s.g8_delta, s.row_bytes, parity + 2 * j, lane >> 2, lane & 3);
-}
-
-// The first blocks of the stream, as many as the ring holds: what the GEMV issues before its first mma.
-__device__ __forceinline__ int stream_prime(const WarpStream& s) {
-    const int n = min(s.depth, s.mine);
-    for (int j = 0; j < n; ++j) stream_block(s, s.slots + j * s.slot_bytes(), j);
-    return n;
-}
-
 // All TILE_THREADS threads: the sums of `rows` (<= 128) rows of W [.., k] from row0 (fp8 with bf16 block
 // scales, or bf16 with scale nullptr) over the k-blocks [b0, b1), for input rows x [m, x_stride] (shared
 // memory, k-blocks b0 onwards, m <= 8). Warp (strip, parity) computes 16 rows over the blocks of its
@@ -227,14 +185,14 @@ __device__ __forceinline__ int stream_prime(const WarpStream& s) {
 // then (even) + (odd). Lane (g, t) of an even warp returns acc[0..3] = (row g, input 2t), (g, 2t + 1),
 // (g + 8, 2t), (g + 8, 2t + 1) of its strip; the odd warps' acc is undefined. `ring`: shared memory for
 // the 16 warps' slots (at least one 16-row block each); `scales`: MAX_SLICE_BLOCKS floats;
-// `partner`: 8 x 128 floats. fp8: row0 must be a multiple of 128 (one scale row per tile). primed: the
-// caller already ran stream_prime on this ring with these arguments (the megakernel's prefetch).
+// `partner`: 8 x 128 floats. fp8: row0 must be a multiple of 128 (one scale row per tile).
 __device__ inline void gemv_block_rows(float (&acc)[4], bool fp8, const u8* weight, const __nv_bfloat16* scale,
                                        int k, int row0, int rows, int b0, int b1, const __nv_bfloat16* x,
-                                       int x_stride, int m, u8* ring, int ring_bytes, float* scales, float* partner,
-                                       bool primed = false) {
+                                       int x_stride, int m, u8* ring, int ring_bytes, float* scales, float* partner) {
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, warp = threadIdx.x >> 5;
     const int strip = warp & 7, parity = warp >> 3, blocks = b1 - b0;
+    const int row_bytes = K_BLOCK * (fp8 ? 1 : 2), slot_bytes = WARP_ROWS * row_bytes;
+    const int depth = min(MAX_DEPTH, ring_bytes / (TILE_WARPS * slot_bytes));
     // The rows' block scales for the slice, into shared memory once (one L2 read per block would stall it).
     if (fp8) {
         const __nv_bfloat16* scale_row = scale + static_cast<size_t>(row0 / ROW_BLOCK) * (k / K_BLOCK) + b0;
@@ -242,17 +200,18 @@ __device__ inline void gemv_block_rows(float (&acc)[4], bool fp8, const u8* weig
     }
     __syncthreads();
     acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
-    const int row_bytes = K_BLOCK * (fp8 ? 1 : 2), slot_bytes = WARP_ROWS * row_bytes;
-    const int depth = min(MAX_DEPTH, ring_bytes / (TILE_WARPS * slot_bytes));
     const int valid = rows - strip * WARP_ROWS;
     const int mine = blocks > parity ? (blocks - parity + 1) / 2 : 0;  // this warp's blocks: parity, parity + 2, ..
     if (valid > 0 && mine > 0) {
-        const WarpStream st = warp_stream(fp8, weight, k, row0, rows, b0, b1, ring, ring_bytes);
-        const u8* row_g = st.row_g;
-        const u32 g8_delta = st.g8_delta, slots = st.slots;
+        const size_t row_bytes_global = static_cast<size_t>(k) * (fp8 ? 1 : 2);
+        const u8* base = weight + static_cast<size_t>(row0 + strip * WARP_ROWS) * row_bytes_global +
+                         static_cast<size_t>(b0) * row_bytes;
+        const u8* row_g = base + static_cast<size_t>(min(g, valid - 1)) * row_bytes_global;
+        const u32 g8_delta = static_cast<u32>((min(g + 8, valid - 1) - min(g, valid - 1)) * row_bytes_global);
+        const u32 slots = smem_addr(ring) + static_cast<u32>(warp * depth * slot_bytes);
         const __nv_bfloat16* x_row = x + static_cast<size_t>(g) * x_stride;
         const bool has_row = g < m;
-        int issued = primed ? min(depth, mine) : 0;
+        int issued = 0;
         for (; issued < min(depth, mine); ++issued)
             stage_block(slots + issued * slot_bytes, row_g, g8_delta, row_bytes, parity + 2 * issued, g, t);
         for (int j = 0; j < mine; ++j) {

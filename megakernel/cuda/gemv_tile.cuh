@@ -173,13 +173,13 @@ __device__ inline void keep_hidden(const Ctx& ctx, const Word& w, float* red) {
 // fp32 sums of `rows` (<= 128) rows from local row `row0` of weight W over k-blocks [b0, b1), for the m
 // input rows in sm.x -> y[row * MAX_TILE_ROWS + i]. fp8 and bf16 segments take the same path (gemv.cuh).
 __device__ inline void gemv_rows(const GemvSmem& sm, const Weight& W, int k, int row0, int rows, int b0, int b1,
-                                 int x_stride, int m, float* y, bool primed) {
+                                 int x_stride, int m, float* y) {
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, warp = threadIdx.x >> 5;
     const int strip = warp & 7;
     float acc[4];
     gemv_block_rows(acc, W.dtype == DT_FP8, W.base, reinterpret_cast<const bf16*>(W.scale), k, row0, rows, b0, b1, sm.x,
                     x_stride, m, sm.ring(m * x_stride), sm.ring_bytes(m * x_stride), sm.scales,
-                    sm.partner, primed);
+                    sm.partner);
     if (warp < 8) {
 #pragma unroll
         for (int q = 0; q < 4; ++q) {
@@ -188,39 +188,6 @@ __device__ inline void gemv_rows(const GemvSmem& sm, const Weight& W, int k, int
         }
     }
     __syncthreads();  // y complete; partner and ring free for the next pass
-}
-
-// A main tile's place: its row group, k-slice s of S, k-blocks [b0, b1) and passes over the weight rows
-// (NORM_GATE_UP: gate then up; otherwise 128-row pieces of the group).
-struct MainTile {
-    RowGroup rg;
-    int s, b0, b1, passes;
-    bool gate_up;
-    __device__ MainTile(const Ctx& ctx, const Word& w, int tile) {
-        const int groups = row_group_count(ctx, w), blocks = w.k() / K_BLOCK, S = w.k_slices();
-        rg = row_group(ctx, w, tile % groups);
-        s = tile / groups;
-        b0 = s * blocks / S, b1 = (s + 1) * blocks / S;
-        gate_up = w.opcode() == OP_NORM_GATE_UP;
-        passes = gate_up ? 2 : (rg.r1 - rg.r0 + ROW_BLOCK - 1) / ROW_BLOCK;
-    }
-    __device__ int width() const { return (b1 - b0) * K_BLOCK; }
-    __device__ Weight weight(const Ctx& ctx, const Word& w, int p) const {
-        return ctx.weight(w.weight_first() + (gate_up ? p : rg.segment));
-    }
-    __device__ int first_row(int p) const { return rg.r0 - rg.seg_r0 + (gate_up ? 0 : p * ROW_BLOCK); }
-    __device__ int pass_rows(int p) const { return gate_up ? rg.r1 - rg.r0 : min(ROW_BLOCK, rg.r1 - rg.r0 - p * ROW_BLOCK); }
-};
-
-// All threads: issue the first weight blocks of the tile's first pass into the ring (the megakernel, while
-// the tile's inputs are not ready yet); the tile then runs with primed = true. Touches only the ring.
-__device__ inline void gemv_prefetch(const Ctx& ctx, const Word& w, int tile, u8* smem) {
-    const GemvSmem sm(smem);
-    const MainTile mt(ctx, w, tile);
-    const Weight W = mt.weight(ctx, w, 0);
-    const int x_elems = w.rows() * mt.width();
-    stream_prime(warp_stream(W.dtype == DT_FP8, W.base, w.k(), mt.first_row(0), mt.pass_rows(0), mt.b0, mt.b1,
-                             sm.ring(x_elems), sm.ring_bytes(x_elems)));
 }
 
 // --- epilogues ---------------------------------------------------------------------------------------
@@ -318,7 +285,7 @@ __device__ inline void gemv_epilogue(const Ctx& ctx, const Word& w, const RowGro
 }
 
 // --- tiles ---------------------------------------------------------------------------------------------
-__device__ inline void gemv_main_tile(const Ctx& ctx, const Word& w, int tile, u8* smem, bool primed = false) {
+__device__ inline void gemv_main_tile(const Ctx& ctx, const Word& w, int tile, u8* smem) {
     const GemvSmem sm(smem);
     const int groups = row_group_count(ctx, w), s = tile / groups;
     const RowGroup rg = row_group(ctx, w, tile % groups);
@@ -334,8 +301,7 @@ __device__ inline void gemv_main_tile(const Ctx& ctx, const Word& w, int tile, u
         const Weight W = ctx.weight(w.weight_first() + (gate_up ? p : rg.segment));
         const int first = rg.r0 - rg.seg_r0 + (gate_up ? 0 : p * ROW_BLOCK);
         const int prows = gate_up ? rows : min(ROW_BLOCK, rows - p * ROW_BLOCK);
-        gemv_rows(sm, W, k, first, prows, b0, b1, width, m, sm.y_at(gate_up ? p : 0, 0) + (gate_up ? 0 : p * ROW_BLOCK),
-                  primed && p == 0);
+        gemv_rows(sm, W, k, first, prows, b0, b1, width, m, sm.y_at(gate_up ? p : 0, 0) + (gate_up ? 0 : p * ROW_BLOCK));
     }
     if (S > 1) {  // this slice's sums -> scratch rows [s m, (s + 1) m); the reduce tile finishes the group
         const Buffer scratch = ctx.buffer(w.buf_scratch());

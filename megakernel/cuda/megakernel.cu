@@ -35,7 +35,6 @@ struct Run {
     u64* trace;  // [steps][words][2 stages][G] x TRACE_WORDS / 2 u64, or nullptr
     int step_base, steps;
     u64 timeout_ns;
-    int prefetch;  // issue GEMV weight blocks before the waits (below); 0: the A/B variant without
 };
 
 __device__ __forceinline__ u64 global_ns() {
@@ -134,7 +133,7 @@ __device__ __noinline__ void run_gdn(const Ctx ctx, const Word w, int tile, u8* 
     gdn_tile(ctx, w, tile, *reinterpret_cast<GdnSmem*>(smem));
 }
 
-__device__ __forceinline__ void run_tile(const Ctx& ctx, const Word& w, int stage, int tile, u8* smem, bool primed) {
+__device__ __forceinline__ void run_tile(const Ctx& ctx, const Word& w, int stage, int tile, u8* smem) {
     switch (w.opcode()) {
         case OP_EMBED: embed_tile(ctx, w, tile); break;
         case OP_GDN_CORE: run_gdn(ctx, w, tile, smem); break;
@@ -145,7 +144,7 @@ __device__ __forceinline__ void run_tile(const Ctx& ctx, const Word& w, int stag
         case OP_HANDOFF: handoff_tile(ctx, w); break;
         default:  // the GEMV family
             if (stage == 1) gemv_reduce_tile(ctx, w, tile, smem);
-            else gemv_main_tile(ctx, w, tile, smem, primed);
+            else gemv_main_tile(ctx, w, tile, smem);
     }
 }
 
@@ -155,8 +154,6 @@ struct Place {
     int step, word, stage, tile, last, first;
 };
 
-// Prefetch: a GEMV main tile's first weight blocks are issued into the ring before its waits (weights
-// depend on nothing), so they stream in while the inputs are produced and while the prologue runs.
 template <bool TRACE>
 __device__ inline void interpret(const Run& run) {
     extern __shared__ __align__(16) u8 smem[];
@@ -168,7 +165,7 @@ __device__ inline void interpret(const Run& run) {
     if (threadIdx.x == 0) at.step = 0, at.word = -1, at.stage = 1, at.tile = 0, at.last = 0;
     __syncthreads();
     while (true) {
-        if (threadIdx.x == 0) {  // advance to this block's next tile
+        if (threadIdx.x == 0) {  // advance to this block's next tile, then wait for its inputs
             const Ctx ctx{run.arena, run.weights, run.program};
             int step = at.step, i = at.word, stage = at.stage, tile = at.tile + 1, last = at.last, first = at.first;
             while (tile >= last) {
@@ -189,34 +186,23 @@ __device__ inline void interpret(const Run& run) {
                 last = static_cast<int>(static_cast<long long>(b + 1) * T / G);
             }
             at.step = step, at.word = i, at.stage = stage, at.tile = tile, at.last = last, at.first = first;
-            if (TRACE && step < run.steps && tile == first) trace_start = global_ns(), trace_polls = 0;
-        }
-        __syncthreads();
-        if (at.step == run.steps) return;
-        bool primed = false;
-        if (run.prefetch) {
-            const Ctx ctx{run.arena, run.weights, run.program};
-            const Word w = ctx.word(at.word);
-            primed = at.stage == 0 && is_gemv(w.opcode());
-            if (primed) gemv_prefetch(ctx, w, at.tile, smem);
-        }
-        if (threadIdx.x == 0) {  // wait for the tile's inputs
-            const Ctx ctx{run.arena, run.weights, run.program};
-            u32 polls = 0;
-            go = wait_tile(run, ctx, ctx.word(at.word), at.word, at.stage, at.tile, run.step_base + at.step, polls);
-            if (TRACE) {
-                trace_polls = trace_polls + polls;
-                if (at.tile == at.first) trace_ready = global_ns();
+            if (step == run.steps) {
+                go = 2;
+            } else {
+                u32 polls = 0;
+                if (TRACE && tile == first) trace_start = global_ns(), trace_polls = 0;
+                go = wait_tile(run, ctx, ctx.word(i), i, stage, tile, run.step_base + step, polls) ? 1 : 0;
+                if (TRACE) {
+                    trace_polls = trace_polls + polls;
+                    if (tile == first) trace_ready = global_ns();
+                }
             }
         }
         __syncthreads();
-        if (!go) {  // the watchdog fired: every block leaves, its weight copies landed first
-            asm volatile("cp.async.wait_all;" ::: "memory");
-            return;
-        }
+        if (go != 1) return;  // done (2), or the watchdog fired (0): every block leaves
         {
             const Ctx ctx{run.arena, run.weights, run.program};
-            run_tile(ctx, ctx.word(at.word), at.stage, at.tile, smem, primed);
+            run_tile(ctx, ctx.word(at.word), at.stage, at.tile, smem);
         }
         __syncthreads();  // the tile's writes are done (and its shared memory free)
         if (threadIdx.x == 0) {
@@ -235,17 +221,15 @@ __device__ inline void interpret(const Run& run) {
 
 }  // namespace mk
 
-#define MEGAKERNEL_ARGS                                                                                   \
-    unsigned char *arena, const unsigned char *weights, const unsigned char *program, unsigned int *counters, \
-        unsigned int *error, int step_base, int steps, unsigned long long timeout_ns, int prefetch
-#define MEGAKERNEL_RUN(trace) \
-    mk::Run{arena, weights, program, counters, error, trace, step_base, steps, timeout_ns, prefetch}
-
-extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS, 1) megakernel(MEGAKERNEL_ARGS) {
-    mk::interpret<false>(MEGAKERNEL_RUN(nullptr));
+extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS, 1)
+megakernel(unsigned char* arena, const unsigned char* weights, const unsigned char* program, unsigned int* counters,
+           unsigned int* error, int step_base, int steps, unsigned long long timeout_ns) {
+    mk::interpret<false>(mk::Run{arena, weights, program, counters, error, nullptr, step_base, steps, timeout_ns});
 }
 
 extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS, 1)
-megakernel_trace(MEGAKERNEL_ARGS, unsigned long long* trace) {
-    mk::interpret<true>(MEGAKERNEL_RUN(trace));
+megakernel_trace(unsigned char* arena, const unsigned char* weights, const unsigned char* program,
+                 unsigned int* counters, unsigned int* error, int step_base, int steps, unsigned long long timeout_ns,
+                 unsigned long long* trace) {
+    mk::interpret<true>(mk::Run{arena, weights, program, counters, error, trace, step_base, steps, timeout_ns});
 }

@@ -34,12 +34,12 @@ def big():
     return config, DeviceWeights.synthetic(table, config, seed=0, progress=False)
 
 
-def pair(weights_of, config, rows=1, capacity=96, prefetch=True):
+def pair(weights_of, config, rows=1, capacity=96):
     """A graph-build runner and a megakernel runner of the same Program on separate sessions."""
     program = lower(config, rows=rows, sms=132, capacity=capacity, debug_logits=True)
     weights = weights_of(program)
     graph = DiscreteProgram(program, weights, DeviceSession(program))
-    mega = Megakernel(program, weights, DeviceSession(program), prefetch=prefetch)
+    mega = Megakernel(program, weights, DeviceSession(program))
     return program, graph, mega
 
 
@@ -70,10 +70,9 @@ def greedy_compare(program, graph, mega, config, steps: int, per_launch: bool = 
     assert mega.session.position == steps
 
 
-@pytest.mark.parametrize("prefetch", [True, False], ids=["prefetch", "no-prefetch"])
-def test_tiny_megakernel_equals_graph_pass_by_pass(tiny_weights, prefetch):
+def test_tiny_megakernel_equals_graph_pass_by_pass(tiny_weights):
     program, graph, mega = pair(lambda p: DeviceWeights.from_weightset(p, tiny_weights, progress=False),
-                                tiny_weights.config, capacity=288, prefetch=prefetch)
+                                tiny_weights.config, capacity=288)
     greedy_compare(program, graph, mega, tiny_weights.config, steps=256)
 
 
@@ -89,11 +88,10 @@ def test_tiny_megakernel_many_passes_in_one_launch_equal_graph(tiny_weights):
     assert_same(session_state(graph.session, program), session_state(mega.session, program), "after 80 passes")
 
 
-@pytest.mark.parametrize("prefetch", [True, False], ids=["prefetch", "no-prefetch"])
 @pytest.mark.parametrize("rows", [3, 8])
-def test_tiny_m_row_pass_equals_graph(tiny_weights, rows, prefetch):
+def test_tiny_m_row_pass_equals_graph(tiny_weights, rows):
     program, graph, mega = pair(lambda p: DeviceWeights.from_weightset(p, tiny_weights, progress=False),
-                                tiny_weights.config, rows=rows, prefetch=prefetch)
+                                tiny_weights.config, rows=rows)
     for runner in (graph.session, mega.session):
         runner.reset()
     mega.clear_counters()
