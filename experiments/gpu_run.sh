@@ -4,6 +4,7 @@
 #   experiments/gpu_run.sh [OUT] tests goldens ...
 # The device returns at most 8 files: run into another folder and pack it into $OUT afterwards, e.g.
 #   timeout 540 bash experiments/gpu_run.sh /tmp/o tests bench-ab; tar czf $OUT/run.tgz -C /tmp/o .
+# Pass GIT_COMMIT=<full hash> literally: the device's copy of .git may be stale, so `git rev-parse` there can lie.
 # Overrides: TESTS (pytest paths for `tests`), GOLDENS (comma list of oracle_*.npz for `check-engine`).
 # Missing Python packages travel as wheels in .whl/ (see README, "GPU runs").
 set -uo pipefail
@@ -41,6 +42,7 @@ for step in "$@"; do
         --plot "$out/trace_timeline.png" 2>&1 | tee "$out/trace.log" ;;
     generate-27b-mk) python3 -m megakernel generate --backend megakernel --model synthetic:qwen3.5-27b --chat \
         --prompt "Write a haiku about GPUs." --max-new-tokens 24 --context 512 2>&1 | tee "$out/generate_27b_megakernel.log" ;;
+    bench-tiling) python3 experiments/bench_tiling.py --out "$out" 2>&1 | tee "$out/bench_tiling.log" ;;
     bench-gemv) python3 experiments/bench_gemv.py --out "$out" 2>&1 | tee "$out/bench_gemv.log" ;;
     # Hardware counters of one fp8 GEMV launch (in_proj shape, M = 1); clocks left alone (METHOD.md).
     profile-gemv) ncu --clock-control none -k regex:gemv_fp8_slices --launch-skip 3 --launch-count 1 \
