@@ -3,7 +3,7 @@ tiles is the fixed rule of tiling.block_range). Split-K GEMVs get a scratch buff
 
 GEMV row groups are 128 rows (one scale block), except NORM_GEMV_QKV whose row groups are one head
 (head_dim rows) so that the epilogue can normalise and rotate a whole head; k-slices are
-plan.k_slices of the instruction's total rows and k (megakernel/plan.py), the numbers the reference's
+plan.k_slices of the instruction's row groups and k (megakernel/plan.py), the numbers the reference's
 engine mode sums with.
 """
 
@@ -26,8 +26,8 @@ def partition(low: Lowered, c: ModelConfig) -> None:
         if ins.weights:  # the GEMV family
             ins.tile_rows = c.head_dim if op == Op.NORM_GEMV_QKV else plan.ROW_BLOCK
             seg_rows = tuple(shapes[w][0] for w in ins.weights)
-            ins.k_slices = plan.k_slices(sum(seg_rows), ins.k)
             groups = len(segment_row_groups(seg_rows, ins.tile_rows, op == Op.NORM_GATE_UP))
+            ins.k_slices = plan.k_slices(groups, ins.k)
             ins.tiles = groups * ins.k_slices
             ins.reduce_tiles = groups if ins.k_slices > 1 else 0
             if ins.k_slices > 1:

@@ -1,15 +1,16 @@
-"""The k-slices of NORM_GATE_UP on the GPU: ms per token of the graph build and the megakernel for each
-candidate slice count S, interleaved in one process on the same weights (tiling_bench.json, DESIGN.md
-results contract).
+"""GEMV k-slice rules on the GPU: ms per token of the graph build and the megakernel for Programs that
+differ only in some GEMVs' k-slices, interleaved in one process on the same weights (tiling_bench.json,
+DESIGN.md results contract).
 
-Why: the 27B's gate_up has 136 row groups (17,408 rows / 128) for 132 SMs, so with one k-slice four
-blocks run a second tile alone (the trace shows ~60 us a layer with 128 SMs idle). More slices cut the
-tiles smaller (272, 544, .. tiles) at the price of partial sums and a reduce stage.
+Why: the 27B's gate_up has 136 row groups for 132 SMs, so with one k-slice four blocks run a second
+tile alone (~60 us a layer with 128 SMs idle), and its qkv (one head per row group) has 56 tiles, not
+even half a wave. More slices cut tiles smaller at the price of partial sums and a reduce stage.
 
-  python experiments/bench_tiling.py --out DIR [--slices 1,2,4,5,8] [--context 1024]
+  python experiments/bench_tiling.py --out DIR [--variants landed,v1,gate_up=4] [--context 1024]
 
-Only gate_up's S changes (plan.k_slices is wrapped for its shape while each Program is lowered); the
-timing is all this measures: a Program with a non-default S does not match the reference's engine sums.
+A variant is `landed` (plan.k_slices as it is), `v1` (the rule before D17: gate_up and qkv one slice) or
+overrides joined by '+', e.g. gate_up=4+qkv=1. A Program with other slices than plan.k_slices does not
+match the reference's engine sums: only its timing is measured here.
 """
 
 from __future__ import annotations
@@ -24,16 +25,28 @@ import sys
 from megakernel import abtest, plan
 from megakernel.provenance import git_commit
 
+V1 = "gate_up=1+qkv=1"
+
+
+def overrides(config, variant: str) -> dict[tuple[int, int], int]:
+    """{(row groups, k): slices} of a variant for this config's gate_up and qkv shapes."""
+    if variant == "landed":
+        return {}
+    shapes = {"gate_up": (plan.row_groups((config.intermediate_size,) * 2, plan.ROW_BLOCK, paired=True),
+                          config.hidden_size),
+              "qkv": (plan.row_groups((config.q_proj_rows, config.kv_dim, config.kv_dim), config.head_dim),
+                      config.hidden_size)}
+    out = {}
+    for item in (V1 if variant == "v1" else variant).split("+"):
+        name, slices = item.split("=")
+        out[shapes[name]] = int(slices)
+    return out
+
 
 @contextlib.contextmanager
-def gate_up_slices(config, slices: int):
-    """plan.k_slices answers `slices` for the gate_up shape (both halves' rows over the hidden size)."""
+def k_slices_overridden(table: dict[tuple[int, int], int]):
     original = plan.k_slices
-
-    def patched(rows: int, k: int) -> int:
-        return slices if (rows, k) == (2 * config.intermediate_size, config.hidden_size) else original(rows, k)
-
-    plan.k_slices = patched
+    plan.k_slices = lambda groups, k: table.get((groups, k)) or original(groups, k)
     try:
         yield
     finally:
@@ -54,7 +67,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True)
     parser.add_argument("--model", default="synthetic:qwen3.5-27b")
-    parser.add_argument("--slices", default="1,2,4,5,8")
+    parser.add_argument("--variants", default="landed,v1")
     parser.add_argument("--context", type=int, default=1024)
     parser.add_argument("--tokens", type=int, default=16, help="timed passes per variant per round")
     parser.add_argument("--rounds", type=int, default=4)
@@ -63,21 +76,21 @@ def main() -> None:
     capacity = args.context + args.tokens + 1
     variants = {}
     weights = None
-    for s in (int(v) for v in args.slices.split(",")):
-        with gate_up_slices(config, s):
+    for v in args.variants.split(","):
+        with k_slices_overridden(overrides(config, v)):
             program = lower(config, rows=1, sms=132, capacity=capacity)
-        gate_up = next(w for w in program.words if w.opcode.name == "NORM_GATE_UP")
-        assert gate_up.k_slices == s, (gate_up.k_slices, s)
+        slices = {op: next(w.k_slices for w in program.words if w.opcode.name == op)
+                  for op in ("NORM_GATE_UP", "NORM_GEMV_QKV")}
         weights = weights or device_weights(program, args.model, progress=False)
         session = DeviceSession(program)
         session.set_tokens([9707], config.vocab_size)
         graph, mega = DiscreteProgram(program, weights, session), Megakernel(program, weights, session)
-        variants[s] = (session, graph, mega, gate_up.tiles, gate_up.reduce_tiles)
-        print(f"S = {s}: gate_up {gate_up.tiles} main tiles, {gate_up.reduce_tiles} reduce tiles", flush=True)
+        variants[v] = (session, graph, mega, slices)
+        print(f"{v}: k-slices {slices}", flush=True)
     backends = {}
-    for s, (_, graph, mega, _, _) in variants.items():
-        backends[f"graph S={s}"] = graph.launch_graph
-        backends[f"megakernel S={s}"] = lambda mega=mega: mega.launch(1)
+    for v, (_, graph, mega, _) in variants.items():
+        backends[f"graph {v}"] = graph.launch_graph
+        backends[f"megakernel {v}"] = lambda mega=mega: mega.launch(1)
 
     def start_at(context: int) -> None:
         for session, *_ in variants.values():
@@ -95,18 +108,15 @@ def main() -> None:
     for step in backends.values():  # warm-up: graph capture, module load
         step()
     samples = abtest.interleave(backends, [args.context], args.tokens, args.rounds, start_at, timer)
-    for _, _, mega, _, _ in variants.values():
+    for _, _, mega, _ in variants.values():
         mega.check()
     rows = []
     for name in backends:
-        backend, s = name.split(" S=")
-        values = [x.ms for x in samples if x.backend == name]
-        st = abtest._stats(values)
-        _, _, _, tiles, reduce_tiles = variants[int(s)]
-        rows.append({"backend": backend, "gate_up_slices": int(s), "gate_up_tiles": tiles,
-                     "gate_up_reduce_tiles": reduce_tiles, "context": args.context, "rows": 1,
-                     "ms_per_token": st["median"], "p10": st["p10"], "p90": st["p90"]})
-        print(f"{name:<16} {st['median']:.3f} ms/token (p10 {st['p10']:.3f}, p90 {st['p90']:.3f})", flush=True)
+        backend, v = name.split(" ", 1)
+        st = abtest._stats([x.ms for x in samples if x.backend == name])
+        rows.append({"backend": backend, "variant": v, "k_slices": variants[v][3], "context": args.context,
+                     "rows": 1, "ms_per_token": st["median"], "p10": st["p10"], "p90": st["p90"]})
+        print(f"{name:<24} {st['median']:.3f} ms/token (p10 {st['p10']:.3f}, p90 {st['p90']:.3f})", flush=True)
     os.makedirs(args.out, exist_ok=True)
     result = {
         "device": cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"].decode(),

@@ -6,7 +6,7 @@ compiler and the CUDA kernels, so that all of them sum in the same order.
   are added in order 0..S-1. S depends only on the fused instruction's shape (never on the number of
   SMs or on the rows M), so every build and every M computes the same bits.
 * Fused GEMVs: the weights one instruction computes together (e.g. in_proj_qkv | z | b | a) share
-  one S, computed from their total rows.
+  one S, computed from their row groups (the tiles of one k-slice).
 * Attention: a row with L keys is split into P = 32 partitions, partition p holding keys
   [p * L // P, (p + 1) * L // P); softmax statistics are combined over partitions in order.
 """
@@ -21,21 +21,40 @@ from .tensors import LM_HEAD, MTP_PREFIX, layer_prefix, mtp_layer_prefix
 
 ROW_BLOCK = 128  # rows of one scale block; GEMV row groups are counted in these
 K_BLOCK = 128  # reduction elements of one scale block
-ONE_WAVE_TILES = 132  # the H200's SM count: a GEMV's (row group x k-slice) tiles should fit one wave
+ONE_WAVE_TILES = 132  # the H200's SM count: one wave of GEMV tiles, one per SM
 MAX_K_SLICES = 8  # more slices add partial traffic for little extra parallelism
+# A tile's fixed cost (prologue, scales, pipeline fill, its wait and signal) in units of a whole-k tile's
+# streaming time, for GEMVs of more than one wave: fit to the measured gate_up sweep (docs/DECISIONS.md D17).
+TILE_COST = 0.2
 ATTENTION_PARTITIONS = 32  # x 4 KV heads = 128 attention tiles on the 27B
 
 
-def k_slices(rows: int, k: int) -> int:
-    """Slices of the reduction axis for a GEMV of `rows` outputs over `k` inputs: the largest S with
-    (row groups x S) <= ONE_WAVE_TILES, at most MAX_K_SLICES and the k-block count, at least 1. Slices
-    need not divide the k-blocks evenly (slice_blocks). Measured on the H200 (docs/DECISIONS.md D14,
-    experiments/results/gemv_bench.json `slice_sweep`): a second, partly filled wave costs more than
-    the slices it adds; the earlier rule (smallest divisor S reaching 128 tiles) gave 160 tiles for the
-    5120-row shapes and 224 for qkv."""
-    blocks = -(-k // K_BLOCK)
-    row_groups = -(-rows // ROW_BLOCK)
-    return max(1, min(ONE_WAVE_TILES // row_groups, MAX_K_SLICES, blocks))
+def row_groups(segment_rows: tuple[int, ...], tile_rows: int, paired: bool = False) -> int:
+    """The row groups (tiles per k-slice) of a GEMV whose weight segments have these output rows, cut
+    into tile_rows (each segment on its own); paired: gate_up, whose row groups cover the same rows of
+    both segments."""
+    if paired:
+        return -(-segment_rows[0] // tile_rows)
+    return sum(-(-rows // tile_rows) for rows in segment_rows)
+
+
+def k_slices(groups: int, k: int) -> int:
+    """Slices of the reduction axis for a GEMV of `groups` row groups over `k` inputs, at most
+    MAX_K_SLICES and the k-block count. Up to one wave of row groups: the largest S whose tiles still fit
+    one wave (D14, measured: a second, partly filled wave costs more than the slices it adds). Beyond
+    one wave the tiles spill into more waves anyway: the S minimising waves / S + TILE_COST x waves
+    (waves = ceil(groups x S / ONE_WAVE_TILES), a wave of whole-k tiles costing 1), which cuts a lone
+    second wave short (gate_up's 136 groups: S = 2, D17). Slices need not divide the k-blocks evenly
+    (slice_blocks)."""
+    limit = max(1, min(MAX_K_SLICES, -(-k // K_BLOCK)))
+    if groups <= ONE_WAVE_TILES:
+        return max(1, min(ONE_WAVE_TILES // groups, limit))
+
+    def cost(s: int) -> float:
+        waves = -(-groups * s // ONE_WAVE_TILES)
+        return waves / s + TILE_COST * waves
+
+    return min(range(1, limit + 1), key=lambda s: (cost(s), s))
 
 
 def slice_blocks(k: int, slices: int, s: int) -> tuple[int, int]:
@@ -54,12 +73,18 @@ class GemvGroup:
 
     name: str  # e.g. "layers.0.in_proj"
     weights: tuple[str, ...]
-    rows: int
+    segment_rows: tuple[int, ...]  # output rows of each weight
     k: int
+    tile_rows: int = ROW_BLOCK  # rows of a row group (qkv: one head, so its epilogue sees whole heads)
+    paired: bool = False  # gate_up: a row group covers the same rows of gate and up
+
+    @property
+    def rows(self) -> int:
+        return sum(self.segment_rows)
 
     @property
     def slices(self) -> int:
-        return k_slices(self.rows, self.k)
+        return k_slices(row_groups(self.segment_rows, self.tile_rows, self.paired), self.k)
 
 
 def gemv_groups(c: ModelConfig) -> list[GemvGroup]:
@@ -67,33 +92,33 @@ def gemv_groups(c: ModelConfig) -> list[GemvGroup]:
     h, f = c.hidden_size, c.intermediate_size
     groups = []
 
-    def group(name, weights, rows, k):
-        groups.append(GemvGroup(name, tuple(weights), rows, k))
+    def group(name, weights, segment_rows, k, **tiling):
+        groups.append(GemvGroup(name, tuple(weights), tuple(segment_rows), k, **tiling))
 
     for i in range(c.num_hidden_layers):
         p = layer_prefix(i)
         if i in c.attention_layers:
             a = p + "self_attn."
             group(f"layers.{i}.qkv", [a + "q_proj.weight", a + "k_proj.weight", a + "v_proj.weight"],
-                  c.q_proj_rows + 2 * c.kv_dim, h)
-            group(f"layers.{i}.o_proj", [a + "o_proj.weight"], h, c.attn_out_dim)
+                  [c.q_proj_rows, c.kv_dim, c.kv_dim], h, tile_rows=c.head_dim)
+            group(f"layers.{i}.o_proj", [a + "o_proj.weight"], [h], c.attn_out_dim)
         else:
             g = p + "linear_attn."
+            nv = c.linear_num_value_heads
             group(f"layers.{i}.in_proj", [g + "in_proj_qkv.weight", g + "in_proj_z.weight", g + "in_proj_b.weight",
-                                          g + "in_proj_a.weight"],
-                  c.gdn_conv_dim + c.gdn_value_dim + 2 * c.linear_num_value_heads, h)
-            group(f"layers.{i}.out_proj", [g + "out_proj.weight"], h, c.gdn_value_dim)
-        group(f"layers.{i}.gate_up", [p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight"], 2 * f, h)
-        group(f"layers.{i}.down", [p + "mlp.down_proj.weight"], h, f)
-    group("lm_head", [LM_HEAD], c.vocab_size, h)
+                                          g + "in_proj_a.weight"], [c.gdn_conv_dim, c.gdn_value_dim, nv, nv], h)
+            group(f"layers.{i}.out_proj", [g + "out_proj.weight"], [h], c.gdn_value_dim)
+        group(f"layers.{i}.gate_up", [p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight"], [f, f], h, paired=True)
+        group(f"layers.{i}.down", [p + "mlp.down_proj.weight"], [h], f)
+    group("lm_head", [LM_HEAD], [c.vocab_size], h)
     if c.mtp_num_hidden_layers:
         m = mtp_layer_prefix()
-        group("mtp.fc", [MTP_PREFIX + "fc.weight"], h, 2 * h)
+        group("mtp.fc", [MTP_PREFIX + "fc.weight"], [h], 2 * h)
         group("mtp.qkv", [m + "self_attn.q_proj.weight", m + "self_attn.k_proj.weight", m + "self_attn.v_proj.weight"],
-              c.q_proj_rows + 2 * c.kv_dim, h)
-        group("mtp.o_proj", [m + "self_attn.o_proj.weight"], h, c.attn_out_dim)
-        group("mtp.gate_up", [m + "mlp.gate_proj.weight", m + "mlp.up_proj.weight"], 2 * f, h)
-        group("mtp.down", [m + "mlp.down_proj.weight"], h, f)
+              [c.q_proj_rows, c.kv_dim, c.kv_dim], h, tile_rows=c.head_dim)
+        group("mtp.o_proj", [m + "self_attn.o_proj.weight"], [h], c.attn_out_dim)
+        group("mtp.gate_up", [m + "mlp.gate_proj.weight", m + "mlp.up_proj.weight"], [f, f], h, paired=True)
+        group("mtp.down", [m + "mlp.down_proj.weight"], [h], f)
     return groups
 
 
