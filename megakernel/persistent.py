@@ -63,6 +63,12 @@ class Megakernel:
             if kernel.max_threads_per_block < self.threads:
                 raise MegakernelError(f"{name}: {kernel.num_regs} registers per thread allow "
                                       f"{kernel.max_threads_per_block} threads per block, the tiles need {self.threads}")
+        # Co-residency, from the occupancy API: blocks that wait on each other must all be resident.
+        self.resident_per_sm = min(cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
+            kernel.ptr, self.threads, self.smem) for kernel in self.kernels.values())
+        if self.resident_per_sm * sms < program.sms:
+            raise MegakernelError(f"{program.sms} blocks of {self.threads} threads with {self.smem} bytes of shared "
+                                  f"memory cannot all be resident: {self.resident_per_sm} per SM x {sms} SMs")
         self.counters = cupy.zeros(max(1, len(program.counters)) * COUNTER_STRIDE, dtype=cupy.uint32)
         self.error = cupy.zeros(ERROR_WORDS + 2, dtype=cupy.uint32)
         self.timeout_ns = int(timeout_s * 1e9)

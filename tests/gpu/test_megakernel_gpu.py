@@ -104,6 +104,14 @@ def test_tiny_m_row_pass_equals_graph(tiny_weights, rows):
         assert_same(session_state(graph.session, program), session_state(mega.session, program), f"{rows}-row pass {step}")
 
 
+def test_the_grid_is_co_resident_by_the_occupancy_api(tiny_weights):
+    program, _, mega = pair(lambda p: DeviceWeights.from_weightset(p, tiny_weights, progress=False),
+                            tiny_weights.config)
+    # 512 threads x 128 registers fill an SM's register file: exactly one block per SM, one per SM launched
+    assert mega.resident_per_sm == 1
+    assert program.sms <= mega.resident_per_sm * cupy.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
+
+
 def test_27b_synthetic_256_greedy_passes_equal_graph(big):
     config, weights = big
     program, graph, mega = pair(lambda p: weights, config, capacity=320)
