@@ -65,7 +65,7 @@ class Megakernel:
                                       f"{kernel.max_threads_per_block} threads per block, the tiles need {self.threads}")
         # Co-residency, from the occupancy API: blocks that wait on each other must all be resident.
         self.resident_per_sm = min(cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
-            kernel.ptr, self.threads, self.smem) for kernel in self.kernels.values())
+            kernel.kernel.ptr, self.threads, self.smem) for kernel in self.kernels.values())
         if self.resident_per_sm * sms < program.sms:
             raise MegakernelError(f"{program.sms} blocks of {self.threads} threads with {self.smem} bytes of shared "
                                   f"memory cannot all be resident: {self.resident_per_sm} per SM x {sms} SMs")
