@@ -21,7 +21,7 @@ export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 {
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
   python3 -c "import sys, torch, transformers, cupy, numpy; print(sys.version.split()[0], 'torch', torch.__version__, 'transformers', transformers.__version__, 'cupy', cupy.__version__, 'numpy', numpy.__version__)"
-  git rev-parse HEAD 2>/dev/null || true
+  echo "commit ${GIT_COMMIT:-$(git rev-parse HEAD 2>/dev/null) (git rev-parse on the device: may be stale)}"
 } 2>&1 | tee "$out/environment.txt"
 
 status=0

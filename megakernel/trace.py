@@ -2,7 +2,8 @@
 with one track per block, a per-opcode table of work, wait and bandwidth, and an SM x time timeline.
 
 A record covers one block's tiles of one (pass, word, stage): start (before its first tile's waits),
-ready (those waits done) and end (its last tile signalled), %globaltimer ns. Wait is ready - start; work
+ready (those waits done) and end (its last tile signalled), %globaltimer ns, and its tile count with the
+number of sleeping wait polls above it (tiles | polls << 32). Wait is ready - start; work
 is end - ready, which also holds the waits of the block's later tiles of the same stage (rare: a stage
 gives a block at most a few tiles).
 """
@@ -26,18 +27,20 @@ class Slice:
     ready: int
     end: int
     tiles: int
+    polls: int  # wait polls that slept (back-off) before the block's tiles could start
 
 
 def slices(records: np.ndarray) -> list[Slice]:
     """The records [steps, words, 2, blocks, 4] of blocks that ran tiles, times from the earliest start."""
-    ran = records[..., 3] > 0
+    ran = (records[..., 3] & 0xFFFFFFFF) > 0
     if not ran.any():
         return []
     t0 = int(records[..., 0][ran].min())
     out = []
     for step, word, stage, block in zip(*np.nonzero(ran), strict=True):
-        start, ready, end, tiles = (int(v) for v in records[step, word, stage, block])
-        out.append(Slice(int(step), int(word), int(stage), int(block), start - t0, ready - t0, end - t0, tiles))
+        start, ready, end, packed = (int(v) for v in records[step, word, stage, block])
+        out.append(Slice(int(step), int(word), int(stage), int(block), start - t0, ready - t0, end - t0,
+                         packed & 0xFFFFFFFF, packed >> 32))
     return out
 
 
@@ -54,7 +57,8 @@ def chrome_trace(records: np.ndarray, program) -> dict:
     for s in slices(records):
         name = _name(program, s.word, s.stage)
         op = program.words[s.word].opcode.name
-        common = {"pid": 0, "tid": s.block, "args": {"pass": s.step, "word": s.word, "tiles": s.tiles}}
+        common = {"pid": 0, "tid": s.block, "args": {"pass": s.step, "word": s.word, "tiles": s.tiles,
+                                                     "polls": s.polls}}
         if s.ready > s.start:
             events.append({**common, "name": f"wait {name}", "cat": "wait", "ph": "X", "ts": s.start / 1e3,
                            "dur": (s.ready - s.start) / 1e3})
@@ -91,6 +95,26 @@ def opcode_table(records: np.ndarray, program, context: int, read_gbps: float | 
     return sorted(rows.values(), key=lambda r: -r["span_us"])
 
 
+def critical_path(records: np.ndarray, step: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per word of pass `step` (>= 1), in nanoseconds: the time from the latest tile end so far (the
+    previous pass's last tile for the first word) to this word's last tile end (0 when it ends earlier),
+    and from that same point to its first tile past its waits (the signal-to-start latency). The first
+    column sums to the pass's time from last tile to last tile."""
+    rec = records.astype(np.int64)
+    if step < 1:
+        raise ValueError("the critical path of pass `step` starts at pass step - 1's end: step >= 1")
+    ran = (rec[step][..., 3] & 0xFFFFFFFF) > 0
+    ends = np.where(ran, rec[step][..., 2], 0).max(axis=(1, 2))
+    readies = np.where(ran, rec[step][..., 1], np.iinfo(np.int64).max).min(axis=(1, 2))
+    latest = int(rec[step - 1][..., 2].max())
+    added, gaps = np.zeros(len(ends), np.int64), np.zeros(len(ends), np.int64)
+    for w, (end, ready) in enumerate(zip(ends, readies, strict=True)):
+        if end:
+            added[w], gaps[w] = max(0, end - latest), max(0, ready - latest)
+            latest = max(latest, int(end))
+    return added, gaps
+
+
 def table_text(rows: list[dict]) -> str:
     lines = [f"{'opcode':<26}{'instr':>7}{'span us':>11}{'work us':>12}{'wait us':>12}{'GB/s':>9}"]
     for r in rows:
@@ -100,9 +124,11 @@ def table_text(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def timeline_png(records: np.ndarray, program, path: str, step: int = 0) -> None:
-    """One pass as blocks (y) over time (x): work dark, waits light, instruction starts as faint lines.
-    Drawn as two rectangle collections (a pass has ~10^5 slices; one artist each takes minutes)."""
+def timeline_png(records: np.ndarray, program, path: str, step: int = 0,
+                 window: tuple[float, float] | None = None) -> None:
+    """One pass as blocks (y) over time (x): work dark, waits light, instruction starts as faint lines;
+    `window`: microseconds from the pass's first start to show (default: all of it). Drawn as two
+    rectangle collections (a pass has ~10^5 slices; one artist each takes minutes)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -128,7 +154,7 @@ def timeline_png(records: np.ndarray, program, path: str, step: int = 0) -> None
     firsts = firsts[np.isfinite(firsts)]
     top = rec.shape[2]
     ax.add_collection(LineCollection([[(x, -0.5), (x, top - 0.5)] for x in firsts], colors="grey", linewidths=0.2))
-    ax.set_xlim(0, end.max())
+    ax.set_xlim(*(window or (0, end.max())))
     ax.set_ylim(-0.5, top - 0.5)
     ax.set_xlabel("microseconds")
     ax.set_ylabel("block (SM)")
@@ -138,4 +164,4 @@ def timeline_png(records: np.ndarray, program, path: str, step: int = 0) -> None
     plt.close(fig)
 
 
-__all__ = ["Slice", "slices", "chrome_trace", "opcode_table", "table_text", "timeline_png"]
+__all__ = ["Slice", "slices", "chrome_trace", "opcode_table", "critical_path", "table_text", "timeline_png"]

@@ -74,3 +74,31 @@ def test_timeline_png_is_written(program, tmp_path):
     trace.timeline_png(fake_records(program, steps=1), program, str(path))
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
+
+
+def test_critical_path_adds_up_to_the_pass_and_names_each_words_share(program):
+    rec = fake_records(program, steps=2, wait=50, work=200)
+    added, gaps = trace.critical_path(rec, 1)
+    ran = (rec[1][..., 3] & 0xFFFFFFFF) > 0
+    assert added.sum() == rec[1][..., 2][ran].max() - rec[0][..., 2].max()  # last tile to last tile
+    assert (added >= 0).all() and (gaps >= 0).all() and (gaps <= added).all()
+    # a word that ends later than everything before it adds exactly its lateness
+    i = int(np.argmax(added))
+    ends = np.where(ran, rec[1][..., 2], 0).max(axis=(1, 2))
+    before = max(int(rec[0][..., 2].max()), int(ends[:i].max()) if i else 0)
+    assert added[i] == ends[i] - before
+    with pytest.raises(ValueError):
+        trace.critical_path(rec, 0)
+
+
+def test_slices_unpack_tiles_and_polls(program):
+    rec = fake_records(program, steps=1)
+    rec[..., 3] |= np.uint64(7) << np.uint64(32)  # 7 sleeping polls above the tile count
+    s = trace.slices(rec)[0]
+    assert s.polls == 7 and 1 <= s.tiles < 7
+
+
+def test_timeline_png_window(program, tmp_path):
+    path = tmp_path / "window.png"
+    trace.timeline_png(fake_records(program, steps=2), program, str(path), step=1, window=(0.0, 1.0))
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
