@@ -96,24 +96,16 @@ def main() -> None:
         for session, *_ in variants.values():
             session.set_position(context - 1)
 
-    def timer(step) -> float:
-        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record()
-        step()
-        stop.record()
-        stop.synchronize()
-        return cupy.cuda.get_elapsed_time(start, stop)
-
     start_at(args.context)
     for step in backends.values():  # warm-up: graph capture, module load
         step()
-    samples = abtest.interleave(backends, [args.context], args.tokens, args.rounds, start_at, timer)
+    samples = abtest.interleave(backends, [args.context], args.tokens, args.rounds, start_at, abtest.event_ms)
     for _, _, mega, _ in variants.values():
         mega.check()
     rows = []
     for name in backends:
         backend, v = name.split(" ", 1)
-        st = abtest._stats([x.ms for x in samples if x.backend == name])
+        st = abtest.stats([x.ms for x in samples if x.backend == name])
         rows.append({"backend": backend, "variant": v, "k_slices": variants[v][3], "context": args.context,
                      "rows": 1, "ms_per_token": st["median"], "p10": st["p10"], "p90": st["p90"]})
         print(f"{name:<24} {st['median']:.3f} ms/token (p10 {st['p10']:.3f}, p90 {st['p90']:.3f})", flush=True)

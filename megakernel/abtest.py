@@ -38,7 +38,19 @@ def interleave(backends: dict[str, Callable[[], None]], contexts: list[int], tok
     return samples
 
 
-def _stats(values) -> dict[str, float]:
+def event_ms(step: Callable[[], None]) -> float:
+    """One call of step() timed between CUDA events on the current stream (GPU; cupy imported here)."""
+    import cupy
+
+    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+    start.record()
+    step()
+    stop.record()
+    stop.synchronize()
+    return cupy.cuda.get_elapsed_time(start, stop)
+
+
+def stats(values) -> dict[str, float]:
     v = np.asarray(values, dtype=np.float64)
     return {"median": float(np.median(v)), "p10": float(np.percentile(v, 10)), "p90": float(np.percentile(v, 90))}
 
@@ -49,7 +61,7 @@ def summarize(samples: list[Sample], floor_ms: dict[int, float]) -> dict:
     steps = []
     keys = sorted({(s.backend, s.context) for s in samples}, key=lambda k: (k[1], k[0]))
     for backend, context in keys:
-        st = _stats([s.ms for s in samples if s.backend == backend and s.context == context])
+        st = stats([s.ms for s in samples if s.backend == backend and s.context == context])
         steps.append({"backend": backend, "context": context, "rows": 1, "ms_per_token": st["median"],
                       "p10": st["p10"], "p90": st["p90"], "floor_fraction": floor_ms[context] / st["median"]})
     ratios = {}
@@ -59,7 +71,7 @@ def summarize(samples: list[Sample], floor_ms: dict[int, float]) -> dict:
             by_round.setdefault((s.backend, s.context, s.round), []).append(s.ms)
         for context in sorted({s.context for s in samples}):
             rounds = sorted({s.round for s in samples if s.context == context})
-            ratios[str(context)] = _stats([np.median(by_round["megakernel", context, r]) /
+            ratios[str(context)] = stats([np.median(by_round["megakernel", context, r]) /
                                            np.median(by_round["graph", context, r]) for r in rounds])
     return {"steps": steps, "ratio_megakernel_over_graph": ratios}
 

@@ -261,18 +261,11 @@ def cmd_bench(args: argparse.Namespace) -> None:
     def start_at(context: int) -> None:
         session.set_position(context - 1)
 
-    def timer(step) -> float:
-        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record()
-        step()
-        stop.record()
-        stop.synchronize()
-        return cupy.cuda.get_elapsed_time(start, stop)
-
     for name in names:  # warm-up: module loads, graph capture
         start_at(contexts[0])
         steps[name]()
-    samples = abtest.interleave({n: steps[n] for n in names}, contexts, args.tokens, args.rounds, start_at, timer)
+    samples = abtest.interleave({n: steps[n] for n in names}, contexts, args.tokens, args.rounds, start_at,
+                                abtest.event_ms)
     mega.check()
     floor = {c: sum(instruction_bytes(program, w, c) for w in program.words) / bandwidth / 1e6 for c in contexts}
     result = {
