@@ -44,11 +44,14 @@ def test_word_counts_per_layer_kind():
 def test_split_k_matches_the_numerics_plan_and_is_independent_of_rows_and_sms():
     c = preset("qwen3.5-27b")
     slices = plan.slices_by_weight(c)
+    groups = {g.weights[0]: plan.row_groups(g.segment_rows, g.tile_rows, g.paired) for g in plan.gemv_groups(c)}
     for m, g in ((1, 132), (8, 7)):
         p = lower(c, rows=m, sms=g)
         for w in p.words:
             if w.weight_count:
-                assert w.k_slices == slices[p.weights[w.weight_first].name]
+                first = p.weights[w.weight_first].name
+                assert w.k_slices == slices[first]
+                assert w.tiles == groups[first] * w.k_slices  # the plan counts the row groups the kernels cut
 
 
 def test_counters_are_monotonic_targets_and_waits_point_backwards(tiny_programs):
