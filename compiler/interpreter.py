@@ -83,7 +83,8 @@ class _Tile:
 
 class Interpreter:
     """`session_of`: run this Program on another interpreter's session (the KV caches, GDN states,
-    rings, control block and hidden rows sit at the same arena offsets in every Program of a config)."""
+    rings, control block and hidden rows sit at the same arena offsets in every Program of a config);
+    that session's arena must be at least this Program's size."""
 
     def __init__(self, program: Program, weights: WeightSet, session_of: Interpreter | None = None):
         self.program, self.weights = program, weights
@@ -94,8 +95,9 @@ class Interpreter:
             theirs = {b.name: (b.offset, b.nbytes) for b in session_of.program.buffers if b.kind != Kind.ACTIVATION}
             if mine != theirs:
                 raise ValueError("the two Programs lay out their sessions differently")
-            if len(session_of.arena) < program.arena_bytes:
-                session_of.arena.resize(program.arena_bytes, refcheck=False)
+            if len(session_of.arena) < program.arena_bytes:  # growing it would leave the owner's views dangling
+                raise ValueError(f"this Program needs a {program.arena_bytes}-byte arena, the session has "
+                                 f"{len(session_of.arena)}: create the session with the largest Program")
             self.arena = session_of.arena
         self._views = {}
         for i, b in enumerate(program.buffers):

@@ -52,28 +52,57 @@ class ReferenceBackend:
         return self.model.forward(self.session, [token]).logits[0]
 
 
-class InterpreterBackend:
-    """The compiled Program run by the CPU interpreter (one row per pass; logits kept for sampling)."""
+MAX_PROMPT_ROWS = 8  # the widest pass the Programs take (verify width)
 
-    def __init__(self, weights, capacity: int, sms: int = 7):
+
+def prompt_chunks(prompt_ids: list[int], rows: int) -> list[list[int]]:
+    """The prompt cut into passes of `rows` tokens (the last may be shorter): how a backend ingests it."""
+    if not 1 <= rows <= MAX_PROMPT_ROWS:
+        raise ValueError(f"prompt rows must be 1..{MAX_PROMPT_ROWS}, got {rows}")
+    return [prompt_ids[i:i + rows] for i in range(0, len(prompt_ids), rows)]
+
+
+class InterpreterBackend:
+    """The compiled Program run by the CPU interpreter, logits kept for sampling. The prompt enters through
+    passes of up to `prompt_rows` tokens (M-row Programs on the same session: exact with one-row decode),
+    generated tokens through one-row passes."""
+
+    def __init__(self, weights, capacity: int, sms: int = 7, prompt_rows: int = MAX_PROMPT_ROWS):
         from compiler import lower
         from compiler.interpreter import Interpreter
 
-        self.program = lower(weights.config, rows=1, sms=sms, capacity=capacity, debug_logits=True)
-        self.interpreter = Interpreter(self.program, weights)
+        prompt_chunks([], prompt_rows)  # checks the width
+        self._lower = lambda rows: lower(weights.config, rows=rows, sms=sms, capacity=capacity, debug_logits=True)
+        # The session belongs to the widest Program (its arena is the largest); the others run on it.
+        self.weights, self.prompt_rows = weights, prompt_rows
+        self.interpreter = Interpreter(self._lower(prompt_rows), weights)
+        self._rows = {prompt_rows: self.interpreter}  # interpreters by rows, built when first needed
+        self.program = self._runner(1).program
         self.capacity = capacity
         self.defined_vocab = weights.config.defined_vocab
 
+    def _runner(self, rows: int):
+        from compiler.interpreter import Interpreter
+
+        if rows not in self._rows:
+            self._rows[rows] = Interpreter(self._lower(rows), self.weights, session_of=self.interpreter)
+        return self._rows[rows]
+
+    def _pass(self, tokens: list[int]) -> np.ndarray:
+        """One pass over `tokens` (one per row); the last row's logits."""
+        runner = self._runner(len(tokens))
+        runner.set_tokens(tokens)
+        runner.run(1)
+        return runner.buffer("logits")[len(tokens) - 1]
+
     def start(self, prompt_ids: list[int]) -> np.ndarray:
         self.interpreter.reset()
-        for token in prompt_ids:
-            logits = self.step(token)
+        for chunk in prompt_chunks(prompt_ids, self.prompt_rows):
+            logits = self._pass(chunk)
         return logits
 
     def step(self, token: int) -> np.ndarray:
-        self.interpreter.set_tokens([token])
-        self.interpreter.run(1)
-        return self.interpreter.buffer("logits")[0]
+        return self._pass([token])
 
 
 def generate(backend, tokenizer: Tokenizer, prompt_ids: list[int], max_new_tokens: int,

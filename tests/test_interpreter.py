@@ -187,3 +187,29 @@ def test_mtp_prefill_and_chained_drafts_bit_identical_to_the_reference(weights, 
     reference_chain = reference.mtp_draft(session, drafts[0], mtp.hidden[-1], rows, 3)
     assert drafts[1:] == reference_chain
     assert np.array_equal(target.buffer("mtp.k_cache").reshape(shape), session.mtp_kv.keys)
+
+
+def test_prompt_through_m_row_passes_equals_one_row_passes(weights):
+    """InterpreterBackend ingests a prompt in passes of up to 8 tokens (8 + 8 + 3 here): the logits and every
+    session state equal those of one token per pass, bit for bit, and so does the decode that follows."""
+    from megakernel.generate import InterpreterBackend, prompt_chunks
+
+    c = weights.config
+    prompt = [9707, 11, 1879, 0, 151, 77, 3000, 42, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]
+    assert [len(x) for x in prompt_chunks(prompt, 8)] == [8, 8, 3]
+    wide, narrow = InterpreterBackend(weights, CAPACITY, prompt_rows=8), InterpreterBackend(weights, CAPACITY,
+                                                                                           prompt_rows=1)
+    assert np.array_equal(wide.start(prompt), narrow.start(prompt))
+    assert wide.interpreter.position == narrow.interpreter.position == len(prompt)
+    for a, b in zip(states(wide.interpreter, c), states(narrow.interpreter, c), strict=True):
+        assert np.array_equal(a, b)
+    for token in (4, 900, 31):
+        assert np.array_equal(wide.step(token), narrow.step(token))
+    with pytest.raises(ValueError, match="1..8"):
+        prompt_chunks(prompt, 9)
+
+
+def test_a_session_is_not_grown_under_its_owner(weights):
+    small = Interpreter(lower(weights.config, rows=1, sms=7, capacity=CAPACITY), weights)
+    with pytest.raises(ValueError, match="largest Program"):
+        Interpreter(lower(weights.config, rows=8, sms=7, capacity=CAPACITY), weights, session_of=small)
