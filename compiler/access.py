@@ -20,7 +20,9 @@ import numpy as np
 from isa import NO_BUFFER, Flag, Op, Program
 from isa.opcodes import (
     CONTROL_BUFFER,
+    CTRL_PENDING,
     CTRL_POSITION,
+    CTRL_SPECULATIVE,
     CTRL_STEP,
     CTRL_TOKENS_IN,
     CTRL_TOKENS_OUT,
@@ -208,14 +210,19 @@ def _gdn_core(program, w, stage, tile):
     v = (2 * key_dim + j * dv + v0, 2 * key_dim + j * dv + v1)
     b_col = 2 * key_dim + 2 * p["value_heads"] * dv + j  # mixed = [q | k | v | z | b | a]
     a_col = b_col + p["value_heads"]
-    ring, ring_rows = w.buf_aux1, p["ring"]
-    out = [position_read(w)]
+    ring, ring_rows, gates, hv = w.buf_aux1, p["ring"], w.buf_aux2, p["value_heads"]
+    base = control_base(w.layer)
+    out = [position_read(w), read(CONTROL_BUFFER, 0, 1, base + CTRL_PENDING, base + CTRL_SPECULATIVE + 1)]
     out += [read(w.buf_in, 0, m, *cols) for cols in (q, k, v)]
     out += [read(w.buf_in, 0, m, b_col, b_col + 1), read(w.buf_in, 0, m, a_col, a_col + 1)]
     out += [read(ring, 0, ring_rows, *cols, tag=HIST) for cols in (q, k, v)]
     out.append(write(ring, 0, ring_rows, *v, tag=NEW))
     if j % per_key == 0 and t["group"] == 0:  # one tile per key head writes its q/k ring channels
         out += [write(ring, 0, ring_rows, *q, tag=NEW), write(ring, 0, ring_rows, *k, tag=NEW)]
+    # the gates of pending rows (re-fold), and of this pass's rows when it is speculative (column group 0)
+    out += [read(gates, 0, ring_rows, col, col + 1, tag=HIST) for col in (j, hv + j)]
+    if t["group"] == 0:
+        out += [write(gates, 0, ring_rows, col, col + 1, tag=NEW) for col in (j, hv + j)]
     out += [read(w.buf_aux0, j, j + 1, v0 * dk, v1 * dk), write(w.buf_aux0, j, j + 1, v0 * dk, v1 * dk)]
     out.append(write(w.buf_out, 0, m, j * dv + v0, j * dv + v1))
     return out

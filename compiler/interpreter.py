@@ -16,7 +16,9 @@ import numpy as np
 from isa import GEMV_OPS, NO_BUFFER, DType, Flag, Kind, Op, Program
 from isa.opcodes import (
     CTRL_LANE,
+    CTRL_PENDING,
     CTRL_POSITION,
+    CTRL_SPECULATIVE,
     CTRL_STEP,
     CTRL_TOKENS_IN,
     CTRL_TOKENS_OUT,
@@ -339,6 +341,9 @@ class Interpreter:
         ctx.write(w.buf_out, 0, c0, table[tokens, c0:c1].astype(np.float32))
 
     def _gdn_core(self, ctx: _Tile, w, tile: int) -> None:
+        """Fold the pending rows of the last speculative pass (raw inputs from the rings), then this
+        pass's rows (outputs); store the state after this pass's rows, or, in a speculative pass, after
+        the pending rows only (docs/ISA.md "Speculative passes")."""
         p, t = params(w), tile_meaning(self.program, w, 0, tile)
         j, (v0, v1) = t["head"], t["cols"]
         m, dk, dv, hv = w.rows, p["key_dim"], p["value_dim"], p["value_heads"]
@@ -348,34 +353,47 @@ class Interpreter:
         channels = [(kh * dk, (kh + 1) * dk), (key_dim + kh * dk, key_dim + (kh + 1) * dk),
                     (2 * key_dim + j * dv + v0, 2 * key_dim + j * dv + v1)]
         pos = self._ctrl(ctx, w, CTRL_POSITION)
-        ring, R, K = w.buf_aux1, p["ring"], p["conv_kernel"]
+        pending, speculative = self._ctrl(ctx, w, CTRL_PENDING), self._ctrl(ctx, w, CTRL_SPECULATIVE)
+        ring, gate_ring, R, K = w.buf_aux1, w.buf_aux2, p["ring"], p["conv_kernel"]
         taps = self._weight(p["conv_weight"])
+        first = pos - pending  # rows [first, pos) are pending, [pos, pos + m) this pass's
+        history = [ctx.ring_rows(ring, [(first - K + 1 + i) % R for i in range(K - 1 + pending)], c0, c1)
+                   for c0, c1 in channels]
         mixed = [ctx.read(w.buf_in, 0, m, c0, c1) for c0, c1 in channels]
-        history = [ctx.ring_rows(ring, [(pos - K + 1 + i) % R for i in range(K - 1)], c0, c1) for c0, c1 in channels]
         convolved = []
-        for (c0, c1), new, old in zip(channels, mixed, history):
-            window_rows = np.concatenate([old, new])  # positions pos-K+1 .. pos+m-1
-            out = np.empty_like(new)
-            for r in range(m):
-                out[r], _ = gdn.conv_step(new[r], window_rows[r:r + K - 1], taps[c0:c1])
+        for (c0, c1), new, old in zip(channels, mixed, history, strict=True):
+            window_rows = np.concatenate([old, new])  # positions first-K+1 .. pos+m-1
+            out = np.empty((pending + m, c1 - c0), np.float32)
+            for r in range(pending + m):
+                out[r], _ = gdn.conv_step(window_rows[r + K - 1], window_rows[r:r + K - 1], taps[c0:c1])
             convolved.append(out)
         b_col = 2 * key_dim + 2 * hv * dv + j
-        b = ctx.read(w.buf_in, 0, m, b_col, b_col + 1)[:, 0]
-        a = ctx.read(w.buf_in, 0, m, b_col + hv, b_col + hv + 1)[:, 0]
+        old_rows = [(first + r) % R for r in range(pending)]
+        b = np.concatenate([ctx.ring_rows(gate_ring, old_rows, j, j + 1)[:, 0],
+                            ctx.read(w.buf_in, 0, m, b_col, b_col + 1)[:, 0]])
+        a = np.concatenate([ctx.ring_rows(gate_ring, old_rows, hv + j, hv + j + 1)[:, 0],
+                            ctx.read(w.buf_in, 0, m, b_col + hv, b_col + hv + 1)[:, 0]])
         beta, g = gdn.gates(b, a, self._weight(p["a_log"])[j:j + 1], self._weight(p["dt_bias"])[j:j + 1])
         q, k = gdn.prepare_qk(convolved[0][:, None, :], convolved[1][:, None, :], 1)
         state = ctx.read(w.buf_aux0, j, j + 1, v0 * dk, v1 * dk).reshape(v1 - v0, dk).T[None]  # [1, dk, cols]
         outs = np.empty((m, v1 - v0), np.float32)
-        for r in range(m):
+        for r in range(pending + m):
             o, state = gdn.recurrent_step(state, q[r], k[r], convolved[2][r:r + 1], g[r:r + 1], beta[r:r + 1])
-            outs[r] = o[0]
-        ctx.write(w.buf_aux0, j, v0 * dk, state[0].T.reshape(1, -1))
+            if r == pending - 1 or (r == -1 + pending + m and not speculative):
+                kept = state
+            if r >= pending:
+                outs[r - pending] = o[0]
+        if pending or not speculative:
+            ctx.write(w.buf_aux0, j, v0 * dk, kept[0].T.reshape(1, -1))
         ctx.write(w.buf_out, 0, j * dv + v0, outs)
         rows = [(pos + r) % R for r in range(m)]
         ctx.ring_rows(ring, rows, *channels[2], mixed[2])
         if j % per_key == 0 and t["group"] == 0:
-            for (c0, c1), new in zip(channels[:2], mixed[:2]):
+            for (c0, c1), new in zip(channels[:2], mixed[:2], strict=True):
                 ctx.ring_rows(ring, rows, c0, c1, new)
+        if speculative and t["group"] == 0:  # the gates a later re-fold of these rows needs
+            ctx.ring_rows(gate_ring, rows, j, j + 1, ctx.read(w.buf_in, 0, m, b_col, b_col + 1))
+            ctx.ring_rows(gate_ring, rows, hv + j, hv + j + 1, ctx.read(w.buf_in, 0, m, b_col + hv, b_col + hv + 1))
 
     def _attn_group(self, w, tile: int):
         p, t = params(w), tile_meaning(self.program, w, 0, tile)

@@ -31,7 +31,10 @@ from megakernel.tensors import (
 
 from .ir import BufferDecl, Instr, Lowered
 
-CONV_RING = 16  # conv ring rows: >= (kernel - 1) + MAX_ROWS, a power of two for cheap modulo
+# conv (and gate) ring rows: >= (kernel - 1) + 2 MAX_ROWS, a power of two for cheap modulo. A pass reads
+# the kernel - 1 rows before its first pending row (up to MAX_ROWS rows of a speculative pass, re-folded)
+# and writes its own MAX_ROWS rows, all distinct.
+CONV_RING = 32
 EMBED_TILE_COLS = 1024  # columns of the residual one EMBED tile writes
 
 
@@ -78,7 +81,9 @@ def session_buffers(c: ModelConfig, capacity: int) -> list[BufferDecl]:
     for i in c.gdn_layers:
         out += [BufferDecl(f"L{i}.ssm", c.linear_num_value_heads, c.linear_value_head_dim * c.linear_key_head_dim,
                            DType.F32, Kind.STATE),
-                BufferDecl(f"L{i}.conv_ring", CONV_RING, c.gdn_conv_dim, DType.BF16, Kind.STATE)]
+                BufferDecl(f"L{i}.conv_ring", CONV_RING, c.gdn_conv_dim, DType.BF16, Kind.STATE),
+                # b and a of speculative rows, by position like the conv ring: what a re-fold needs beside it
+                BufferDecl(f"L{i}.gate_ring", CONV_RING, 2 * c.linear_num_value_heads, DType.BF16, Kind.STATE)]
     out.append(BufferDecl("hidden", MAX_ROWS, c.hidden_size, DType.BF16, Kind.STATE))
     if c.mtp_num_hidden_layers:
         out += [BufferDecl("mtp.k_cache", capacity, kv, DType.BF16, Kind.STATE),
@@ -91,8 +96,8 @@ class _Builder:
     def __init__(self, c: ModelConfig, rows: int, capacity: int, layer: int | None = None):
         if not 1 <= rows <= MAX_ROWS:
             raise ValueError(f"rows M = {rows} outside 1..{MAX_ROWS}")
-        if CONV_RING < c.linear_conv_kernel_dim - 1 + MAX_ROWS:
-            raise ValueError("conv ring too short for the kernel and MAX_ROWS")
+        if CONV_RING < c.linear_conv_kernel_dim - 1 + 2 * MAX_ROWS:
+            raise ValueError("conv ring too short for the kernel, the pending rows and MAX_ROWS")
         self.c, self.m, self.capacity = c, rows, capacity
         self.layer = layer  # MTP_LAYER for the draft program: every word reads the MTP control lane
         self.instrs: list[Instr] = []
@@ -120,14 +125,14 @@ class _Builder:
         width = c.gdn_conv_dim + c.gdn_value_dim + 2 * c.linear_num_value_heads
         mixed = self.buffer(f"L{i}.mixed", m, width, DType.BF16)
         core = self.buffer(f"L{i}.gdn_out", m, c.gdn_value_dim, DType.BF16)
-        state, ring = f"L{i}.ssm", f"L{i}.conv_ring"
+        state, ring, gates = f"L{i}.ssm", f"L{i}.conv_ring", f"L{i}.gate_ring"
         self.emit(Instr(Op.NORM_GEMV, f"L{i}.in_proj", i, n=width, k=c.hidden_size,
                         weights=[g + "in_proj_qkv.weight", g + "in_proj_z.weight", g + "in_proj_b.weight",
                                  g + "in_proj_a.weight"],
                         bufs={"in": x, "out": mixed},
                         params={"norm_weight": p + "input_layernorm.weight", "eps": c.rms_norm_eps}))
         self.emit(Instr(Op.GDN_CORE, f"L{i}.gdn_core", i, n=c.gdn_value_dim,
-                        bufs={"in": mixed, "out": core, "aux0": state, "aux1": ring},
+                        bufs={"in": mixed, "out": core, "aux0": state, "aux1": ring, "aux2": gates},
                         params={"conv_weight": g + "conv1d.weight", "a_log": g + "A_log", "dt_bias": g + "dt_bias",
                                 "key_heads": c.linear_num_key_heads, "value_heads": c.linear_num_value_heads,
                                 "key_dim": c.linear_key_head_dim, "value_dim": c.linear_value_head_dim,

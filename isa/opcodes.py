@@ -76,6 +76,9 @@ CTRL_POSITION = 1  # position of the pass's first row
 CTRL_ROWS = 2  # M of the pass
 CTRL_TOKENS_IN = 3  # 8 slots: the pass's input tokens
 CTRL_TOKENS_OUT = 11  # 8 slots: the tokens chosen for each row
+# Speculative decoding (the host writes both before a pass; docs/ISA.md "Speculative passes"):
+CTRL_PENDING = 19  # rows at positions [position - pending, position) that GDN_CORE folds into its state first
+CTRL_SPECULATIVE = 20  # 1: this pass's rows are provisional: GDN_CORE keeps them out of its stored state
 CTRL_WORDS = 64
 MAX_ROWS = 8
 

@@ -8,6 +8,8 @@ from typing import Callable
 
 import numpy as np
 
+from isa.opcodes import CTRL_PENDING, CTRL_POSITION, CTRL_SPECULATIVE
+
 from .errors import InputError
 from .sampling import SamplingParams, make_rng, sample
 from .tokenizer import Tokenizer
@@ -75,8 +77,9 @@ class InterpreterBackend:
         self._lower = lambda rows: lower(weights.config, rows=rows, sms=sms, capacity=capacity, debug_logits=True)
         # The session belongs to the widest Program (its arena is the largest); the others run on it.
         self.weights, self.prompt_rows = weights, prompt_rows
-        self.interpreter = Interpreter(self._lower(prompt_rows), weights)
-        self._rows = {prompt_rows: self.interpreter}  # interpreters by rows, built when first needed
+        self._pending = 0  # rows of the last verify pass kept by commit(), folded by the next pass
+        self.interpreter = Interpreter(self._lower(MAX_PROMPT_ROWS), weights)
+        self._rows = {MAX_PROMPT_ROWS: self.interpreter}  # interpreters by rows, built when first needed
         self.program = self._runner(1).program
         self.capacity = capacity
         self.defined_vocab = weights.config.defined_vocab
@@ -88,21 +91,44 @@ class InterpreterBackend:
             self._rows[rows] = Interpreter(self._lower(rows), self.weights, session_of=self.interpreter)
         return self._rows[rows]
 
-    def _pass(self, tokens: list[int]) -> np.ndarray:
-        """One pass over `tokens` (one per row); the last row's logits."""
+    def _pass(self, tokens: list[int], speculative: bool = False):
+        """One pass over `tokens` (one per row), after folding the rows a speculative pass left pending;
+        returns its runner."""
         runner = self._runner(len(tokens))
+        control = self.interpreter.view(0)[0]
+        control[CTRL_PENDING], control[CTRL_SPECULATIVE] = self._pending, int(speculative)
         runner.set_tokens(tokens)
         runner.run(1)
-        return runner.buffer("logits")[len(tokens) - 1]
+        self._pending = 0
+        return runner
 
     def start(self, prompt_ids: list[int]) -> np.ndarray:
         self.interpreter.reset()
+        self._pending = 0
         for chunk in prompt_chunks(prompt_ids, self.prompt_rows):
-            logits = self._pass(chunk)
-        return logits
+            runner = self._pass(chunk)
+        return runner.buffer("logits")[len(chunk) - 1]
 
     def step(self, token: int) -> np.ndarray:
-        return self._pass([token])
+        return self._pass([token]).buffer("logits")[0]
+
+    # --- speculative decoding (megakernel/speculative.py) ---------------------------------------------
+    def verify(self, tokens: list[int]) -> list[int]:
+        """A speculative pass over [current, d1..dk]: each row's greedy choice (the Program's ARGMAX). Its
+        rows stay provisional until commit()."""
+        self._verified_at = self.interpreter.position
+        return self._pass(tokens, speculative=True).tokens_out()
+
+    def commit(self, rows: int) -> None:
+        """Keep the first `rows` rows of the last verify pass: the session continues from there as if
+        only they had been run (the next pass folds them into the GDN state first)."""
+        control = self.interpreter.view(0)[0]
+        control[CTRL_POSITION] = self._verified_at + rows
+        self._pending = rows
+
+    def greedy_step(self, token: int) -> int:
+        """One plain pass; the Program's greedy choice."""
+        return self._pass([token]).tokens_out()[0]
 
 
 def generate(backend, tokenizer: Tokenizer, prompt_ids: list[int], max_new_tokens: int,

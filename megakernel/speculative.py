@@ -1,0 +1,70 @@
+"""Speculative greedy decoding: k drafted tokens checked by one verify pass of k + 1 rows, accepted from
+the front while they equal the target's own choice, and the session rolled back to the accepted rows.
+
+Rollback (docs/ISA.md "Speculative passes"): KV caches and the conv ring are indexed by position, so
+rows past the committed position are simply overwritten later; only the GDN recurrent state cannot be
+rewound. A verify pass therefore stores the state as it was before its rows (they stay provisional,
+their raw inputs kept in the conv and gate rings); commit(j + 1) moves the position back to the first
+rejected row, and the next pass folds the j + 1 kept rows into the state before its own. The result is
+the state plain decoding would have reached, bit for bit.
+
+The backend is any object with start(prompt) -> logits, greedy_step(token) -> id, verify(tokens) ->
+ids and commit(rows) (generate.InterpreterBackend on the CPU; the GPU builds are issue 7's next step).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .sampling import greedy, greedy_accept
+
+# drafts(emitted, k): k guesses of the tokens after `emitted` (the tokens generated so far, the current
+# input last)
+Drafter = Callable[[list[int], int], list[int]]
+
+
+def generate_greedy(backend, prompt_ids: list[int], max_new_tokens: int, k: int, drafts: Drafter,
+                    defined_vocab: int) -> tuple[list[int], list[int]]:
+    """Greedy generation with k drafts per verify pass. Returns the generated tokens (at least
+    max_new_tokens: the last verify pass may emit up to k more; the session holds all but the last of
+    them) and the number of drafts accepted at each verify pass."""
+    if not 1 <= k <= 7:
+        raise ValueError(f"k must be 1..7 (a verify pass has at most 8 rows), got {k}")
+    emitted = [greedy(backend.start(prompt_ids), defined_vocab)]
+    accepted = []
+    while len(emitted) < max_new_tokens:
+        guess = [int(t) for t in drafts(emitted, k)]
+        out = greedy_accept(backend.verify([emitted[-1], *guess]), guess)
+        backend.commit(len(out))  # the current token and the accepted drafts: len(out) - 1 of them
+        accepted.append(len(out) - 1)
+        emitted += out
+    return emitted, accepted
+
+
+def plain_greedy(backend, prompt_ids: list[int], max_new_tokens: int, defined_vocab: int) -> list[int]:
+    """The same generation one token per pass: what speculative decoding must reproduce."""
+    emitted = [greedy(backend.start(prompt_ids), defined_vocab)]
+    while len(emitted) < max_new_tokens:
+        emitted.append(backend.greedy_step(emitted[-1]))
+    return emitted
+
+
+def oracle_drafts(reference: list[int]) -> Drafter:
+    """Drafts taken from a plain run's tokens: every draft is accepted."""
+    return lambda emitted, k: [reference[min(len(emitted) + i, len(reference) - 1)] for i in range(k)]
+
+
+def wrong_at(reference: list[int], index: int, vocab: int) -> Drafter:
+    """The plain run's tokens with draft `index` (0-based) replaced by another id: drafts before it
+    are accepted, it and those after are rejected (index >= k: all accepted)."""
+    good = oracle_drafts(reference)
+
+    def drafts(emitted, k):
+        out = good(emitted, k)
+        if index < k:
+            out[index] = (out[index] + 1) % vocab
+        return out
+    return drafts
+
+
+__all__ = ["Drafter", "generate_greedy", "plain_greedy", "oracle_drafts", "wrong_at"]
