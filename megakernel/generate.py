@@ -8,7 +8,7 @@ from typing import Callable
 
 import numpy as np
 
-from isa.opcodes import CTRL_PENDING, CTRL_POSITION, CTRL_SPECULATIVE
+from isa.opcodes import CTRL_LANE, CTRL_PENDING, CTRL_POSITION, CTRL_SPECULATIVE
 
 from .errors import InputError
 from .sampling import SamplingParams, make_rng, sample
@@ -80,8 +80,9 @@ class InterpreterBackend:
         self._pending = 0  # rows of the last verify pass kept by commit(), folded by the next pass
         self.interpreter = Interpreter(self._lower(MAX_PROMPT_ROWS), weights)
         self._rows = {MAX_PROMPT_ROWS: self.interpreter}  # interpreters by rows, built when first needed
+        self.capacity, self.sms = capacity, sms
         self.program = self._runner(1).program
-        self.capacity = capacity
+        self._hidden = next(i for i, b in enumerate(self.interpreter.program.buffers) if b.name == "hidden")
         self.defined_vocab = weights.config.defined_vocab
 
     def _runner(self, rows: int):
@@ -102,15 +103,27 @@ class InterpreterBackend:
         self._pending = 0
         return runner
 
-    def start(self, prompt_ids: list[int]) -> np.ndarray:
+    def reset(self) -> None:
+        """A new session."""
         self.interpreter.reset()
         self._pending = 0
+
+    @property
+    def position(self) -> int:
+        return self.interpreter.position
+
+    def run_rows(self, tokens: list[int]) -> np.ndarray:
+        """One plain pass over `tokens` (1..8); the last row's logits."""
+        return self._pass(tokens).buffer("logits")[len(tokens) - 1]
+
+    def start(self, prompt_ids: list[int]) -> np.ndarray:
+        self.reset()
         for chunk in prompt_chunks(prompt_ids, self.prompt_rows):
-            runner = self._pass(chunk)
-        return runner.buffer("logits")[len(chunk) - 1]
+            logits = self.run_rows(chunk)
+        return logits
 
     def step(self, token: int) -> np.ndarray:
-        return self._pass([token]).buffer("logits")[0]
+        return self.run_rows([token])
 
     # --- speculative decoding (megakernel/speculative.py) ---------------------------------------------
     def verify(self, tokens: list[int]) -> list[int]:
@@ -129,6 +142,37 @@ class InterpreterBackend:
     def greedy_step(self, token: int) -> int:
         """One plain pass; the Program's greedy choice."""
         return self._pass([token]).tokens_out()[0]
+
+    # --- MTP drafting: the MTP Programs on the same session ----------------------------------------------
+    def _mtp_runner(self, rows: int, chained: bool = False):
+        from compiler import lower_mtp
+        from compiler.interpreter import Interpreter
+
+        key = ("mtp-chained" if chained else "mtp", rows)
+        if key not in self._rows:
+            program = lower_mtp(self.weights.config, rows=rows, sms=self.sms, capacity=self.capacity,
+                                chained=chained, debug_logits=True)
+            self._rows[key] = Interpreter(program, self.weights, session_of=self.interpreter)
+        return self._rows[key]
+
+    def mtp_prefill(self, tokens: list[int], position: int, hidden_first: int) -> int:
+        """MTP rows for target positions [position, position + len(tokens)): row r pairs the target's
+        hidden row hidden_first + r with tokens[r], the token at position + r + 1 (moved right-aligned,
+        where an MTP pass reads them). Returns the last row's draft: the token after tokens[-1]."""
+        m = len(tokens)
+        hidden = self.interpreter.view(self._hidden)
+        hidden[MAX_PROMPT_ROWS - m:] = hidden[hidden_first:hidden_first + m].copy()
+        self.interpreter.view(0)[0, CTRL_LANE + CTRL_POSITION] = position
+        runner = self._mtp_runner(m)
+        runner.set_tokens(tokens)
+        runner.run(1)
+        return runner.tokens_out()[-1]
+
+    def mtp_next(self) -> int:
+        """One chained MTP pass: the draft after the last one (fed by the last MTP pass's HANDOFF)."""
+        runner = self._mtp_runner(1, chained=True)
+        runner.run(1)
+        return runner.tokens_out()[0]
 
 
 def generate(backend, tokenizer: Tokenizer, prompt_ids: list[int], max_new_tokens: int,

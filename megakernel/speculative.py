@@ -8,14 +8,16 @@ their raw inputs kept in the conv and gate rings); commit(j + 1) moves the posit
 rejected row, and the next pass folds the j + 1 kept rows into the state before its own. The result is
 the state plain decoding would have reached, bit for bit.
 
-The backend is any object with start(prompt) -> logits, greedy_step(token) -> id, verify(tokens) ->
-ids and commit(rows) (generate.InterpreterBackend on the CPU; the GPU builds are issue 7's next step).
+The backend (generate.InterpreterBackend on the CPU; the GPU builds are issue 7's next step) offers
+start / reset / run_rows / greedy_step (plain passes), verify / commit (a speculative pass and its
+rollback) and mtp_prefill / mtp_next (the MTP head on the same session).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from .generate import MAX_PROMPT_ROWS
 from .sampling import greedy, greedy_accept
 
 # drafts(emitted, k): k guesses of the tokens after `emitted` (the tokens generated so far, the current
@@ -38,6 +40,36 @@ def generate_greedy(backend, prompt_ids: list[int], max_new_tokens: int, k: int,
         backend.commit(len(out))  # the current token and the accepted drafts: len(out) - 1 of them
         accepted.append(len(out) - 1)
         emitted += out
+    return emitted, accepted
+
+
+def generate_greedy_mtp(backend, prompt_ids: list[int], max_new_tokens: int, k: int,
+                        defined_vocab: int) -> tuple[list[int], list[int]]:
+    """generate_greedy with the model's own MTP head drafting: the head is prefilled over the prompt
+    (pairing each target hidden row with the next token) and, after each verify pass, over the kept rows;
+    it then drafts k tokens by chained passes. Its cache is indexed by position, so rejected drafts need
+    no rollback there either."""
+    if not 1 <= k <= 7:
+        raise ValueError(f"k must be 1..7 (a verify pass has at most 8 rows), got {k}")
+    backend.reset()
+    emitted: list[int] = []
+    for first in range(0, len(prompt_ids), MAX_PROMPT_ROWS):
+        chunk = prompt_ids[first:first + MAX_PROMPT_ROWS]
+        logits = backend.run_rows(chunk)
+        following = prompt_ids[first + 1:first + len(chunk) + 1]  # the token after each row's
+        if first + len(chunk) == len(prompt_ids):
+            emitted.append(greedy(logits, defined_vocab))
+            following.append(emitted[0])
+        draft = backend.mtp_prefill(following, first, MAX_PROMPT_ROWS - len(chunk))
+    accepted = []
+    while len(emitted) < max_new_tokens:
+        guess = [draft] + [backend.mtp_next() for _ in range(k - 1)]
+        position = backend.position
+        out = greedy_accept(backend.verify([emitted[-1], *guess]), guess)
+        backend.commit(len(out))
+        accepted.append(len(out) - 1)
+        emitted += out
+        draft = backend.mtp_prefill(out, position, MAX_PROMPT_ROWS - (k + 1))
     return emitted, accepted
 
 
@@ -67,4 +99,4 @@ def wrong_at(reference: list[int], index: int, vocab: int) -> Drafter:
     return drafts
 
 
-__all__ = ["Drafter", "generate_greedy", "plain_greedy", "oracle_drafts", "wrong_at"]
+__all__ = ["Drafter", "generate_greedy", "generate_greedy_mtp", "plain_greedy", "oracle_drafts", "wrong_at"]

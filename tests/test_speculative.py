@@ -71,3 +71,52 @@ def test_a_verify_pass_keeps_its_rows_out_of_the_state_until_committed(tiny_weig
         spec.greedy_step(reference[keep])
         states.append(spec.interpreter.ssm_state(c.gdn_layers[0], c.linear_key_head_dim).copy())
     assert not np.array_equal(*states)
+
+
+def test_the_models_own_mtp_head_drafts_and_the_tokens_stay_those_of_plain_greedy(tiny_weights, runs):
+    """The MTP head prefilled over a prompt of two chunks (8 + 3 rows) and re-prefilled over the kept rows
+    after every verify pass; whatever it drafts (random tiny weights: its acceptance means nothing), the
+    tokens and the session are plain greedy's."""
+    c = tiny_weights.config
+    plain, _, spec = runs
+    prompt = PROMPT + [5, 6, 7, 8, 9, 10, 11]
+    reference = speculative.plain_greedy(plain, prompt, TOKENS + K + 1, c.defined_vocab)
+    tokens, accepted = speculative.generate_greedy_mtp(spec, prompt, TOKENS, K, c.defined_vocab)
+    assert tokens == reference[:len(tokens)] and len(tokens) >= TOKENS
+    assert all(0 <= a <= K for a in accepted)
+    plain.start(prompt)
+    for t in reference[:len(tokens) - 1]:
+        plain.greedy_step(t)
+    assert spec.greedy_step(tokens[-1]) == plain.greedy_step(tokens[-1])
+    for a, b in zip(session_state(spec, c), session_state(plain, c), strict=True):
+        assert np.array_equal(a, b)
+
+
+def test_mtp_over_kept_rows_equals_the_reference_head(tiny_weights, runs):
+    """The MTP rows the speculative loop writes after a verify pass (the kept rows' hidden moved
+    right-aligned) give the MTP logits of the NumPy reference head (engine mode) bit for bit, and so do
+    the chained drafts after them."""
+    from megakernel.reference import Mode, ReferenceModel
+
+    c = tiny_weights.config
+    _, reference_tokens, spec = runs
+    model = ReferenceModel(tiny_weights, Mode.ENGINE)
+    session = model.new_session(CAPACITY)
+    t0, drafts, kept = reference_tokens[0], reference_tokens[1:K + 1], 2
+    # prompt: target rows, then the MTP head over them
+    out = model.forward(session, PROMPT)
+    model.mtp_prefill(session, PROMPT, out.hidden, t0)
+    spec.reset()
+    spec.run_rows(PROMPT)
+    spec.mtp_prefill(PROMPT[1:] + [t0], 0, 8 - len(PROMPT))
+    # a verify pass of [t0, d1..dk]; the current token and one draft kept
+    verify = model.forward(session, [t0, *drafts])
+    spec.verify([t0, *drafts])
+    spec.commit(kept)
+    following = [*drafts[:kept - 1], reference_tokens[kept]]  # the token after each kept row
+    mtp = model.mtp_forward(session, following, verify.hidden[:kept], np.arange(len(PROMPT), len(PROMPT) + kept))
+    draft = spec.mtp_prefill(following, len(PROMPT), 8 - (K + 1))
+    assert np.array_equal(spec._mtp_runner(kept).buffer("mtp.logits"), mtp.logits)
+    assert draft == int(np.argmax(mtp.logits[-1, :c.defined_vocab]))
+    chained = model.mtp_draft(session, draft, mtp.hidden[-1], len(PROMPT) + kept, 2)
+    assert [spec.mtp_next() for _ in range(2)] == chained
