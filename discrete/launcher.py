@@ -37,6 +37,8 @@ class DiscreteProgram:
 
         if not weights.serves(program):
             raise ValueError("the device weights were laid out for another Program's weight table")
+        if not session.serves(program):
+            raise ValueError("the session was laid out for another Program (session buffers or a smaller arena)")
         for w in program.words:
             if w.opcode not in KERNEL_OF and w.opcode not in GEMV_OPS and w.opcode != Op.NOP:
                 raise ValueError(f"no discrete kernel for {w.opcode.name}")
@@ -85,7 +87,7 @@ class DiscreteProgram:
 
     def step(self) -> None:
         """One pass, eagerly (launch by launch) on the current stream."""
-        self.session.check_room()
+        self.session.check_room(1, self.program.rows)
         self.launch_eager()
 
     def capture(self) -> None:
@@ -110,7 +112,7 @@ class DiscreteProgram:
 
     def replay(self) -> None:
         """One pass from the CUDA graph, refused past the session's capacity."""
-        self.session.check_room()
+        self.session.check_room(1, self.program.rows)
         self.launch_graph()
 
 

@@ -119,7 +119,9 @@ def _scales_as(scales: np.ndarray, dtype: DType, name: str) -> np.ndarray:
 
 class DeviceSession:
     """One session's arena for `program` (and for other Programs of the same config and capacity, which
-    lay out the session buffers identically: docs/ISA.md "Sessions")."""
+    lay out the session buffers identically: docs/ISA.md "Sessions"; create it with the Program whose
+    arena is the largest, e.g. the widest pass). Methods that depend on a Program's own buffers or rows
+    take `program` (default: the one the session was created with)."""
 
     def __init__(self, program: Program):
         import cupy
@@ -127,7 +129,12 @@ class DeviceSession:
         self.program = program
         self.arena = cupy.zeros(program.arena_bytes, dtype=cupy.uint8)
         self.capacity = int(program.meta.get("capacity", 0))
+        self._layout = _session_layout(program)
         self.reset()
+
+    def serves(self, program: Program) -> bool:
+        """Whether `program` can run on this session: the same session buffers, an arena no larger."""
+        return _session_layout(program) == self._layout and program.arena_bytes <= self.arena.size
 
     def reset(self) -> None:
         """A new session: control and state zeroed, activations poisoned."""
@@ -140,9 +147,9 @@ class DeviceSession:
         """Replace the whole arena (tests: start from the CPU interpreter's state)."""
         self.arena.set(np.asarray(arena_bytes, dtype=np.uint8))
 
-    def view(self, name: str):
-        """A buffer as a CuPy array of its raw dtype (bf16 as uint16 bits)."""
-        b = next(b for b in self.program.buffers if b.name == name)
+    def view(self, name: str, program: Program | None = None):
+        """A buffer of `program` as a CuPy array of its raw dtype (bf16 as uint16 bits)."""
+        b = next(b for b in (program or self.program).buffers if b.name == name)
         return self.arena[b.offset:b.offset + b.nbytes].view(_NUMPY_OF[b.dtype]).reshape(b.rows, b.cols)
 
     def control(self) -> np.ndarray:
@@ -152,10 +159,15 @@ class DeviceSession:
     def _lane(self) -> int:
         return control_base(self.program.words[0].layer)
 
-    def set_tokens(self, tokens: list[int], vocab: int) -> None:
+    def set_control(self, word: int, value: int) -> None:
+        """One word of the target lane (e.g. CTRL_PENDING), written before the next pass."""
+        self.arena[4 * word:4 * word + 4].set(np.asarray([value], np.int32).view(np.uint8))
+
+    def set_tokens(self, tokens: list[int], vocab: int, program: Program | None = None) -> None:
         """The next pass's input tokens (checked: ids in [0, vocab), one per row of the Program)."""
-        if len(tokens) != self.program.rows:
-            raise ValueError(f"this program takes {self.program.rows} tokens per pass, got {len(tokens)}")
+        rows = (program or self.program).rows
+        if len(tokens) != rows:
+            raise ValueError(f"this program takes {rows} tokens per pass, got {len(tokens)}")
         bad = [t for t in tokens if not 0 <= t < vocab]
         if bad:
             raise ValueError(f"token ids {bad} outside the vocabulary [0, {vocab})")
@@ -171,13 +183,17 @@ class DeviceSession:
     def position(self) -> int:
         return int(self.control()[self._lane() + CTRL_POSITION])
 
-    def tokens_out(self) -> list[int]:
+    def tokens_out(self, rows: int | None = None) -> list[int]:
         first = self._lane() + CTRL_TOKENS_OUT
-        return self.control()[first:first + self.program.rows].tolist()
+        return self.control()[first:first + (rows or self.program.rows)].tolist()
 
-    def check_room(self, passes: int = 1) -> None:
-        """Refuse `passes` passes that would write KV rows past the session's capacity."""
-        need = passes * self.program.rows
+    def check_room(self, passes: int = 1, rows: int | None = None) -> None:
+        """Refuse `passes` passes of `rows` rows that would write KV rows past the session's capacity."""
+        need = passes * (rows or self.program.rows)
         if self.position + need > self.capacity:
             raise ValueError(f"context_full: position {self.position} + {need} rows exceeds the session "
                              f"capacity {self.capacity}")
+
+
+def _session_layout(program: Program) -> tuple:
+    return tuple((b.name, b.offset, b.nbytes) for b in program.buffers if b.kind != Kind.ACTIVATION)

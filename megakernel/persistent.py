@@ -44,6 +44,8 @@ class Megakernel:
 
         if not weights.serves(program):
             raise ValueError("the device weights were laid out for another Program's weight table")
+        if not session.serves(program):
+            raise ValueError("the session was laid out for another Program (session buffers or a smaller arena)")
         sms = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["multiProcessorCount"]
         if program.sms > sms:
             raise MegakernelError(f"the Program was compiled for {program.sms} blocks; this device has {sms} SMs, "
@@ -104,7 +106,7 @@ class Megakernel:
     def run(self, steps: int = 1, trace=None) -> None:
         """`steps` passes in one launch, refused past the session's capacity; raises MegakernelStall (and
         clears the counters; reset the session) if the watchdog stopped the kernel."""
-        self.session.check_room(steps)
+        self.session.check_room(steps, self.program.rows)
         self.launch(steps, trace)
         self.check()
 

@@ -147,6 +147,8 @@ constexpr int CTRL_STEP = 0;
 constexpr int CTRL_POSITION = 1;
 constexpr int CTRL_TOKENS_IN = 3;
 constexpr int CTRL_TOKENS_OUT = 11;
+constexpr int CTRL_PENDING = 19;      // rows GDN_CORE folds first (a speculative pass's kept rows)
+constexpr int CTRL_SPECULATIVE = 20;  // 1: the pass's rows stay out of the stored GDN state
 
 // One instruction word (isa/word.py FIELDS).
 struct Word {

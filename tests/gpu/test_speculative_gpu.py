@@ -1,0 +1,86 @@
+"""Speculative greedy decoding on the GPU builds (discrete/backend.py, megakernel/speculative.py): the
+tokens are plain greedy decoding's, and after the rollback the session (GDN states, the conv ring's live
+rows, KV rows below the position) equals a plain run's bit for bit; prompts through 8-row passes equal
+prompts through one-row passes. Graph and megakernel, tiny and the 27B synthetic model."""
+
+import numpy as np
+import pytest
+
+cupy = pytest.importorskip("cupy")
+
+from discrete.backend import DiscreteBackend  # noqa: E402
+from megakernel import speculative  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+PROMPT = [9707, 11, 1879, 0, 151, 77, 3000, 42, 5, 6, 7]  # two prompt chunks at 8 rows: 8 + 3
+K = 3
+
+
+def live_state(backend) -> dict[str, np.ndarray]:
+    """What the next pass depends on, copied to the host."""
+    s, c, pos = backend.session, backend.config, backend.position
+    out = {}
+    for layer in c.gdn_layers:
+        out[f"L{layer}.ssm"] = s.view(f"L{layer}.ssm").get()
+        ring = s.view(f"L{layer}.conv_ring").get()
+        out[f"L{layer}.conv"] = ring[[(pos - c.linear_conv_kernel_dim + 1 + i) % len(ring)
+                                      for i in range(c.linear_conv_kernel_dim - 1)]]
+    for layer in c.attention_layers:
+        for cache in ("k_cache", "v_cache"):
+            out[f"L{layer}.{cache}"] = s.view(f"L{layer}.{cache}").get()[:pos]
+    return out
+
+
+def plain_then_state(backend, tokens: int):
+    reference = speculative.plain_greedy(backend, PROMPT, tokens, backend.defined_vocab)
+    nxt = backend.greedy_step(reference[-1])
+    return reference, nxt, live_state(backend)
+
+
+def drafters(reference, vocab):
+    yield "oracle", speculative.oracle_drafts(reference)
+    yield "adversarial", lambda emitted, k: [(reference[len(emitted) + i] + 1) % vocab for i in range(k)]
+    for i in range(K):
+        yield f"wrong at {i}", speculative.wrong_at(reference, i, vocab)
+
+
+def check_speculation(backend, cases, tokens=12):
+    """Every drafter's run against a plain run of the same length on the same backend (one session: the
+    plain run's state is kept on the host)."""
+    backend.prompt_rows = 1
+    reference = speculative.plain_greedy(backend, PROMPT, tokens + K + 1, backend.defined_vocab)
+    backend.prompt_rows = 8
+    for name, drafts in cases(reference):
+        out, _ = speculative.generate_greedy(backend, PROMPT, tokens, K, drafts, backend.defined_vocab)
+        assert out == reference[:len(out)], name
+        nxt = backend.greedy_step(out[-1])
+        spec_state = live_state(backend)
+        backend.prompt_rows = 1
+        plain, plain_next, plain_state = plain_then_state(backend, len(out))
+        backend.prompt_rows = 8
+        assert plain == out and plain_next == nxt, name
+        for key in plain_state:
+            assert np.array_equal(spec_state[key], plain_state[key]), f"{name}: {key}"
+
+
+@pytest.mark.parametrize("mode", ["graph", "megakernel"])
+def test_tiny_speculative_greedy_equals_plain(mode):
+    backend = DiscreteBackend("synthetic:tiny", 96, mode)
+    check_speculation(backend, lambda ref: drafters(ref, backend.vocab))
+
+
+def test_27b_speculative_greedy_equals_plain_on_the_megakernel():
+    backend = DiscreteBackend("synthetic:qwen3.5-27b", 96, "megakernel")
+    check_speculation(backend, lambda ref: [("wrong at 1", speculative.wrong_at(ref, 1, backend.vocab))], tokens=8)
+
+
+@pytest.mark.parametrize("mode", ["graph", "megakernel"])
+def test_prompt_in_8_row_passes_equals_one_row_passes(mode):
+    backend = DiscreteBackend("synthetic:tiny", 96, mode, prompt_rows=1)
+    one = backend.start(PROMPT)
+    one_state = live_state(backend)
+    backend.prompt_rows = 8
+    eight = backend.start(PROMPT)
+    assert np.array_equal(one, eight)
+    for key, value in live_state(backend).items():
+        assert np.array_equal(value, one_state[key]), key
