@@ -11,7 +11,7 @@ import numpy as np
 from compiler import lower
 from isa.opcodes import CTRL_PENDING, CTRL_SPECULATIVE
 from megakernel.device import DeviceSession, DeviceWeights
-from megakernel.generate import MAX_PROMPT_ROWS, prompt_chunks
+from megakernel.generate import MAX_PROMPT_ROWS, checked_commit, prompt_chunks
 from megakernel.models import model_config
 from megakernel.synthetic import parse_synthetic
 
@@ -52,6 +52,7 @@ class DiscreteBackend:
         self._runners: dict[int, object] = {}
         self._pending = 0  # rows of the last verify pass kept by commit(), folded by the next pass
         self._control: dict[int, int] = {}  # control words as last written (the arena starts zeroed)
+        self._verified: tuple[int, int] | None = None  # (position, rows) of a verify pass not yet committed
         self.runner = self._runner(1)
 
     def _runner(self, rows: int):
@@ -82,7 +83,7 @@ class DiscreteBackend:
     def reset(self) -> None:
         """A new session (every megakernel runner's counters too)."""
         self.session.reset()
-        self._pending, self._control = 0, {}
+        self._pending, self._control, self._verified = 0, {}, None
         if self.mode == "megakernel":
             for runner in self._runners.values():
                 runner.clear_counters()
@@ -113,11 +114,13 @@ class DiscreteBackend:
     def verify(self, tokens: list[int]) -> list[int]:
         """A speculative pass over [current, d1..dk]: each row's greedy choice; its rows stay
         provisional until commit()."""
-        self._verified_at = self.session.position
+        self._verified = (self.session.position, len(tokens))
         self._pass(tokens, speculative=True)
         return self.session.tokens_out(len(tokens))
 
     def commit(self, rows: int) -> None:
         """Keep the first `rows` rows of the last verify pass (the next pass folds them first)."""
-        self.session.set_position(self._verified_at + rows)
+        at = checked_commit(self._verified, rows)
+        self._verified = None
+        self.session.set_position(at + rows)
         self._pending = rows

@@ -64,6 +64,16 @@ def prompt_chunks(prompt_ids: list[int], rows: int) -> list[list[int]]:
     return [prompt_ids[i:i + rows] for i in range(0, len(prompt_ids), rows)]
 
 
+def checked_commit(verified: tuple[int, int] | None, rows: int) -> int:
+    """The position of the verify pass a commit of `rows` rows keeps (1 .. its rows), or a clear error."""
+    if verified is None:
+        raise ValueError("commit() needs a verify() pass before it (and commits it once)")
+    position, verify_rows = verified
+    if not 1 <= rows <= verify_rows:
+        raise ValueError(f"commit keeps 1..{verify_rows} rows of the verify pass, got {rows}")
+    return position
+
+
 class InterpreterBackend:
     """The compiled Program run by the CPU interpreter, logits kept for sampling. The prompt enters through
     passes of up to `prompt_rows` tokens (M-row Programs on the same session: exact with one-row decode),
@@ -78,6 +88,7 @@ class InterpreterBackend:
         # The session belongs to the widest Program (its arena is the largest); the others run on it.
         self.weights, self.prompt_rows = weights, prompt_rows
         self._pending = 0  # rows of the last verify pass kept by commit(), folded by the next pass
+        self._verified: tuple[int, int] | None = None  # (position, rows) of a verify pass not yet committed
         self.interpreter = Interpreter(self._lower(MAX_PROMPT_ROWS), weights)
         self._rows = {MAX_PROMPT_ROWS: self.interpreter}  # interpreters by rows, built when first needed
         self.capacity, self.sms = capacity, sms
@@ -106,7 +117,7 @@ class InterpreterBackend:
     def reset(self) -> None:
         """A new session."""
         self.interpreter.reset()
-        self._pending = 0
+        self._pending, self._verified = 0, None
 
     @property
     def position(self) -> int:
@@ -129,14 +140,15 @@ class InterpreterBackend:
     def verify(self, tokens: list[int]) -> list[int]:
         """A speculative pass over [current, d1..dk]: each row's greedy choice (the Program's ARGMAX). Its
         rows stay provisional until commit()."""
-        self._verified_at = self.interpreter.position
+        self._verified = (self.interpreter.position, len(tokens))
         return self._pass(tokens, speculative=True).tokens_out()
 
     def commit(self, rows: int) -> None:
         """Keep the first `rows` rows of the last verify pass: the session continues from there as if
         only they had been run (the next pass folds them into the GDN state first)."""
-        control = self.interpreter.view(0)[0]
-        control[CTRL_POSITION] = self._verified_at + rows
+        at = checked_commit(self._verified, rows)
+        self._verified = None
+        self.interpreter.view(0)[0, CTRL_POSITION] = at + rows
         self._pending = rows
 
     def greedy_step(self, token: int) -> int:

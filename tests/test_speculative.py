@@ -120,3 +120,16 @@ def test_mtp_over_kept_rows_equals_the_reference_head(tiny_weights, runs):
     assert draft == int(np.argmax(mtp.logits[-1, :c.defined_vocab]))
     chained = model.mtp_draft(session, draft, mtp.hidden[-1], len(PROMPT) + kept, 2)
     assert [spec.mtp_next() for _ in range(2)] == chained
+
+
+def test_commit_needs_a_verify_pass_and_keeps_at_most_its_rows(runs):
+    _, reference, spec = runs
+    spec.start(PROMPT)
+    with pytest.raises(ValueError, match="verify"):
+        spec.commit(1)
+    spec.verify(reference[:K + 1])
+    with pytest.raises(ValueError, match=f"1..{K + 1}"):
+        spec.commit(K + 2)
+    spec.commit(K + 1)
+    with pytest.raises(ValueError, match="verify"):
+        spec.commit(1)  # once
