@@ -108,6 +108,9 @@ def cmd_generate(args: argparse.Namespace) -> None:
     prompt_ids = tokenizer.encode_chat(prompt) if prompt else tokenizer.encode(args.prompt)
     if not prompt_ids:
         raise InputError("the prompt is empty")
+    if args.spec_k and args.backend != "interpreter":
+        raise InputError("--spec-k runs on --backend interpreter so far (the GPU builds' verify path is written "
+                         "but not yet verified on the GPU; the reference has no Program to verify with)")
     if args.backend in ("eager", "graph", "megakernel"):
         from discrete.backend import DiscreteBackend
 
@@ -129,13 +132,17 @@ def cmd_generate(args: argparse.Namespace) -> None:
         sys.stdout.flush()
 
     result = generate(backend, tokenizer, prompt_ids, args.max_new_tokens, params,
-                      on_text=None if args.json else stream)
+                      on_text=None if args.json else stream, spec_k=args.spec_k)
     if args.json:
         print(json.dumps(result.as_dict()))
     else:
         sys.stdout.write("\n")
+        spec = ""
+        if result.drafts_accepted:
+            kept = result.drafts_accepted
+            spec = f", {len(kept)} verify passes kept {sum(kept)} of {args.spec_k * len(kept)} drafts"
         print(f"[{len(result.tokens)} tokens, {result.stop_reason}, {result.ms_per_token:.1f} ms/token, "
-              f"prompt {len(prompt_ids)} tokens in {result.prompt_ms:.0f} ms, backend {args.backend}]",
+              f"prompt {len(prompt_ids)} tokens in {result.prompt_ms:.0f} ms, backend {args.backend}{spec}]",
               file=sys.stderr)
 
 
@@ -327,6 +334,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--top-p", type=float, default=1.0, help="1: off")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--context", type=int, default=4096, help="session capacity in tokens (prompt + generated)")
+    p.add_argument("--spec-k", type=int, default=0,
+                   help="speculative decoding: K (1..7) drafts of the model's MTP head per verify pass; greedy, "
+                        "--backend interpreter so far (0: off)")
     p.add_argument("--numerics", default=None, choices=["oracle", "engine"],
                    help="reference rounding points: the HF oracle's or the GPU engine's (docs/NUMERICS.md)")
     p.add_argument("--json", action="store_true",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -27,11 +27,15 @@ class GenerationResult:
     stop_reason: str
     ms_per_token: float  # wall time per generated token after the first (decode steps only)
     prompt_ms: float  # time to first token: prompt processing plus the first choice
+    drafts_accepted: list[int] | None = None  # speculative decoding: drafts kept by each verify pass
 
     def as_dict(self) -> dict:
-        return {"prompt_ids": self.prompt_ids, "tokens": self.tokens, "text": self.text,
-                "stop_reason": self.stop_reason, "ms_per_token": round(self.ms_per_token, 3),
-                "prompt_ms": round(self.prompt_ms, 3)}
+        out = {"prompt_ids": self.prompt_ids, "tokens": self.tokens, "text": self.text,
+               "stop_reason": self.stop_reason, "ms_per_token": round(self.ms_per_token, 3),
+               "prompt_ms": round(self.prompt_ms, 3)}
+        if self.drafts_accepted is not None:
+            out["drafts_accepted"] = self.drafts_accepted
+        return out
 
 
 class ReferenceBackend:
@@ -187,9 +191,30 @@ class InterpreterBackend:
         return runner.tokens_out()[0]
 
 
+def _sampled_tokens(backend, prompt_ids: list[int], params: SamplingParams) -> Iterator[tuple[int, int | None]]:
+    """One pass per token, each sampled from its logits (the next pass runs only when asked for)."""
+    rng = make_rng(params.seed)
+    logits = backend.start(prompt_ids)
+    while True:
+        token = sample(logits, params, rng, backend.defined_vocab)
+        yield token, None
+        logits = backend.step(token)
+
+
+def _speculative_tokens(backend, prompt_ids: list[int], k: int) -> Iterator[tuple[int, int | None]]:
+    """Greedy tokens by MTP drafts and verify passes; each pass's drafts-accepted count with its first token."""
+    from .speculative import mtp_batches
+
+    for tokens, accepted in mtp_batches(backend, prompt_ids, k, backend.defined_vocab, backend.capacity):
+        for i, token in enumerate(tokens):
+            yield token, accepted if i == 0 else None
+
+
 def generate(backend, tokenizer: Tokenizer, prompt_ids: list[int], max_new_tokens: int,
-             params: SamplingParams = SamplingParams(), on_text: Callable[[str], None] | None = None
-             ) -> GenerationResult:
+             params: SamplingParams = SamplingParams(), on_text: Callable[[str], None] | None = None,
+             spec_k: int = 0) -> GenerationResult:
+    """Generate from `prompt_ids`; spec_k > 0: greedy speculative decoding with k drafts of the model's
+    MTP head per verify pass (backends with verify / commit / mtp_prefill: the interpreter so far)."""
     if not prompt_ids:
         raise InputError("the prompt is empty")
     if max_new_tokens < 1:
@@ -197,17 +222,24 @@ def generate(backend, tokenizer: Tokenizer, prompt_ids: list[int], max_new_token
     if len(prompt_ids) >= backend.capacity:
         raise InputError(f"context_full: the prompt has {len(prompt_ids)} tokens, the session holds "
                          f"{backend.capacity} (prompt and generated tokens together)")
-    rng = make_rng(params.seed)
+    if spec_k and params.temperature != 0:
+        raise InputError("--spec-k needs greedy decoding (--temperature 0): sampled acceptance is not wired yet")
+    if spec_k and not 1 <= spec_k <= 7:
+        raise InputError(f"--spec-k must be 1..7 (a verify pass has at most 8 rows), got {spec_k}")
     stream = tokenizer.stream()
     emit = on_text or (lambda text: None)
     t0 = time.perf_counter()
-    logits = backend.start(prompt_ids)
+    source = (_speculative_tokens(backend, prompt_ids, spec_k) if spec_k
+              else _sampled_tokens(backend, prompt_ids, params))
     tokens: list[int] = []
+    accepted: list[int] = []
     stop_reason = LENGTH
     t_first = None
     while True:
-        token = sample(logits, params, rng, backend.defined_vocab)
+        token, kept = next(source)
         tokens.append(token)
+        if kept is not None:
+            accepted.append(kept)
         if t_first is None:
             t_first = time.perf_counter()
         if token in tokenizer.stop_ids:
@@ -219,11 +251,10 @@ def generate(backend, tokenizer: Tokenizer, prompt_ids: list[int], max_new_token
         if len(prompt_ids) + len(tokens) >= backend.capacity:
             stop_reason = CONTEXT_FULL
             break
-        logits = backend.step(token)
     emit(stream.flush())
     t_end = time.perf_counter()
     decode_steps = len(tokens) - 1
     text_ids = tokens[:-1] if stop_reason == STOP else tokens
     return GenerationResult(list(prompt_ids), tokens, tokenizer.decode(text_ids), stop_reason,
                             (t_end - t_first) * 1e3 / decode_steps if decode_steps else 0.0,
-                            (t_first - t0) * 1e3)
+                            (t_first - t0) * 1e3, accepted if spec_k else None)

@@ -15,7 +15,7 @@ rollback) and mtp_prefill / mtp_next (the MTP head on the same session).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from .generate import MAX_PROMPT_ROWS
 from .sampling import greedy, greedy_accept
@@ -43,34 +43,51 @@ def generate_greedy(backend, prompt_ids: list[int], max_new_tokens: int, k: int,
     return emitted, accepted
 
 
-def generate_greedy_mtp(backend, prompt_ids: list[int], max_new_tokens: int, k: int,
-                        defined_vocab: int) -> tuple[list[int], list[int]]:
-    """generate_greedy with the model's own MTP head drafting: the head is prefilled over the prompt
-    (pairing each target hidden row with the next token) and, after each verify pass, over the kept rows;
-    it then drafts k tokens by chained passes. Its cache is indexed by position, so rejected drafts need
-    no rollback there either."""
+def mtp_batches(backend, prompt_ids: list[int], k: int, defined_vocab: int,
+                capacity: int) -> Iterator[tuple[list[int], int | None]]:
+    """Greedy decoding with the model's own MTP head drafting k tokens per verify pass, as the passes
+    produce tokens: (tokens, drafts accepted) — first the token after the prompt (None), then each verify
+    pass's 1..k+1 tokens; when fewer than k + 1 rows are left in the session, one plain pass at a time.
+    The head is prefilled over the prompt (each target hidden row paired with the next token) and, after
+    each verify pass, over the kept rows, then drafts by chained passes. Its cache is indexed by position,
+    so rejected drafts need no rollback there either."""
     if not 1 <= k <= 7:
         raise ValueError(f"k must be 1..7 (a verify pass has at most 8 rows), got {k}")
     backend.reset()
-    emitted: list[int] = []
     for first in range(0, len(prompt_ids), MAX_PROMPT_ROWS):
         chunk = prompt_ids[first:first + MAX_PROMPT_ROWS]
         logits = backend.run_rows(chunk)
         following = prompt_ids[first + 1:first + len(chunk) + 1]  # the token after each row's
         if first + len(chunk) == len(prompt_ids):
-            emitted.append(greedy(logits, defined_vocab))
-            following.append(emitted[0])
+            current = greedy(logits, defined_vocab)
+            following.append(current)
         draft = backend.mtp_prefill(following, first, MAX_PROMPT_ROWS - len(chunk))
-    accepted = []
-    while len(emitted) < max_new_tokens:
+    yield [current], None
+    while backend.position + k + 1 <= capacity:
         guess = [draft] + [backend.mtp_next() for _ in range(k - 1)]
         position = backend.position
-        out = greedy_accept(backend.verify([emitted[-1], *guess]), guess)
+        out = greedy_accept(backend.verify([current, *guess]), guess)
         backend.commit(len(out))
-        accepted.append(len(out) - 1)
-        emitted += out
+        current = out[-1]
+        yield out, len(out) - 1
         draft = backend.mtp_prefill(out, position, MAX_PROMPT_ROWS - (k + 1))
-    return emitted, accepted
+    while True:
+        current = backend.greedy_step(current)
+        yield [current], None
+
+
+def generate_greedy_mtp(backend, prompt_ids: list[int], max_new_tokens: int, k: int,
+                        defined_vocab: int) -> tuple[list[int], list[int]]:
+    """mtp_batches until at least max_new_tokens: the tokens (the session holds all but the last) and the
+    drafts accepted at each verify pass."""
+    emitted, accepted = [], []
+    for tokens, kept in mtp_batches(backend, prompt_ids, k, defined_vocab, backend.capacity):
+        emitted += tokens
+        if kept is not None:
+            accepted.append(kept)
+        if len(emitted) >= max_new_tokens:
+            return emitted, accepted
+    raise AssertionError("mtp_batches never ends")
 
 
 def plain_greedy(backend, prompt_ids: list[int], max_new_tokens: int, defined_vocab: int) -> list[int]:
@@ -99,4 +116,5 @@ def wrong_at(reference: list[int], index: int, vocab: int) -> Drafter:
     return drafts
 
 
-__all__ = ["Drafter", "generate_greedy", "generate_greedy_mtp", "plain_greedy", "oracle_drafts", "wrong_at"]
+__all__ = ["Drafter", "generate_greedy", "generate_greedy_mtp", "mtp_batches", "plain_greedy", "oracle_drafts",
+           "wrong_at"]

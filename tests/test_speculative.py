@@ -15,6 +15,13 @@ K = 3
 
 
 @pytest.fixture(scope="module")
+def tok():
+    from megakernel.tokenizer import load_tokenizer
+
+    return load_tokenizer()
+
+
+@pytest.fixture(scope="module")
 def runs(tiny_weights):
     """A plain run long enough for any speculative run, and one backend reused for the speculative runs."""
     c = tiny_weights.config
@@ -133,3 +140,28 @@ def test_commit_needs_a_verify_pass_and_keeps_at_most_its_rows(runs):
     spec.commit(K + 1)
     with pytest.raises(ValueError, match="verify"):
         spec.commit(1)  # once
+
+
+def test_generate_with_spec_k_gives_the_plain_greedy_tokens(tiny_weights, runs, tok):
+    """The generation loop (megakernel generate --spec-k) over MTP drafts and verify passes: the same
+    tokens as without speculation, the drafts accepted reported per verify pass, a stop at max tokens."""
+    from megakernel.generate import LENGTH, generate
+
+    plain, _, spec = runs
+    prompt = PROMPT + [5, 6, 7, 8, 9, 10, 11]
+    ref = generate(plain, tok, prompt, 10)
+    out = generate(spec, tok, prompt, 10, spec_k=K)
+    assert out.tokens == ref.tokens and out.text == ref.text and out.stop_reason == ref.stop_reason == LENGTH
+    assert out.drafts_accepted and all(0 <= a <= K for a in out.drafts_accepted)
+    assert ref.drafts_accepted is None and "drafts_accepted" in out.as_dict()
+
+
+def test_speculation_near_the_session_capacity_continues_one_pass_at_a_time(tiny_weights, tok):
+    """Fewer than k + 1 rows left: plain passes take over, up to context_full, with plain greedy's tokens."""
+    from megakernel.generate import CONTEXT_FULL, generate
+
+    small = 20
+    plain, spec = InterpreterBackend(tiny_weights, small), InterpreterBackend(tiny_weights, small)
+    ref = generate(plain, tok, PROMPT, 64)
+    out = generate(spec, tok, PROMPT, 64, spec_k=K)
+    assert out.tokens == ref.tokens and out.stop_reason == ref.stop_reason == CONTEXT_FULL
