@@ -11,7 +11,7 @@ import numpy as np
 from compiler import lower
 from isa.opcodes import CTRL_PENDING, CTRL_SPECULATIVE
 from megakernel.device import DeviceSession, DeviceWeights
-from megakernel.generate import MAX_PROMPT_ROWS, checked_commit, prompt_chunks
+from megakernel.generate import MAX_PROMPT_ROWS, ProgramBackend
 from megakernel.models import model_config
 from megakernel.synthetic import parse_synthetic
 
@@ -30,34 +30,32 @@ def device_weights(program, model: str, progress: bool = True) -> DeviceWeights:
     return DeviceWeights.from_weightset(program, open_weights(model), progress=progress)
 
 
-class DiscreteBackend:
+class DiscreteBackend(ProgramBackend):
     """mode: "eager" (launch by launch), "graph" (CUDA graph replay) or "megakernel" (the persistent
     kernel, megakernel/persistent.py: same device functions, same Program). One session holds every
-    Program the backend runs (one per row count, built when first needed); the prompt enters in passes of
-    up to `prompt_rows` rows. verify / commit run a speculative pass and its rollback (megakernel/
-    speculative.py; docs/ISA.md "Speculative passes")."""
+    Program the backend runs (one per row count, built when first needed); passes, prompts and
+    speculation as in generate.ProgramBackend."""
 
     def __init__(self, model: str, capacity: int, mode: str = "graph", prompt_rows: int = 1):
         if mode not in ("eager", "graph", "megakernel"):
             raise ValueError(f"mode must be eager, graph or megakernel, got {mode!r}")
-        prompt_chunks([], prompt_rows)  # checks the width
+        super().__init__(prompt_rows)
         config = model_config(model)
         self._lower = lambda rows: lower(config, rows=rows, capacity=capacity, debug_logits=True)
-        self.program = self._lower(1)
-        self.session = DeviceSession(self._lower(MAX_PROMPT_ROWS))  # the widest Program's arena holds them all
+        self._programs = {1: self._lower(1), MAX_PROMPT_ROWS: self._lower(MAX_PROMPT_ROWS)}
+        self.program = self._programs[1]
+        self.session = DeviceSession(self._programs[MAX_PROMPT_ROWS])  # the widest Program's arena holds them all
         self.weights = device_weights(self.program, model)
-        self.config, self.mode, self.capacity, self.prompt_rows = config, mode, capacity, prompt_rows
+        self.config, self.mode, self.capacity = config, mode, capacity
         self.vocab = config.vocab_size
         self.defined_vocab = config.defined_vocab
         self._runners: dict[int, object] = {}
-        self._pending = 0  # rows of the last verify pass kept by commit(), folded by the next pass
         self._control: dict[int, int] = {}  # control words as last written (the arena starts zeroed)
-        self._verified: tuple[int, int] | None = None  # (position, rows) of a verify pass not yet committed
         self.runner = self._runner(1)
 
     def _runner(self, rows: int):
         if rows not in self._runners:
-            program = self.program if rows == 1 else self._lower(rows)
+            program = self._programs.get(rows) or self._lower(rows)
             if self.mode == "megakernel":
                 from megakernel.persistent import Megakernel
 
@@ -66,9 +64,8 @@ class DiscreteBackend:
                 self._runners[rows] = DiscreteProgram(program, self.weights, self.session)
         return self._runners[rows]
 
-    def _pass(self, tokens: list[int], speculative: bool = False):
-        runner = self._runner(len(tokens))
-        for word, value in ((CTRL_PENDING, self._pending), (CTRL_SPECULATIVE, int(speculative))):
+    def _run(self, runner, tokens: list[int], pending: int, speculative: bool) -> None:
+        for word, value in ((CTRL_PENDING, pending), (CTRL_SPECULATIVE, int(speculative))):
             if self._control.get(word, 0) != value:  # plain decoding writes neither: no copies per token
                 self.session.set_control(word, value)
                 self._control[word] = value
@@ -77,13 +74,17 @@ class DiscreteBackend:
             runner.run(1)
         else:
             runner.replay() if self.mode == "graph" else runner.step()
-        self._pending = 0
-        return runner
 
-    def reset(self) -> None:
-        """A new session (every megakernel runner's counters too)."""
+    def _logits(self, runner, rows: int) -> np.ndarray:
+        return self.session.view("logits", runner.program)[rows - 1].get()
+
+    def _tokens_out(self, runner, rows: int) -> list[int]:
+        return self.session.tokens_out(rows)
+
+    def _reset_session(self) -> None:
+        """The session (every megakernel runner's counters too)."""
         self.session.reset()
-        self._pending, self._control, self._verified = 0, {}, None
+        self._control = {}
         if self.mode == "megakernel":
             for runner in self._runners.values():
                 runner.clear_counters()
@@ -92,35 +93,5 @@ class DiscreteBackend:
     def position(self) -> int:
         return self.session.position
 
-    def run_rows(self, tokens: list[int]) -> np.ndarray:
-        """One plain pass over `tokens` (1..8); the last row's logits."""
-        runner = self._pass(tokens)
-        return self.session.view("logits", runner.program)[len(tokens) - 1].get()
-
-    def start(self, prompt_ids: list[int]) -> np.ndarray:
-        self.reset()
-        for chunk in prompt_chunks(prompt_ids, self.prompt_rows):
-            logits = self.run_rows(chunk)
-        return logits
-
-    def step(self, token: int) -> np.ndarray:
-        return self.run_rows([token])
-
-    def greedy_step(self, token: int) -> int:
-        """One plain pass; the Program's greedy choice."""
-        self._pass([token])
-        return self.session.tokens_out(1)[0]
-
-    def verify(self, tokens: list[int]) -> list[int]:
-        """A speculative pass over [current, d1..dk]: each row's greedy choice; its rows stay
-        provisional until commit()."""
-        self._verified = (self.session.position, len(tokens))
-        self._pass(tokens, speculative=True)
-        return self.session.tokens_out(len(tokens))
-
-    def commit(self, rows: int) -> None:
-        """Keep the first `rows` rows of the last verify pass (the next pass folds them first)."""
-        at = checked_commit(self._verified, rows)
-        self._verified = None
-        self.session.set_position(at + rows)
-        self._pending = rows
+    def _set_position(self, position: int) -> None:
+        self.session.set_position(position)

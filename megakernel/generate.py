@@ -68,17 +68,69 @@ def prompt_chunks(prompt_ids: list[int], rows: int) -> list[list[int]]:
     return [prompt_ids[i:i + rows] for i in range(0, len(prompt_ids), rows)]
 
 
-def checked_commit(verified: tuple[int, int] | None, rows: int) -> int:
-    """The position of the verify pass a commit of `rows` rows keeps (1 .. its rows), or a clear error."""
-    if verified is None:
-        raise ValueError("commit() needs a verify() pass before it (and commits it once)")
-    position, verify_rows = verified
-    if not 1 <= rows <= verify_rows:
-        raise ValueError(f"commit keeps 1..{verify_rows} rows of the verify pass, got {rows}")
-    return position
+class ProgramBackend:
+    """What the backends that run compiled Programs share (the CPU interpreter, generate.InterpreterBackend;
+    the GPU builds, discrete/backend.py): one session, a runner per row count; the prompt enters in passes
+    of up to `prompt_rows` rows; verify / commit run a speculative pass and its rollback (docs/ISA.md
+    "Speculative passes"). A subclass provides _runner(rows), _run(runner, tokens, pending, speculative),
+    _logits(runner, rows), _tokens_out(runner, rows), _reset_session(), position and _set_position(p)."""
+
+    def __init__(self, prompt_rows: int):
+        prompt_chunks([], prompt_rows)  # checks the width
+        self.prompt_rows = prompt_rows
+        self._pending = 0  # rows of the last verify pass kept by commit(), folded by the next pass
+        self._verified: tuple[int, int] | None = None  # (position, rows) of a verify pass not yet committed
+
+    def _pass(self, tokens: list[int], speculative: bool = False):
+        """One pass over `tokens` (one per row), after folding the rows a speculative pass left pending;
+        returns its runner."""
+        runner = self._runner(len(tokens))
+        self._run(runner, tokens, self._pending, speculative)
+        self._pending = 0
+        return runner
+
+    def reset(self) -> None:
+        """A new session."""
+        self._reset_session()
+        self._pending, self._verified = 0, None
+
+    def run_rows(self, tokens: list[int]) -> np.ndarray:
+        """One plain pass over `tokens` (1..8); the last row's logits."""
+        return self._logits(self._pass(tokens), len(tokens))
+
+    def start(self, prompt_ids: list[int]) -> np.ndarray:
+        self.reset()
+        for chunk in prompt_chunks(prompt_ids, self.prompt_rows):
+            logits = self.run_rows(chunk)
+        return logits
+
+    def step(self, token: int) -> np.ndarray:
+        return self.run_rows([token])
+
+    def greedy_step(self, token: int) -> int:
+        """One plain pass; the Program's greedy choice (its ARGMAX)."""
+        return self._tokens_out(self._pass([token]), 1)[0]
+
+    def verify(self, tokens: list[int]) -> list[int]:
+        """A speculative pass over [current, d1..dk]: each row's greedy choice. Its rows stay provisional
+        until commit()."""
+        self._verified = (self.position, len(tokens))
+        return self._tokens_out(self._pass(tokens, speculative=True), len(tokens))
+
+    def commit(self, rows: int) -> None:
+        """Keep the first `rows` rows of the last verify pass: the session continues from there as if
+        only they had been run (the next pass folds them into the GDN state first)."""
+        if self._verified is None:
+            raise ValueError("commit() needs a verify() pass before it (and commits it once)")
+        position, verify_rows = self._verified
+        if not 1 <= rows <= verify_rows:
+            raise ValueError(f"commit keeps 1..{verify_rows} rows of the verify pass, got {rows}")
+        self._verified = None
+        self._set_position(position + rows)
+        self._pending = rows
 
 
-class InterpreterBackend:
+class InterpreterBackend(ProgramBackend):
     """The compiled Program run by the CPU interpreter, logits kept for sampling. The prompt enters through
     passes of up to `prompt_rows` tokens (M-row Programs on the same session: exact with one-row decode),
     generated tokens through one-row passes."""
@@ -87,15 +139,12 @@ class InterpreterBackend:
         from compiler import lower
         from compiler.interpreter import Interpreter
 
-        prompt_chunks([], prompt_rows)  # checks the width
+        super().__init__(prompt_rows)
         self._lower = lambda rows: lower(weights.config, rows=rows, sms=sms, capacity=capacity, debug_logits=True)
+        self.weights, self.capacity, self.sms = weights, capacity, sms
         # The session belongs to the widest Program (its arena is the largest); the others run on it.
-        self.weights, self.prompt_rows = weights, prompt_rows
-        self._pending = 0  # rows of the last verify pass kept by commit(), folded by the next pass
-        self._verified: tuple[int, int] | None = None  # (position, rows) of a verify pass not yet committed
         self.interpreter = Interpreter(self._lower(MAX_PROMPT_ROWS), weights)
         self._rows = {MAX_PROMPT_ROWS: self.interpreter}  # interpreters by rows, built when first needed
-        self.capacity, self.sms = capacity, sms
         self.program = self._runner(1).program
         self._hidden = next(i for i, b in enumerate(self.interpreter.program.buffers) if b.name == "hidden")
         self.defined_vocab = weights.config.defined_vocab
@@ -107,57 +156,27 @@ class InterpreterBackend:
             self._rows[rows] = Interpreter(self._lower(rows), self.weights, session_of=self.interpreter)
         return self._rows[rows]
 
-    def _pass(self, tokens: list[int], speculative: bool = False):
-        """One pass over `tokens` (one per row), after folding the rows a speculative pass left pending;
-        returns its runner."""
-        runner = self._runner(len(tokens))
+    def _run(self, runner, tokens: list[int], pending: int, speculative: bool) -> None:
         control = self.interpreter.view(0)[0]
-        control[CTRL_PENDING], control[CTRL_SPECULATIVE] = self._pending, int(speculative)
+        control[CTRL_PENDING], control[CTRL_SPECULATIVE] = pending, int(speculative)
         runner.set_tokens(tokens)
         runner.run(1)
-        self._pending = 0
-        return runner
 
-    def reset(self) -> None:
-        """A new session."""
+    def _logits(self, runner, rows: int) -> np.ndarray:
+        return runner.buffer("logits")[rows - 1]
+
+    def _tokens_out(self, runner, rows: int) -> list[int]:
+        return runner.tokens_out()[:rows]
+
+    def _reset_session(self) -> None:
         self.interpreter.reset()
-        self._pending, self._verified = 0, None
 
     @property
     def position(self) -> int:
         return self.interpreter.position
 
-    def run_rows(self, tokens: list[int]) -> np.ndarray:
-        """One plain pass over `tokens` (1..8); the last row's logits."""
-        return self._pass(tokens).buffer("logits")[len(tokens) - 1]
-
-    def start(self, prompt_ids: list[int]) -> np.ndarray:
-        self.reset()
-        for chunk in prompt_chunks(prompt_ids, self.prompt_rows):
-            logits = self.run_rows(chunk)
-        return logits
-
-    def step(self, token: int) -> np.ndarray:
-        return self.run_rows([token])
-
-    # --- speculative decoding (megakernel/speculative.py) ---------------------------------------------
-    def verify(self, tokens: list[int]) -> list[int]:
-        """A speculative pass over [current, d1..dk]: each row's greedy choice (the Program's ARGMAX). Its
-        rows stay provisional until commit()."""
-        self._verified = (self.interpreter.position, len(tokens))
-        return self._pass(tokens, speculative=True).tokens_out()
-
-    def commit(self, rows: int) -> None:
-        """Keep the first `rows` rows of the last verify pass: the session continues from there as if
-        only they had been run (the next pass folds them into the GDN state first)."""
-        at = checked_commit(self._verified, rows)
-        self._verified = None
-        self.interpreter.view(0)[0, CTRL_POSITION] = at + rows
-        self._pending = rows
-
-    def greedy_step(self, token: int) -> int:
-        """One plain pass; the Program's greedy choice."""
-        return self._pass([token]).tokens_out()[0]
+    def _set_position(self, position: int) -> None:
+        self.interpreter.view(0)[0, CTRL_POSITION] = position
 
     # --- MTP drafting: the MTP Programs on the same session ----------------------------------------------
     def _mtp_runner(self, rows: int, chained: bool = False):
