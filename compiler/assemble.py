@@ -18,13 +18,8 @@ _DTYPES = {F8: DType.FP8_E4M3, "BF16": DType.BF16, F32: DType.F32}
 BUFFER_ROLES = ("in", "out", "aux0", "aux1", "aux2", "scratch")
 
 
-def _weight_table(low: Lowered, c: ModelConfig) -> tuple[list[WeightEntry], dict[str, int]]:
+def _weight_table(names: tuple[str, ...], c: ModelConfig) -> tuple[list[WeightEntry], dict[str, int]]:
     specs = {s.name: s for s in tensor_specs(c)}
-    names: list[str] = []
-    for ins in low.instrs:
-        for name in ins.weights + [v for v in ins.params.values() if isinstance(v, str)]:
-            if name not in names:
-                names.append(name)
     entries, top = [], 0
     for name in names:
         spec = specs[name]
@@ -39,14 +34,20 @@ def _weight_table(low: Lowered, c: ModelConfig) -> tuple[list[WeightEntry], dict
     return entries, {e.name: i for i, e in enumerate(entries)}
 
 
-def assemble(low: Lowered, c: ModelConfig, offsets: dict[str, int], sms: int, meta: dict) -> Program:
+def assemble(low: Lowered, c: ModelConfig, offsets: dict[str, int], sms: int, meta: dict,
+             weight_names: tuple[str, ...]) -> Program:
+    """`weight_names`: the config's weight table (compiler/build.py weight_order), every name an
+    instruction uses among them; an instruction's weights must be consecutive entries in its order."""
     order = ["ctrl"] + [n for n in low.buffers if n != "ctrl"]
     buffer_id = {name: i for i, name in enumerate(order)}
     buffers = [BufferEntry(n, low.buffers[n].rows, low.buffers[n].cols, low.buffers[n].dtype, low.buffers[n].kind,
                            offsets[n]) for n in order]
-    weights, weight_id = _weight_table(low, c)
+    weights, weight_id = _weight_table(weight_names, c)
     words = []
     for ins in low.instrs:
+        ids = [weight_id[name] for name in ins.weights]
+        if ids != list(range(ids[0], ids[0] + len(ids)) if ids else []):
+            raise ValueError(f"{ins.name}: weights {ins.weights} are not consecutive in the weight table")
         ids = {role: buffer_id[name] for role, name in ins.bufs.items()}
         param_values = []
         for name, kind in PARAMS[ins.op]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 
 from isa import Program
@@ -34,11 +35,26 @@ def lower_mtp(config: ModelConfig, rows: int = 1, sms: int = 132, capacity: int 
                    {"program": "mtp-chained" if chained else "mtp", "debug_logits": debug_logits})
 
 
+@functools.lru_cache(maxsize=8)
+def weight_order(config: ModelConfig) -> tuple[str, ...]:
+    """The weight table of every Program of `config`: the target's weights in first-use order, then the
+    MTP pass's others. One table (like one session layout) lets a single device weight arena serve the
+    target, verify and MTP draft Programs."""
+    names: list[str] = []
+    passes = [lower_forward(config, 1, 1)] + ([lower_mtp_pass(config, 1, 1)] if config.mtp_num_hidden_layers else [])
+    for low in passes:
+        for ins in low.instrs:
+            for name in ins.weights + [v for v in ins.params.values() if isinstance(v, str)]:
+                if name not in names:
+                    names.append(name)
+    return tuple(names)
+
+
 def _finish(low: Lowered, config: ModelConfig, sms: int, t0: float, meta: dict) -> Program:
     partition(low, config)
     offsets = allocate(low)
     meta = {"config": config.name, "rows": low.rows, "sms": sms, "capacity": low.capacity, **meta}
-    program = assemble(low, config, offsets, sms, meta)
+    program = assemble(low, config, offsets, sms, meta, weight_order(config))
     add_dependencies(program, sms)
     program.meta["compile_seconds"] = round(time.perf_counter() - t0, 3)
     return program

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from compiler import lower
+from compiler import lower, lower_mtp
 from isa.opcodes import CTRL_PENDING, CTRL_SPECULATIVE
 from megakernel.device import DeviceSession, DeviceWeights
 from megakernel.generate import MAX_PROMPT_ROWS, ProgramBackend
@@ -33,19 +33,26 @@ def device_weights(program, model: str, progress: bool = True) -> DeviceWeights:
 class DiscreteBackend(ProgramBackend):
     """mode: "eager" (launch by launch), "graph" (CUDA graph replay) or "megakernel" (the persistent
     kernel, megakernel/persistent.py: same device functions, same Program). One session holds every
-    Program the backend runs (one per row count, built when first needed); passes, prompts and
-    speculation as in generate.ProgramBackend."""
+    Program the backend runs (one per row count and the MTP draft passes, built when first needed);
+    passes, prompts and speculation as in generate.ProgramBackend. `weights`: another backend's device
+    weights of the same model (benchmarks: several builds, one copy of the weights)."""
 
-    def __init__(self, model: str, capacity: int, mode: str = "graph", prompt_rows: int = 1):
+    def __init__(self, model: str, capacity: int, mode: str = "graph", prompt_rows: int = 1,
+                 weights: DeviceWeights | None = None):
         if mode not in ("eager", "graph", "megakernel"):
             raise ValueError(f"mode must be eager, graph or megakernel, got {mode!r}")
         super().__init__(prompt_rows)
         config = model_config(model)
         self._lower = lambda rows: lower(config, rows=rows, capacity=capacity, debug_logits=True)
+        self._lower_mtp = lambda rows, chained: lower_mtp(config, rows=rows, capacity=capacity, chained=chained,
+                                                          debug_logits=True)
         self._programs = {1: self._lower(1), MAX_PROMPT_ROWS: self._lower(MAX_PROMPT_ROWS)}
         self.program = self._programs[1]
         self.session = DeviceSession(self._programs[MAX_PROMPT_ROWS])  # the widest Program's arena holds them all
-        self.weights = device_weights(self.program, model)
+        # the config's one weight table (MTP weights too); another backend's weights may be shared
+        self.weights = weights if weights is not None else device_weights(self.program, model)
+        if not self.weights.serves(self.program):
+            raise ValueError("the device weights were laid out for another model's weight table")
         self.config, self.mode, self.capacity = config, mode, capacity
         self.vocab = config.vocab_size
         self.defined_vocab = config.defined_vocab
@@ -53,16 +60,25 @@ class DiscreteBackend(ProgramBackend):
         self._control: dict[int, int] = {}  # control words as last written (the arena starts zeroed)
         self.runner = self._runner(1)
 
-    def _runner(self, rows: int):
-        if rows not in self._runners:
-            program = self._programs.get(rows) or self._lower(rows)
+    def _bind(self, key, lower_it):
+        if key not in self._runners:
+            program = lower_it()
             if self.mode == "megakernel":
                 from megakernel.persistent import Megakernel
 
-                self._runners[rows] = Megakernel(program, self.weights, self.session)
+                self._runners[key] = Megakernel(program, self.weights, self.session)
             else:
-                self._runners[rows] = DiscreteProgram(program, self.weights, self.session)
-        return self._runners[rows]
+                self._runners[key] = DiscreteProgram(program, self.weights, self.session)
+        return self._runners[key]
+
+    def _runner(self, rows: int):
+        return self._bind(rows, lambda: self._programs.get(rows) or self._lower(rows))
+
+    def _launch(self, runner) -> None:
+        if self.mode == "megakernel":
+            runner.run(1)
+        else:
+            runner.replay() if self.mode == "graph" else runner.step()
 
     def _run(self, runner, tokens: list[int], pending: int, speculative: bool) -> None:
         for word, value in ((CTRL_PENDING, pending), (CTRL_SPECULATIVE, int(speculative))):
@@ -70,13 +86,10 @@ class DiscreteBackend(ProgramBackend):
                 self.session.set_control(word, value)
                 self._control[word] = value
         self.session.set_tokens(tokens, self.vocab, runner.program)
-        if self.mode == "megakernel":
-            runner.run(1)
-        else:
-            runner.replay() if self.mode == "graph" else runner.step()
+        self._launch(runner)
 
-    def _logits(self, runner, rows: int) -> np.ndarray:
-        return self.session.view("logits", runner.program)[rows - 1].get()
+    def _logits(self, runner, rows: int, name: str = "logits") -> np.ndarray:
+        return self.session.view(name, runner.program)[:rows].get()
 
     def _tokens_out(self, runner, rows: int) -> list[int]:
         return self.session.tokens_out(rows)
@@ -95,3 +108,19 @@ class DiscreteBackend(ProgramBackend):
 
     def _set_position(self, position: int) -> None:
         self.session.set_position(position)
+
+    def _mtp_runner(self, rows: int, chained: bool = False):
+        return self._bind(("mtp-chained" if chained else "mtp", rows), lambda: self._lower_mtp(rows, chained))
+
+    def _move_hidden(self, src: int, dst: int, rows: int) -> None:
+        hidden = self.session.view("hidden")
+        hidden[dst:dst + rows] = hidden[src:src + rows].copy()
+
+    def _set_mtp_position(self, runner, position: int) -> None:
+        self.session.set_position(position, runner.program)
+
+    def _run_mtp(self, runner, tokens: list[int] | None) -> list[int]:
+        if tokens is not None:
+            self.session.set_tokens(tokens, self.vocab, runner.program)
+        self._launch(runner)
+        return self.session.tokens_out(program=runner.program)

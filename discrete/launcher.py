@@ -87,7 +87,7 @@ class DiscreteProgram:
 
     def step(self) -> None:
         """One pass, eagerly (launch by launch) on the current stream."""
-        self.session.check_room(1, self.program.rows)
+        self.session.check_room(1, self.program)
         self.launch_eager()
 
     def capture(self) -> None:
@@ -112,7 +112,7 @@ class DiscreteProgram:
 
     def replay(self) -> None:
         """One pass from the CUDA graph, refused past the session's capacity."""
-        self.session.check_room(1, self.program.rows)
+        self.session.check_room(1, self.program)
         self.launch_graph()
 
 

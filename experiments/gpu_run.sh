@@ -42,6 +42,10 @@ for step in "$@"; do
         --plot "$out/trace_timeline.png" 2>&1 | tee "$out/trace.log" ;;
     generate-27b-mk) python3 -m megakernel generate --backend megakernel --model synthetic:qwen3.5-27b --chat \
         --prompt "Write a haiku about GPUs." --max-new-tokens 24 --context 512 2>&1 | tee "$out/generate_27b_megakernel.log" ;;
+    bench-spec) python3 -m megakernel bench --spec-k 3 --backends graph,megakernel --model synthetic:qwen3.5-27b \
+        --contexts 1024 --tokens 64 --out "$out/spec_bench.json" --plot "$out/spec_bench.png" 2>&1 | tee "$out/spec_bench.log" ;;
+    generate-27b-spec) python3 -m megakernel generate --backend megakernel --model synthetic:qwen3.5-27b --chat \
+        --prompt "Write a haiku about GPUs." --max-new-tokens 24 --context 512 --spec-k 3 2>&1 | tee "$out/generate_27b_spec.log" ;;
     bench-tiling) python3 experiments/bench_tiling.py --out "$out" 2>&1 | tee "$out/bench_tiling.log" ;;
     bench-gemv) python3 experiments/bench_gemv.py --out "$out" 2>&1 | tee "$out/bench_gemv.log" ;;
     # Hardware counters of one fp8 GEMV launch (in_proj shape, M = 1); clocks left alone (METHOD.md).

@@ -108,9 +108,9 @@ def cmd_generate(args: argparse.Namespace) -> None:
     prompt_ids = tokenizer.encode_chat(prompt) if prompt else tokenizer.encode(args.prompt)
     if not prompt_ids:
         raise InputError("the prompt is empty")
-    if args.spec_k and args.backend != "interpreter":
-        raise InputError("--spec-k runs on --backend interpreter so far (the GPU builds' verify path is written "
-                         "but not yet verified on the GPU; the reference has no Program to verify with)")
+    if args.spec_k and args.backend not in ("interpreter", "eager", "graph", "megakernel"):
+        raise InputError("--spec-k needs a backend that runs the compiled Programs (interpreter, eager, graph, "
+                         "megakernel): the NumPy reference has no verify pass")
     if args.backend in ("eager", "graph", "megakernel"):
         from discrete.backend import DiscreteBackend
 
@@ -255,6 +255,8 @@ def cmd_bench(args: argparse.Namespace) -> None:
     contexts = [int(c) for c in args.contexts.split(",")]
     if min(contexts) < 1 or args.tokens < 1 or args.rounds < 1:
         raise InputError("--contexts, --tokens and --rounds must be positive")
+    if args.spec_k:
+        return _bench_speculative(args, names, contexts[0])
     config = model_config(args.model)
     program = lower(config, rows=1, capacity=max(contexts) + args.tokens + 1)
     session = DeviceSession(program)
@@ -299,6 +301,43 @@ def cmd_bench(args: argparse.Namespace) -> None:
 BENCH_BACKENDS = ("megakernel", "graph", "eager")
 
 
+def _bench_speculative(args: argparse.Namespace, modes: list[str], context: int) -> None:
+    """bench --spec-k K: pass costs against rows, MTP draft costs, tokens/s against the acceptance rate,
+    time to first token (megakernel/specbench.py), per build; JSON and an optional plot."""
+    import datetime
+
+    import cupy
+
+    from discrete.kernels import read_bandwidth_gbps
+
+    from . import specbench
+    from .errors import InputError
+    from .provenance import git_commit
+
+    if not 1 <= args.spec_k <= 7:
+        raise InputError(f"--spec-k must be 1..7 (a verify pass has at most 8 rows), got {args.spec_k}")
+    ttft = [int(n) for n in args.ttft.split(",")] if args.ttft else []
+    if args.prompt_tokens < 1 or any(n < 1 for n in ttft):
+        raise InputError("--prompt-tokens and --ttft lengths must be positive")
+    result = specbench.run(args.model, args.spec_k, modes, context, args.tokens, args.prompt_tokens, ttft,
+                           args.iters)
+    verify = [{"backend": mode, "rows": int(m), "ms_per_pass": ms,
+               "ratio_to_one_row": b["pass_costs"]["target_relative_to_1_row"][m]}
+              for mode, b in result["builds"].items() for m, ms in b["pass_costs"]["target_ms_by_rows"].items()]
+    checks = [{"name": f"{mode} {name}: tokens equal plain greedy's", "passed": True, "detail": run}
+              for mode, b in result["builds"].items() for name, run in b["decode"].items()]
+    out = {"device": cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"].decode(),
+           "git_commit": git_commit(), "command": "megakernel " + " ".join(sys.argv[1:]),
+           "created": datetime.datetime.now(datetime.UTC).isoformat(), "model": args.model,
+           "read_bandwidth_gbps": read_bandwidth_gbps(), "verify": verify, "checks": checks, **result}
+    with open(args.out, "w") as f:
+        json.dump(out, f, indent=1)
+    print(f"wrote {args.out}")
+    if args.plot:
+        specbench.plot(out, args.plot)
+        print(f"wrote {args.plot}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="megakernel", description=(
         "Qwen3.5-27B decode: a persistent megakernel vs a CUDA graph of discrete kernels."))
@@ -335,8 +374,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--context", type=int, default=4096, help="session capacity in tokens (prompt + generated)")
     p.add_argument("--spec-k", type=int, default=0,
-                   help="speculative decoding: K (1..7) drafts of the model's MTP head per verify pass; greedy, "
-                        "--backend interpreter so far (0: off)")
+                   help="speculative decoding: K (1..7) drafts of the model's MTP head per verify pass, greedy "
+                        "or sampled (exact acceptance rule); Program backends only (0: off)")
     p.add_argument("--numerics", default=None, choices=["oracle", "engine"],
                    help="reference rounding points: the HF oracle's or the GPU engine's (docs/NUMERICS.md)")
     p.add_argument("--json", action="store_true",
@@ -378,7 +417,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rounds", type=int, default=5, help="rounds (the ratio's spread is over rounds)")
     p.add_argument("--token", type=int, default=9707, help="the first pass's input token")
     p.add_argument("--out", required=True, help="results JSON (DESIGN.md contract: steps, ratio_megakernel_over_graph)")
-    p.add_argument("--plot", help="per-token latency over the run for each backend (PNG)")
+    p.add_argument("--plot", help="per-token latency over the run for each backend (PNG); with --spec-k: pass "
+                                  "cost against rows and tokens/s against the acceptance rate")
+    p.add_argument("--spec-k", type=int, default=0,
+                   help="benchmark speculative decoding with K drafts instead (megakernel/specbench.py): pass "
+                        "costs at the first --contexts value, --tokens greedy tokens per run, time to first token")
+    p.add_argument("--prompt-tokens", type=int, default=128, help="with --spec-k: the decode runs' prompt length")
+    p.add_argument("--ttft", default="128,1024,4096", help="with --spec-k: prompt lengths for time to first token")
+    p.add_argument("--iters", type=int, default=20, help="with --spec-k: timed repetitions of each pass kind")
     p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("tokenize", help="text -> token ids (the real Qwen3.5 tokenizer)")

@@ -156,12 +156,16 @@ class DeviceSession:
         """The control block (int32[64]) copied to the host."""
         return self.arena[:4 * CTRL_WORDS].view(np.int32).get()
 
-    def _lane(self) -> int:
-        return control_base(self.program.words[0].layer)
+    def _lane(self, program: Program | None = None) -> int:
+        """The first control word of `program`'s lane: the target's, or the MTP draft Programs' own."""
+        return control_base((program or self.program).words[0].layer)
+
+    def _set_word(self, word: int, value: int) -> None:
+        self.arena[4 * word:4 * word + 4].set(np.asarray([value], np.int32).view(np.uint8))
 
     def set_control(self, word: int, value: int) -> None:
         """One word of the target lane (e.g. CTRL_PENDING), written before the next pass."""
-        self.arena[4 * word:4 * word + 4].set(np.asarray([value], np.int32).view(np.uint8))
+        self._set_word(word, value)
 
     def set_tokens(self, tokens: list[int], vocab: int, program: Program | None = None) -> None:
         """The next pass's input tokens (checked: ids in [0, vocab), one per row of the Program)."""
@@ -171,27 +175,31 @@ class DeviceSession:
         bad = [t for t in tokens if not 0 <= t < vocab]
         if bad:
             raise ValueError(f"token ids {bad} outside the vocabulary [0, {vocab})")
-        first = 4 * (self._lane() + CTRL_TOKENS_IN)
+        first = 4 * (self._lane(program) + CTRL_TOKENS_IN)
         self.arena[first:first + 4 * len(tokens)].set(np.asarray(tokens, np.int32).view(np.uint8))
 
-    def set_position(self, position: int) -> None:
-        """Jump the lane's position (benchmarks: time a pass at a given context without filling it)."""
-        at = 4 * (self._lane() + CTRL_POSITION)
-        self.arena[at:at + 4].set(np.asarray([position], np.int32).view(np.uint8))
+    def set_position(self, position: int, program: Program | None = None) -> None:
+        """Set the lane's position (benchmarks: time a pass at a given context without filling it; the MTP
+        lane before a draft pass over rows of the target's)."""
+        self._set_word(self._lane(program) + CTRL_POSITION, position)
+
+    def lane_position(self, program: Program | None = None) -> int:
+        return int(self.control()[self._lane(program) + CTRL_POSITION])
 
     @property
     def position(self) -> int:
-        return int(self.control()[self._lane() + CTRL_POSITION])
+        return self.lane_position()
 
-    def tokens_out(self, rows: int | None = None) -> list[int]:
-        first = self._lane() + CTRL_TOKENS_OUT
-        return self.control()[first:first + (rows or self.program.rows)].tolist()
+    def tokens_out(self, rows: int | None = None, program: Program | None = None) -> list[int]:
+        first = self._lane(program) + CTRL_TOKENS_OUT
+        return self.control()[first:first + (rows or (program or self.program).rows)].tolist()
 
-    def check_room(self, passes: int = 1, rows: int | None = None) -> None:
-        """Refuse `passes` passes of `rows` rows that would write KV rows past the session's capacity."""
-        need = passes * (rows or self.program.rows)
-        if self.position + need > self.capacity:
-            raise ValueError(f"context_full: position {self.position} + {need} rows exceeds the session "
+    def check_room(self, passes: int = 1, program: Program | None = None) -> None:
+        """Refuse `passes` passes of `program` that would write KV rows past the session's capacity."""
+        need = passes * (program or self.program).rows
+        position = self.lane_position(program)
+        if position + need > self.capacity:
+            raise ValueError(f"context_full: position {position} + {need} rows exceeds the session "
                              f"capacity {self.capacity}")
 
 

@@ -72,8 +72,11 @@ class ProgramBackend:
     """What the backends that run compiled Programs share (the CPU interpreter, generate.InterpreterBackend;
     the GPU builds, discrete/backend.py): one session, a runner per row count; the prompt enters in passes
     of up to `prompt_rows` rows; verify / commit run a speculative pass and its rollback (docs/ISA.md
-    "Speculative passes"). A subclass provides _runner(rows), _run(runner, tokens, pending, speculative),
-    _logits(runner, rows), _tokens_out(runner, rows), _reset_session(), position and _set_position(p)."""
+    "Speculative passes"); mtp_prefill / mtp_next draft with the MTP head's Programs on the same session.
+    A subclass provides _runner(rows), _run(runner, tokens, pending, speculative), _logits(runner, rows, name)
+    (rows of `name`, default "logits"), _tokens_out(runner, rows), _reset_session(), position and
+    _set_position(p); for the MTP head
+    _mtp_runner(rows, chained), _run_mtp(runner, tokens) and _move_hidden(src, dst, rows)."""
 
     def __init__(self, prompt_rows: int):
         prompt_chunks([], prompt_rows)  # checks the width
@@ -96,7 +99,7 @@ class ProgramBackend:
 
     def run_rows(self, tokens: list[int]) -> np.ndarray:
         """One plain pass over `tokens` (1..8); the last row's logits."""
-        return self._logits(self._pass(tokens), len(tokens))
+        return self._logits(self._pass(tokens), len(tokens))[-1]
 
     def start(self, prompt_ids: list[int]) -> np.ndarray:
         self.reset()
@@ -115,7 +118,13 @@ class ProgramBackend:
         """A speculative pass over [current, d1..dk]: each row's greedy choice. Its rows stay provisional
         until commit()."""
         self._verified = (self.position, len(tokens))
-        return self._tokens_out(self._pass(tokens, speculative=True), len(tokens))
+        self._last_verify = self._pass(tokens, speculative=True)
+        return self._tokens_out(self._last_verify, len(tokens))
+
+    def verify_logits(self) -> np.ndarray:
+        """The last verify pass's logits, one row per input row (sampled acceptance needs them all)."""
+        runner = self._last_verify
+        return self._logits(runner, runner.program.rows)
 
     def commit(self, rows: int) -> None:
         """Keep the first `rows` rows of the last verify pass: the session continues from there as if
@@ -128,6 +137,30 @@ class ProgramBackend:
         self._verified = None
         self._set_position(position + rows)
         self._pending = rows
+
+    # --- MTP drafting: the MTP Programs on the same session ----------------------------------------------
+    def mtp_prefill(self, tokens: list[int], position: int, hidden_first: int) -> int:
+        """MTP rows for target positions [position, position + len(tokens)): row r pairs the target's
+        hidden row hidden_first + r with tokens[r], the token at position + r + 1 (moved right-aligned,
+        where an MTP pass reads them). Returns the last row's draft: the token after tokens[-1]."""
+        m = len(tokens)
+        self._move_hidden(hidden_first, MAX_PROMPT_ROWS - m, m)
+        runner = self._mtp_runner(m)
+        self._set_mtp_position(runner, position)
+        self._last_mtp = runner
+        return self._run_mtp(runner, tokens)[-1]
+
+    def mtp_next(self, token: int | None = None) -> int:
+        """One chained MTP pass: the draft after the last one. Its input is the last MTP pass's greedy draft
+        (handed off on the device) or, given, `token` (a draft sampled on the host)."""
+        runner = self._mtp_runner(1, chained=True)
+        self._last_mtp = runner
+        return self._run_mtp(runner, None if token is None else [token])[0]
+
+    def mtp_logits(self) -> np.ndarray:
+        """The last MTP pass's logits for its last row: the distribution of the draft it chose."""
+        runner = self._last_mtp
+        return self._logits(runner, runner.program.rows, "mtp.logits")[-1]
 
 
 class InterpreterBackend(ProgramBackend):
@@ -162,8 +195,8 @@ class InterpreterBackend(ProgramBackend):
         runner.set_tokens(tokens)
         runner.run(1)
 
-    def _logits(self, runner, rows: int) -> np.ndarray:
-        return runner.buffer("logits")[rows - 1]
+    def _logits(self, runner, rows: int, name: str = "logits") -> np.ndarray:
+        return runner.buffer(name)[:rows]
 
     def _tokens_out(self, runner, rows: int) -> list[int]:
         return runner.tokens_out()[:rows]
@@ -178,7 +211,6 @@ class InterpreterBackend(ProgramBackend):
     def _set_position(self, position: int) -> None:
         self.interpreter.view(0)[0, CTRL_POSITION] = position
 
-    # --- MTP drafting: the MTP Programs on the same session ----------------------------------------------
     def _mtp_runner(self, rows: int, chained: bool = False):
         from compiler import lower_mtp
         from compiler.interpreter import Interpreter
@@ -190,24 +222,18 @@ class InterpreterBackend(ProgramBackend):
             self._rows[key] = Interpreter(program, self.weights, session_of=self.interpreter)
         return self._rows[key]
 
-    def mtp_prefill(self, tokens: list[int], position: int, hidden_first: int) -> int:
-        """MTP rows for target positions [position, position + len(tokens)): row r pairs the target's
-        hidden row hidden_first + r with tokens[r], the token at position + r + 1 (moved right-aligned,
-        where an MTP pass reads them). Returns the last row's draft: the token after tokens[-1]."""
-        m = len(tokens)
+    def _move_hidden(self, src: int, dst: int, rows: int) -> None:
         hidden = self.interpreter.view(self._hidden)
-        hidden[MAX_PROMPT_ROWS - m:] = hidden[hidden_first:hidden_first + m].copy()
-        self.interpreter.view(0)[0, CTRL_LANE + CTRL_POSITION] = position
-        runner = self._mtp_runner(m)
-        runner.set_tokens(tokens)
-        runner.run(1)
-        return runner.tokens_out()[-1]
+        hidden[dst:dst + rows] = hidden[src:src + rows].copy()
 
-    def mtp_next(self) -> int:
-        """One chained MTP pass: the draft after the last one (fed by the last MTP pass's HANDOFF)."""
-        runner = self._mtp_runner(1, chained=True)
+    def _set_mtp_position(self, runner, position: int) -> None:
+        self.interpreter.view(0)[0, CTRL_LANE + CTRL_POSITION] = position
+
+    def _run_mtp(self, runner, tokens: list[int] | None) -> list[int]:
+        if tokens is not None:
+            runner.set_tokens(tokens)
         runner.run(1)
-        return runner.tokens_out()[0]
+        return runner.tokens_out()
 
 
 def _sampled_tokens(backend, prompt_ids: list[int], params: SamplingParams) -> Iterator[tuple[int, int | None]]:
@@ -220,11 +246,13 @@ def _sampled_tokens(backend, prompt_ids: list[int], params: SamplingParams) -> I
         logits = backend.step(token)
 
 
-def _speculative_tokens(backend, prompt_ids: list[int], k: int) -> Iterator[tuple[int, int | None]]:
-    """Greedy tokens by MTP drafts and verify passes; each pass's drafts-accepted count with its first token."""
+def _speculative_tokens(backend, prompt_ids: list[int], k: int,
+                        params: SamplingParams) -> Iterator[tuple[int, int | None]]:
+    """Tokens by MTP drafts and verify passes (greedy, or sampled with the exact acceptance rule); each
+    pass's drafts-accepted count with its first token."""
     from .speculative import mtp_batches
 
-    for tokens, accepted in mtp_batches(backend, prompt_ids, k, backend.defined_vocab, backend.capacity):
+    for tokens, accepted in mtp_batches(backend, prompt_ids, k, backend.defined_vocab, backend.capacity, params):
         for i, token in enumerate(tokens):
             yield token, accepted if i == 0 else None
 
@@ -232,8 +260,8 @@ def _speculative_tokens(backend, prompt_ids: list[int], k: int) -> Iterator[tupl
 def generate(backend, tokenizer: Tokenizer, prompt_ids: list[int], max_new_tokens: int,
              params: SamplingParams = SamplingParams(), on_text: Callable[[str], None] | None = None,
              spec_k: int = 0) -> GenerationResult:
-    """Generate from `prompt_ids`; spec_k > 0: greedy speculative decoding with k drafts of the model's
-    MTP head per verify pass (backends with verify / commit / mtp_prefill: the interpreter so far)."""
+    """Generate from `prompt_ids`; spec_k > 0: speculative decoding with k drafts of the model's MTP head
+    per verify pass (ProgramBackends: the interpreter and the GPU builds), greedy or sampled."""
     if not prompt_ids:
         raise InputError("the prompt is empty")
     if max_new_tokens < 1:
@@ -241,14 +269,12 @@ def generate(backend, tokenizer: Tokenizer, prompt_ids: list[int], max_new_token
     if len(prompt_ids) >= backend.capacity:
         raise InputError(f"context_full: the prompt has {len(prompt_ids)} tokens, the session holds "
                          f"{backend.capacity} (prompt and generated tokens together)")
-    if spec_k and params.temperature != 0:
-        raise InputError("--spec-k needs greedy decoding (--temperature 0): sampled acceptance is not wired yet")
     if spec_k and not 1 <= spec_k <= 7:
         raise InputError(f"--spec-k must be 1..7 (a verify pass has at most 8 rows), got {spec_k}")
     stream = tokenizer.stream()
     emit = on_text or (lambda text: None)
     t0 = time.perf_counter()
-    source = (_speculative_tokens(backend, prompt_ids, spec_k) if spec_k
+    source = (_speculative_tokens(backend, prompt_ids, spec_k, params) if spec_k
               else _sampled_tokens(backend, prompt_ids, params))
     tokens: list[int] = []
     accepted: list[int] = []

@@ -106,7 +106,7 @@ class Megakernel:
     def run(self, steps: int = 1, trace=None) -> None:
         """`steps` passes in one launch, refused past the session's capacity; raises MegakernelStall (and
         clears the counters; reset the session) if the watchdog stopped the kernel."""
-        self.session.check_room(steps, self.program.rows)
+        self.session.check_room(steps, self.program)
         self.launch(steps, trace)
         self.check()
 

@@ -1,5 +1,6 @@
-"""Speculative greedy decoding: k drafted tokens checked by one verify pass of k + 1 rows, accepted from
-the front while they equal the target's own choice, and the session rolled back to the accepted rows.
+"""Speculative decoding: k drafted tokens checked by one verify pass of k + 1 rows, accepted from the
+front (greedy: while they equal the target's own choice; sampled: by the exact rejection rule), and the
+session rolled back to the accepted rows.
 
 Rollback (docs/ISA.md "Speculative passes"): KV caches and the conv ring are indexed by position, so
 rows past the committed position are simply overwritten later; only the GDN recurrent state cannot be
@@ -8,9 +9,9 @@ their raw inputs kept in the conv and gate rings); commit(j + 1) moves the posit
 rejected row, and the next pass folds the j + 1 kept rows into the state before its own. The result is
 the state plain decoding would have reached, bit for bit.
 
-The backend (generate.InterpreterBackend on the CPU; the GPU builds are issue 7's next step) offers
-start / reset / run_rows / greedy_step (plain passes), verify / commit (a speculative pass and its
-rollback) and mtp_prefill / mtp_next (the MTP head on the same session).
+The backend (generate.ProgramBackend: the CPU interpreter, the graph and megakernel builds) offers
+start / reset / run_rows / greedy_step (plain passes), verify / verify_logits / commit (a speculative
+pass and its rollback) and mtp_prefill / mtp_next / mtp_logits (the MTP head on the same session).
 """
 
 from __future__ import annotations
@@ -18,7 +19,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from .generate import MAX_PROMPT_ROWS
-from .sampling import greedy, greedy_accept
+from .sampling import (
+    SamplingParams,
+    greedy,
+    greedy_accept,
+    inverse_cdf,
+    make_rng,
+    probabilities,
+    sample,
+    speculative_step,
+)
 
 # drafts(emitted, k): k guesses of the tokens after `emitted` (the tokens generated so far, the current
 # input last)
@@ -43,36 +53,74 @@ def generate_greedy(backend, prompt_ids: list[int], max_new_tokens: int, k: int,
     return emitted, accepted
 
 
-def mtp_batches(backend, prompt_ids: list[int], k: int, defined_vocab: int,
-                capacity: int) -> Iterator[tuple[list[int], int | None]]:
-    """Greedy decoding with the model's own MTP head drafting k tokens per verify pass, as the passes
-    produce tokens: (tokens, drafts accepted) — first the token after the prompt (None), then each verify
-    pass's 1..k+1 tokens; when fewer than k + 1 rows are left in the session, one plain pass at a time.
-    The head is prefilled over the prompt (each target hidden row paired with the next token) and, after
-    each verify pass, over the kept rows, then drafts by chained passes. Its cache is indexed by position,
-    so rejected drafts need no rollback there either."""
+# control(emitted, drafts): the drafts a verify pass checks instead of the head's (benchmarks: acceptance
+# set by an oracle while the head's drafting still runs and costs what it costs)
+Control = Callable[[int, list[int]], list[int]]
+
+
+def mtp_batches(backend, prompt_ids: list[int], k: int, defined_vocab: int, capacity: int,
+                params: SamplingParams = SamplingParams(),
+                control: Control | None = None) -> Iterator[tuple[list[int], int | None]]:
+    """Decoding with the model's own MTP head drafting k tokens per verify pass, as the passes produce
+    tokens: (tokens, drafts accepted) — first the token after the prompt (None), then each verify pass's
+    1..k+1 tokens; when fewer than k + 1 rows are left in the session, one plain pass at a time.
+
+    Greedy (params.temperature 0): drafts are the head's argmax (chained on the device), accepted while
+    they equal the target's. Sampled: each draft is drawn on the host from the head's distribution q and
+    fed to the next chained pass; the verify pass's rows give p; sampling.speculative_step's exact rule
+    keeps the emitted tokens distributed as the target's own samples. The head is prefilled over the
+    prompt (each target hidden row paired with the next token) and, after each verify pass, over the kept
+    rows. Its cache is indexed by position, so rejected drafts need no rollback there either."""
     if not 1 <= k <= 7:
         raise ValueError(f"k must be 1..7 (a verify pass has at most 8 rows), got {k}")
+    sampled = params.temperature > 0
+    if sampled and control is not None:
+        raise ValueError("controlled drafts are for greedy decoding")
+    rng = make_rng(params.seed)
+
+    def pick(logits) -> int:  # the target's own choice from a row of logits
+        return sample(logits, params, rng, defined_vocab) if sampled else greedy(logits, defined_vocab)
+
+    def drafts(first: int) -> tuple[list[int], list]:  # k drafts and, sampled, the distributions drawn from
+        if not sampled:
+            return [first] + [backend.mtp_next() for _ in range(k - 1)], []
+        guess, q_rows = [], []
+        for i in range(k):
+            if i:
+                backend.mtp_next(guess[-1])
+            q_rows.append(probabilities(backend.mtp_logits(), params, defined_vocab))
+            guess.append(inverse_cdf(q_rows[-1], rng.random()))
+        return guess, q_rows
+
     backend.reset()
     for first in range(0, len(prompt_ids), MAX_PROMPT_ROWS):
         chunk = prompt_ids[first:first + MAX_PROMPT_ROWS]
         logits = backend.run_rows(chunk)
         following = prompt_ids[first + 1:first + len(chunk) + 1]  # the token after each row's
         if first + len(chunk) == len(prompt_ids):
-            current = greedy(logits, defined_vocab)
+            current = pick(logits)
             following.append(current)
         draft = backend.mtp_prefill(following, first, MAX_PROMPT_ROWS - len(chunk))
     yield [current], None
+    emitted = 1
     while backend.position + k + 1 <= capacity:
-        guess = [draft] + [backend.mtp_next() for _ in range(k - 1)]
+        guess, q_rows = drafts(draft)
+        if control is not None:
+            guess = [int(t) for t in control(emitted, guess)]
         position = backend.position
-        out = greedy_accept(backend.verify([current, *guess]), guess)
+        chosen = backend.verify([current, *guess])
+        if sampled:
+            p_rows = [probabilities(row, params, defined_vocab) for row in backend.verify_logits()]
+            out = speculative_step(p_rows, q_rows, guess, rng)
+        else:
+            out = greedy_accept(chosen, guess)
         backend.commit(len(out))
         current = out[-1]
+        emitted += len(out)
         yield out, len(out) - 1
         draft = backend.mtp_prefill(out, position, MAX_PROMPT_ROWS - (k + 1))
     while True:
-        current = backend.greedy_step(current)
+        current = pick(backend.step(current)) if sampled else backend.greedy_step(current)
         yield [current], None
 
 
@@ -116,5 +164,5 @@ def wrong_at(reference: list[int], index: int, vocab: int) -> Drafter:
     return drafts
 
 
-__all__ = ["Drafter", "generate_greedy", "generate_greedy_mtp", "mtp_batches", "plain_greedy", "oracle_drafts",
+__all__ = ["Control", "Drafter", "generate_greedy", "generate_greedy_mtp", "mtp_batches", "plain_greedy", "oracle_drafts",
            "wrong_at"]

@@ -104,8 +104,7 @@ def test_cli_generate_streams_text_and_reports(tmp_path):
     (["--prompt", "x", "--max-new-tokens", "0"], "max-new-tokens"),
     (["--prompt", "x", "--top-k", "5"], "temperature"),
     (["--prompt", "x", "--temperature", "-1"], "temperature"),
-    (["--prompt", "x", "--spec-k", "3"], "--backend interpreter"),
-    (["--prompt", "x", "--backend", "interpreter", "--spec-k", "3", "--temperature", "0.5"], "greedy"),
+    (["--prompt", "x", "--spec-k", "3"], "compiled Programs"),
     (["--prompt", "x", "--backend", "interpreter", "--spec-k", "8"], "1..7"),
 ])
 def test_cli_generate_errors(argv, message):

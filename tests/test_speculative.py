@@ -1,6 +1,6 @@
-"""Speculative greedy decoding on the CPU interpreter (megakernel/speculative.py): whatever the drafts,
-the tokens are those of plain greedy decoding, and after the rollback the session (GDN states, conv
-ring, KV caches up to the position) equals the plain run's bit for bit."""
+"""Speculative decoding on the CPU interpreter (megakernel/speculative.py): greedy, whatever the drafts,
+the tokens are those of plain greedy decoding; greedy or sampled, after the rollback the session (GDN
+states, conv ring, KV caches up to the position) equals a plain run's over the same tokens bit for bit."""
 
 import numpy as np
 import pytest
@@ -165,3 +165,36 @@ def test_speculation_near_the_session_capacity_continues_one_pass_at_a_time(tiny
     ref = generate(plain, tok, PROMPT, 64)
     out = generate(spec, tok, PROMPT, 64, spec_k=K)
     assert out.tokens == ref.tokens and out.stop_reason == ref.stop_reason == CONTEXT_FULL
+
+
+@pytest.mark.parametrize("temperature,top_k,branch", [(1.5, 0, "accept"), (1.0, 5, "reject")])
+def test_sampled_speculation_leaves_the_session_plain_decoding_of_its_tokens_would(tiny_weights, runs, temperature,
+                                                                                   top_k, branch):
+    """Sampled drafts from the MTP head's distribution, accepted by the exact rule (speculative_step, tested
+    against its distribution in test_sampling.py); the session is then that of plain passes over the same
+    tokens, and a second run with the seed repeats the tokens."""
+    from megakernel.sampling import SamplingParams
+
+    c = tiny_weights.config
+    plain, _, spec = runs
+    prompt = PROMPT + [5, 6, 7, 8, 9, 10, 11]
+    params = SamplingParams(temperature=temperature, top_k=top_k, seed=3)
+
+    def run():
+        tokens, accepted = [], []
+        for out, kept in speculative.mtp_batches(spec, prompt, K, c.defined_vocab, CAPACITY, params):
+            tokens += out
+            accepted += [] if kept is None else [kept]
+            if len(tokens) >= TOKENS:
+                return tokens, accepted
+
+    tokens, accepted = run()
+    assert (sum(accepted) > 0) if branch == "accept" else (sum(accepted) < K * len(accepted)), accepted
+    plain.start(prompt)
+    for t in tokens[:-1]:
+        plain.step(t)
+    spec.step(tokens[-1])
+    plain.step(tokens[-1])
+    for a, b in zip(session_state(spec, c), session_state(plain, c), strict=True):
+        assert np.array_equal(a, b)
+    assert run()[0] == tokens

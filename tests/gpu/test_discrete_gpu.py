@@ -21,7 +21,7 @@ from compiler.interpreter import Interpreter  # noqa: E402
 from discrete.launcher import DiscreteProgram  # noqa: E402
 from discrete.observe import observe_device  # noqa: E402
 from isa import DType, Kind  # noqa: E402
-from isa.opcodes import CTRL_POSITION  # noqa: E402
+from isa.opcodes import CTRL_LANE, CTRL_POSITION  # noqa: E402
 from megakernel.checker import Goldens, check  # noqa: E402
 from megakernel.device import DeviceSession, DeviceWeights  # noqa: E402
 from program_tools import session_state  # noqa: E402
@@ -132,6 +132,34 @@ def test_every_instruction_matches_the_interpreter(tiny_weights, rows):
         interp.set_tokens(TOKENS[step * rows:(step + 1) * rows])
         interp.run(1)
     interp.set_tokens(TOKENS[-rows:])
+    failures = []
+    interpreter_step_by_word(interp, runner, program, failures)
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("rows,chained", [(3, False), (1, True)])
+def test_every_mtp_instruction_matches_the_interpreter(tiny_weights, rows, chained):
+    """The MTP draft Programs (SPEC 4) word by word against the interpreter (bit-identical to the NumPy
+    head, tests/test_interpreter.py), on a session an 8-row target pass and an 8-row MTP pass left: hidden
+    rows, MTP cache rows, the MTP lane's position and, chained, its handed-off token and hidden row."""
+    from compiler import lower_mtp
+
+    c = tiny_weights.config
+    target = lower(c, rows=8, sms=132, capacity=64, debug_logits=True)
+    program = lower_mtp(c, rows=rows, sms=132, capacity=64, chained=chained, debug_logits=True)
+    runner = DiscreteProgram(program, DeviceWeights.from_weightset(target, tiny_weights, progress=False),
+                             DeviceSession(target))
+    base = Interpreter(target, tiny_weights)
+    base.set_tokens(TOKENS[:8])
+    base.run(1)
+    prefill = Interpreter(lower_mtp(c, rows=8, sms=132, capacity=64, debug_logits=True), tiny_weights,
+                          session_of=base)
+    prefill.set_tokens(TOKENS[1:9])
+    prefill.run(1)
+    interp = Interpreter(program, tiny_weights, session_of=base)
+    if not chained:
+        interp.view(0)[0, CTRL_LANE + CTRL_POSITION] = 5  # rows over the prefilled ones, as after a verify pass
+        interp.set_tokens(TOKENS[9:9 + rows])
     failures = []
     interpreter_step_by_word(interp, runner, program, failures)
     assert not failures, "\n".join(failures)

@@ -1,7 +1,9 @@
 """Speculative greedy decoding on the GPU builds (discrete/backend.py, megakernel/speculative.py): the
 tokens are plain greedy decoding's, and after the rollback the session (GDN states, the conv ring's live
-rows, KV rows below the position) equals a plain run's bit for bit; prompts through 8-row passes equal
-prompts through one-row passes. Graph and megakernel, tiny and the 27B synthetic model."""
+rows, KV rows below the position, the MTP cache) equals a plain run's bit for bit; prompts through 8-row
+passes equal prompts through one-row passes. Drafts from a plain run (all accepted), adversarial (none),
+wrong at each position, and the model's own MTP head. Graph and megakernel, tiny and the 27B synthetic
+model."""
 
 import numpy as np
 import pytest
@@ -10,6 +12,8 @@ cupy = pytest.importorskip("cupy")
 
 from discrete.backend import DiscreteBackend  # noqa: E402
 from megakernel import speculative  # noqa: E402
+from megakernel.generate import MAX_PROMPT_ROWS  # noqa: E402
+from megakernel.sampling import greedy  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 PROMPT = [9707, 11, 1879, 0, 151, 77, 3000, 42, 5, 6, 7]  # two prompt chunks at 8 rows: 8 + 3
@@ -84,3 +88,39 @@ def test_prompt_in_8_row_passes_equals_one_row_passes(mode):
     assert np.array_equal(one, eight)
     for key, value in live_state(backend).items():
         assert np.array_equal(value, one_state[key]), key
+
+
+def plain_with_mtp(backend, tokens: int) -> list[int]:
+    """Plain greedy decoding one row per pass, each pass followed by the one-row MTP pass over its hidden
+    row and the token after it: the MTP cache a speculative run must reproduce."""
+    backend.reset()
+    for t, token in enumerate(PROMPT):
+        logits = backend.run_rows([token])
+        following = PROMPT[t + 1] if t + 1 < len(PROMPT) else greedy(logits, backend.defined_vocab)
+        backend.mtp_prefill([following], t, MAX_PROMPT_ROWS - 1)
+    emitted = [following]
+    while len(emitted) < tokens:
+        position = backend.position
+        emitted.append(backend.greedy_step(emitted[-1]))
+        backend.mtp_prefill([emitted[-1]], position, MAX_PROMPT_ROWS - 1)
+    return emitted
+
+
+@pytest.mark.parametrize("mode", ["graph", "megakernel"])
+def test_mtp_drafts_give_plain_greedy_tokens_and_the_same_session(mode):
+    backend = DiscreteBackend("synthetic:tiny", 96, mode)
+    out, accepted = speculative.generate_greedy_mtp(backend, PROMPT, 24, K, backend.defined_vocab)
+    final = backend.position - (accepted[-1] + 1)  # MTP rows below the last verify pass are final
+    spec_mtp = {c: backend.session.view(f"mtp.{c}").get()[:final] for c in ("k_cache", "v_cache")}
+    nxt = backend.greedy_step(out[-1])  # folds the last verify pass's kept rows
+    spec_state = live_state(backend)
+    backend.prompt_rows = 1
+    plain, plain_next, plain_state = plain_then_state(backend, len(out))
+    assert plain == out and plain_next == nxt
+    for key in plain_state:
+        assert np.array_equal(spec_state[key], plain_state[key]), key
+    plain_with_mtp(backend, len(out))
+    for cache, rows in spec_mtp.items():
+        assert np.array_equal(rows, backend.session.view(f"mtp.{cache}").get()[:final]), cache
+    assert len(accepted) >= (24 - 1) // (K + 1)  # verify passes ran, not the plain fallback
+    print(f"{mode}: {len(accepted)} verify passes, drafts accepted {accepted}")
