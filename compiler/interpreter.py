@@ -88,10 +88,11 @@ class Interpreter:
     rings, control block and hidden rows sit at the same arena offsets in every Program of a config);
     that session's arena must be at least this Program's size."""
 
-    def __init__(self, program: Program, weights: WeightSet, session_of: Interpreter | None = None):
+    def __init__(self, program: Program, weights: WeightSet, session_of: Interpreter | None = None,
+                 arena_bytes: int = 0):
         self.program, self.weights = program, weights
-        if session_of is None:
-            self.arena = np.zeros(program.arena_bytes, np.uint8)
+        if session_of is None:  # arena_bytes: room for larger Programs that will share this session
+            self.arena = np.zeros(max(program.arena_bytes, arena_bytes), np.uint8)
         else:
             mine = {b.name: (b.offset, b.nbytes) for b in program.buffers if b.kind != Kind.ACTIVATION}
             theirs = {b.name: (b.offset, b.nbytes) for b in session_of.program.buffers if b.kind != Kind.ACTIVATION}

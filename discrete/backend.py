@@ -11,7 +11,7 @@ import numpy as np
 from compiler import lower, lower_mtp
 from isa.opcodes import CTRL_PENDING, CTRL_SPECULATIVE
 from megakernel.device import DeviceSession, DeviceWeights
-from megakernel.generate import MAX_PROMPT_ROWS, ProgramBackend
+from megakernel.generate import MAX_PROMPT_ROWS, ProgramBackend, mtp_arena_bytes
 from megakernel.models import model_config
 from megakernel.synthetic import parse_synthetic
 
@@ -48,7 +48,8 @@ class DiscreteBackend(ProgramBackend):
                                                           debug_logits=True)
         self._programs = {1: self._lower(1), MAX_PROMPT_ROWS: self._lower(MAX_PROMPT_ROWS)}
         self.program = self._programs[1]
-        self.session = DeviceSession(self._programs[MAX_PROMPT_ROWS])  # the widest Program's arena holds them all
+        # the widest target Program's session, with room for the widest MTP pass: it holds them all
+        self.session = DeviceSession(self._programs[MAX_PROMPT_ROWS], mtp_arena_bytes(config, capacity))
         # the config's one weight table (MTP weights too); another backend's weights may be shared
         self.weights = weights if weights is not None else device_weights(self.program, model)
         if not self.weights.serves(self.program):

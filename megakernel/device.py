@@ -120,14 +120,14 @@ def _scales_as(scales: np.ndarray, dtype: DType, name: str) -> np.ndarray:
 class DeviceSession:
     """One session's arena for `program` (and for other Programs of the same config and capacity, which
     lay out the session buffers identically: docs/ISA.md "Sessions"; create it with the Program whose
-    arena is the largest, e.g. the widest pass). Methods that depend on a Program's own buffers or rows
+    arena is the largest, e.g. the widest pass, or give the largest arena size). Methods that depend on a Program's own buffers or rows
     take `program` (default: the one the session was created with)."""
 
-    def __init__(self, program: Program):
+    def __init__(self, program: Program, arena_bytes: int = 0):
         import cupy
 
-        self.program = program
-        self.arena = cupy.zeros(program.arena_bytes, dtype=cupy.uint8)
+        self.program = program  # arena_bytes: room for larger Programs that will share the session
+        self.arena = cupy.zeros(max(program.arena_bytes, arena_bytes), dtype=cupy.uint8)
         self.capacity = int(program.meta.get("capacity", 0))
         self._layout = _session_layout(program)
         self.reset()

@@ -68,6 +68,15 @@ def prompt_chunks(prompt_ids: list[int], rows: int) -> list[list[int]]:
     return [prompt_ids[i:i + rows] for i in range(0, len(prompt_ids), rows)]
 
 
+def mtp_arena_bytes(config, capacity: int, sms: int = 132) -> int:
+    """The arena the widest MTP draft pass needs (0 without an MTP layer): sessions are sized for it too."""
+    from compiler import lower_mtp
+
+    if not config.mtp_num_hidden_layers:
+        return 0
+    return lower_mtp(config, rows=MAX_PROMPT_ROWS, sms=sms, capacity=capacity, debug_logits=True).arena_bytes
+
+
 class ProgramBackend:
     """What the backends that run compiled Programs share (the CPU interpreter, generate.InterpreterBackend;
     the GPU builds, discrete/backend.py): one session, a runner per row count; the prompt enters in passes
@@ -175,8 +184,10 @@ class InterpreterBackend(ProgramBackend):
         super().__init__(prompt_rows)
         self._lower = lambda rows: lower(weights.config, rows=rows, sms=sms, capacity=capacity, debug_logits=True)
         self.weights, self.capacity, self.sms = weights, capacity, sms
-        # The session belongs to the widest Program (its arena is the largest); the others run on it.
-        self.interpreter = Interpreter(self._lower(MAX_PROMPT_ROWS), weights)
+        # The session belongs to the widest target Program, with room for the widest MTP pass; the others
+        # run on it.
+        self.interpreter = Interpreter(self._lower(MAX_PROMPT_ROWS), weights,
+                                       arena_bytes=mtp_arena_bytes(weights.config, capacity, sms))
         self._rows = {MAX_PROMPT_ROWS: self.interpreter}  # interpreters by rows, built when first needed
         self.program = self._runner(1).program
         self._hidden = next(i for i, b in enumerate(self.interpreter.program.buffers) if b.name == "hidden")

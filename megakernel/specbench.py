@@ -51,8 +51,9 @@ def pass_costs(backend, k: int, context: int, iters: int) -> dict:
     session = backend.session
 
     def timed(runner, pending: int = 0) -> float:
-        launch = {"megakernel": lambda: runner.launch(1), "graph": runner.launch_graph,
-                  "eager": runner.launch_eager}[backend.mode]  # no host-side checks inside the timing
+        # no host-side checks inside the timing
+        launch = (lambda: runner.launch(1)) if backend.mode == "megakernel" else \
+            runner.launch_graph if backend.mode == "graph" else runner.launch_eager
 
         def one():
             session.set_position(context - 1, runner.program)

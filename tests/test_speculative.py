@@ -198,3 +198,19 @@ def test_sampled_speculation_leaves_the_session_plain_decoding_of_its_tokens_wou
     for a, b in zip(session_state(spec, c), session_state(plain, c), strict=True):
         assert np.array_equal(a, b)
     assert run()[0] == tokens
+
+
+def test_a_session_sized_for_the_widest_passes_serves_every_program_of_the_27b():
+    """The GPU backends size one session for the widest target and MTP passes (the 27B's 8-row MTP pass
+    needs more activation bytes than its 8-row target pass): every other Program fits in it."""
+    from compiler import lower, lower_mtp
+    from megakernel.generate import MAX_PROMPT_ROWS, mtp_arena_bytes
+    from megakernel.models import model_config
+
+    c, capacity = model_config("synthetic:qwen3.5-27b"), 512
+    session = max(lower(c, rows=MAX_PROMPT_ROWS, capacity=capacity, debug_logits=True).arena_bytes,
+                  mtp_arena_bytes(c, capacity))
+    programs = [lower_mtp(c, rows=1, capacity=capacity, chained=True, debug_logits=True)]
+    programs += [lower_mtp(c, rows=m, capacity=capacity, debug_logits=True) for m in (1, 3, 7)]
+    programs += [lower(c, rows=m, capacity=capacity, debug_logits=True) for m in (1, 3, 7)]
+    assert all(p.arena_bytes <= session for p in programs)

@@ -73,9 +73,12 @@ def test_tiny_speculative_greedy_equals_plain(mode):
     check_speculation(backend, lambda ref: drafters(ref, backend.vocab))
 
 
-def test_27b_speculative_greedy_equals_plain_on_the_megakernel():
+def test_27b_speculative_greedy_equals_plain_on_the_megakernel_with_controlled_and_mtp_drafts():
     backend = DiscreteBackend("synthetic:qwen3.5-27b", 96, "megakernel")
     check_speculation(backend, lambda ref: [("wrong at 1", speculative.wrong_at(ref, 1, backend.vocab))], tokens=8)
+    out, _ = speculative.generate_greedy_mtp(backend, PROMPT, 8, K, backend.defined_vocab)  # the MTP head's drafts
+    backend.prompt_rows = 1
+    assert out == speculative.plain_greedy(backend, PROMPT, len(out), backend.defined_vocab)
 
 
 @pytest.mark.parametrize("mode", ["graph", "megakernel"])
