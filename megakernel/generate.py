@@ -101,6 +101,18 @@ class ProgramBackend:
         self._pending = 0
         return runner
 
+    def prepare(self, prompt_tokens: int, k: int = 0) -> None:
+        """Build every Program a generation from a `prompt_tokens` prompt will run (with k drafts per verify
+        pass, or none), so that none is compiled and loaded inside its timing."""
+        width = MAX_PROMPT_ROWS if k else self.prompt_rows  # speculation ingests the prompt 8 rows a pass
+        last = prompt_tokens % width or width
+        for rows in {1, min(prompt_tokens, width), last} | ({k + 1} if k else set()):
+            self._runner(rows)
+        if k:
+            for rows in set(range(1, k + 2)) | {min(prompt_tokens, width), last}:
+                self._mtp_runner(rows)
+            self._mtp_runner(1, chained=True)
+
     def reset(self) -> None:
         """A new session."""
         self._reset_session()
@@ -282,6 +294,8 @@ def generate(backend, tokenizer: Tokenizer, prompt_ids: list[int], max_new_token
                          f"{backend.capacity} (prompt and generated tokens together)")
     if spec_k and not 1 <= spec_k <= 7:
         raise InputError(f"--spec-k must be 1..7 (a verify pass has at most 8 rows), got {spec_k}")
+    if hasattr(backend, "prepare"):
+        backend.prepare(len(prompt_ids), spec_k)
     stream = tokenizer.stream()
     emit = on_text or (lambda text: None)
     t0 = time.perf_counter()
