@@ -120,8 +120,9 @@ def _scales_as(scales: np.ndarray, dtype: DType, name: str) -> np.ndarray:
 class DeviceSession:
     """One session's arena for `program` (and for other Programs of the same config and capacity, which
     lay out the session buffers identically: docs/ISA.md "Sessions"; create it with the Program whose
-    arena is the largest, e.g. the widest pass, or give the largest arena size). Methods that depend on a Program's own buffers or rows
-    take `program` (default: the one the session was created with)."""
+    arena is the largest, e.g. the widest pass, or give the largest arena size). Methods that depend on a
+    Program's own buffers, rows or control lane take `program` (default: the one the session was created
+    with)."""
 
     def __init__(self, program: Program, arena_bytes: int = 0):
         import cupy

@@ -82,16 +82,17 @@ class ProgramBackend:
     the GPU builds, discrete/backend.py): one session, a runner per row count; the prompt enters in passes
     of up to `prompt_rows` rows; verify / commit run a speculative pass and its rollback (docs/ISA.md
     "Speculative passes"); mtp_prefill / mtp_next draft with the MTP head's Programs on the same session.
-    A subclass provides _runner(rows), _run(runner, tokens, pending, speculative), _logits(runner, rows, name)
-    (rows of `name`, default "logits"), _tokens_out(runner, rows), _reset_session(), position and
-    _set_position(p); for the MTP head
-    _mtp_runner(rows, chained), _run_mtp(runner, tokens) and _move_hidden(src, dst, rows)."""
+    A subclass provides _runner(rows), _run(runner, tokens, pending, speculative), _logits(runner, rows,
+    name) (rows of buffer `name`, default "logits"), _tokens_out(runner, rows), _reset_session(), position
+    and _set_position(p); for the MTP head _mtp_runner(rows, chained), _set_mtp_position(runner, p),
+    _run_mtp(runner, tokens) and _move_hidden(src, dst, rows)."""
 
     def __init__(self, prompt_rows: int):
         prompt_chunks([], prompt_rows)  # checks the width
         self.prompt_rows = prompt_rows
         self._pending = 0  # rows of the last verify pass kept by commit(), folded by the next pass
         self._verified: tuple[int, int] | None = None  # (position, rows) of a verify pass not yet committed
+        self._last_verify = self._last_mtp = None  # the runners of the last verify and MTP passes
 
     def _pass(self, tokens: list[int], speculative: bool = False):
         """One pass over `tokens` (one per row), after folding the rows a speculative pass left pending;

@@ -23,6 +23,7 @@ import numpy as np
 
 from isa.opcodes import CTRL_PENDING
 
+from .abtest import event_ms
 from .generate import MAX_PROMPT_ROWS
 from .sampling import greedy
 from .speculative import mtp_batches, plain_greedy
@@ -32,18 +33,8 @@ RATES = (0.0, 0.5, 0.85, 1.0)
 
 def _event_ms(fn, iters: int) -> float:
     """Median ms of fn() between CUDA events (one untimed call first)."""
-    import cupy
-
     fn()
-    times = []
-    for _ in range(iters):
-        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(start, stop))
-    return float(np.median(times))
+    return float(np.median([event_ms(fn) for _ in range(iters)]))
 
 
 def pass_costs(backend, k: int, context: int, iters: int) -> dict:
