@@ -94,9 +94,7 @@ class Interpreter:
         if session_of is None:  # arena_bytes: room for larger Programs that will share this session
             self.arena = np.zeros(max(program.arena_bytes, arena_bytes), np.uint8)
         else:
-            mine = {b.name: (b.offset, b.nbytes) for b in program.buffers if b.kind != Kind.ACTIVATION}
-            theirs = {b.name: (b.offset, b.nbytes) for b in session_of.program.buffers if b.kind != Kind.ACTIVATION}
-            if mine != theirs:
+            if program.session_layout() != session_of.program.session_layout():
                 raise ValueError("the two Programs lay out their sessions differently")
             if len(session_of.arena) < program.arena_bytes:  # growing it would leave the owner's views dangling
                 raise ValueError(f"this Program needs a {program.arena_bytes}-byte arena, the session has "

@@ -16,7 +16,6 @@ from megakernel.tensors import tensor_specs
 
 from .ir import BufferDecl, Lowered
 from .lowering import EMBED_TILE_COLS
-from .tiling import segment_row_groups
 
 
 def partition(low: Lowered, c: ModelConfig) -> None:
@@ -26,7 +25,7 @@ def partition(low: Lowered, c: ModelConfig) -> None:
         if ins.weights:  # the GEMV family
             ins.tile_rows = c.head_dim if op == Op.NORM_GEMV_QKV else plan.ROW_BLOCK
             seg_rows = tuple(shapes[w][0] for w in ins.weights)
-            groups = len(segment_row_groups(seg_rows, ins.tile_rows, op == Op.NORM_GATE_UP))
+            groups = plan.row_groups(seg_rows, ins.tile_rows, paired=op == Op.NORM_GATE_UP)
             ins.k_slices = plan.k_slices(groups, ins.k)
             ins.tiles = groups * ins.k_slices
             ins.reduce_tiles = groups if ins.k_slices > 1 else 0

@@ -30,6 +30,14 @@ def device_weights(program, model: str, progress: bool = True) -> DeviceWeights:
     return DeviceWeights.from_weightset(program, open_weights(model), progress=progress)
 
 
+def device_pass(runner, mode: str):
+    """One pass of `runner` (a DiscreteProgram, or a Megakernel for mode "megakernel") enqueued with no
+    host-side checks: what benchmarks time."""
+    if mode == "megakernel":
+        return lambda: runner.launch(1)
+    return runner.launch_graph if mode == "graph" else runner.launch_eager
+
+
 class DiscreteBackend(ProgramBackend):
     """mode: "eager" (launch by launch), "graph" (CUDA graph replay) or "megakernel" (the persistent
     kernel, megakernel/persistent.py: same device functions, same Program). One session holds every
@@ -58,8 +66,6 @@ class DiscreteBackend(ProgramBackend):
         self.vocab = config.vocab_size
         self.defined_vocab = config.defined_vocab
         self._runners: dict[int, object] = {}
-        self._control: dict[int, int] = {}  # control words as last written (the arena starts zeroed)
-        self.runner = self._runner(1)
 
     def _bind(self, key, lower_it):
         if key not in self._runners:
@@ -82,10 +88,8 @@ class DiscreteBackend(ProgramBackend):
             runner.replay() if self.mode == "graph" else runner.step()
 
     def _run(self, runner, tokens: list[int], pending: int, speculative: bool) -> None:
-        for word, value in ((CTRL_PENDING, pending), (CTRL_SPECULATIVE, int(speculative))):
-            if self._control.get(word, 0) != value:  # plain decoding writes neither: no copies per token
-                self.session.set_control(word, value)
-                self._control[word] = value
+        self.session.set_control(CTRL_PENDING, pending)
+        self.session.set_control(CTRL_SPECULATIVE, int(speculative))
         self.session.set_tokens(tokens, self.vocab, runner.program)
         self._launch(runner)
 
@@ -98,7 +102,6 @@ class DiscreteBackend(ProgramBackend):
     def _reset_session(self) -> None:
         """The session (every megakernel runner's counters too)."""
         self.session.reset()
-        self._control = {}
         if self.mode == "megakernel":
             for runner in self._runners.values():
                 runner.clear_counters()

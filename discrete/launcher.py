@@ -21,11 +21,6 @@ KERNEL_OF = {Op.EMBED: "tile_embed", Op.GDN_CORE: "tile_gdn", Op.ATTN_SCORES: "t
              Op.ATTN_PV: "tile_attn_pv", Op.ATTN_MERGE: "tile_attn_merge", Op.ARGMAX: "tile_argmax",
              Op.HANDOFF: "tile_handoff"}
 GEMV_KERNEL = "tile_gemv"
-COMMON = cuda_build.CUDA_DIR / "common.cuh"
-
-
-def tile_threads() -> int:
-    return cuda_build.define(COMMON, "TILE_THREADS")
 
 
 class DiscreteProgram:
@@ -63,7 +58,7 @@ class DiscreteProgram:
             else:
                 self.launches.append((i, mod.get_function(KERNEL_OF[w.opcode]), w.tiles, 0, None))
         self.graph = None
-        self.threads = tile_threads()
+        self.threads = cuda_build.tile_threads()
 
     @property
     def graph_nodes(self) -> int:

@@ -22,28 +22,12 @@ import time
 
 from bench_gemv import graph_us, read_bandwidth
 
+from megakernel.abtest import median_event_ms
 from megakernel.budgets import instruction_bytes
 from megakernel.provenance import git_commit
 
 TOKEN = 9707
 LOOP_STEPS = 8  # passes per launch in the in-kernel loop variant
-
-
-def time_ms(fn, iters: int) -> float:
-    """Median ms of fn() between CUDA events."""
-    import cupy
-
-    fn()
-    cupy.cuda.Device().synchronize()
-    times = []
-    for _ in range(iters):
-        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(start, stop))
-    return sorted(times)[len(times) // 2]
 
 
 def at_context(runner, context: int, fn):
@@ -105,10 +89,10 @@ def main() -> None:
     mega = Megakernel(program, weights, session)  # same weights, same session: interleaved A/B
     steps = []
     for context in contexts:
-        eager = time_ms(at_context(runner, context, runner.launch_eager), args.iters)
-        graph = time_ms(at_context(runner, context, runner.launch_graph), args.iters)
-        persistent = time_ms(at_context(runner, context, functools.partial(mega.launch, 1)), args.iters)
-        loop = time_ms(at_context(runner, context, functools.partial(mega.launch, LOOP_STEPS)), args.iters) / LOOP_STEPS
+        eager = median_event_ms(at_context(runner, context, runner.launch_eager), args.iters)
+        graph = median_event_ms(at_context(runner, context, runner.launch_graph), args.iters)
+        persistent = median_event_ms(at_context(runner, context, functools.partial(mega.launch, 1)), args.iters)
+        loop = median_event_ms(at_context(runner, context, functools.partial(mega.launch, LOOP_STEPS)), args.iters) / LOOP_STEPS
         mega.check()
         floor_bytes = sum(instruction_bytes(program, w, context) for w in program.words)
         floor_ms = floor_bytes / bandwidth / 1e6
@@ -131,8 +115,8 @@ def main() -> None:
         sm = DeviceSession(pm)
         rm, mm = DiscreteProgram(pm, weights, sm), Megakernel(pm, weights, sm)
         sm.set_tokens([TOKEN] * m, config.vocab_size)
-        ms = time_ms(at_context(rm, contexts[0], rm.launch_graph), args.iters)
-        mk_ms = time_ms(at_context(rm, contexts[0], functools.partial(mm.launch, 1)), args.iters)
+        ms = median_event_ms(at_context(rm, contexts[0], rm.launch_graph), args.iters)
+        mk_ms = median_event_ms(at_context(rm, contexts[0], functools.partial(mm.launch, 1)), args.iters)
         mm.check()
         rows.append({"rows": m, "graph_ms": round(ms, 3), "megakernel_ms": round(mk_ms, 3)})
         rm = mm = sm = None

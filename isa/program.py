@@ -110,6 +110,11 @@ class Program:
     def arena_bytes(self) -> int:
         return max((b.offset + b.nbytes for b in self.buffers), default=0)
 
+    def session_layout(self) -> tuple:
+        """(name, offset, bytes) of the session buffers (control and state): Programs that share a session
+        lay them out identically."""
+        return tuple((b.name, b.offset, b.nbytes) for b in self.buffers if b.kind != Kind.ACTIVATION)
+
     @property
     def weight_bytes(self) -> int:
         return max((w.end for w in self.weights), default=0)

@@ -50,6 +50,12 @@ def event_ms(step: Callable[[], None]) -> float:
     return cupy.cuda.get_elapsed_time(start, stop)
 
 
+def median_event_ms(step: Callable[[], None], iters: int) -> float:
+    """Median of `iters` event_ms(step) after one untimed call (module loads, graph capture, first touch)."""
+    step()
+    return float(np.median([event_ms(step) for _ in range(iters)]))
+
+
 def stats(values) -> dict[str, float]:
     v = np.asarray(values, dtype=np.float64)
     return {"median": float(np.median(v)), "p10": float(np.percentile(v, 10)), "p90": float(np.percentile(v, 90))}
@@ -98,4 +104,4 @@ def plot(samples: list[Sample], path: str) -> None:
     plt.close(fig)
 
 
-__all__ = ["Sample", "interleave", "summarize", "plot"]
+__all__ = ["Sample", "event_ms", "interleave", "median_event_ms", "summarize", "plot"]

@@ -239,7 +239,7 @@ def cmd_bench(args: argparse.Namespace) -> None:
 
     cupy = _require_gpu("bench")
     from compiler import lower
-    from discrete.backend import device_weights
+    from discrete.backend import device_pass, device_weights
     from discrete.kernels import read_bandwidth_gbps
     from discrete.launcher import DiscreteProgram
 
@@ -262,7 +262,7 @@ def cmd_bench(args: argparse.Namespace) -> None:
     session = DeviceSession(program)
     weights = device_weights(program, args.model)
     graph, mega = DiscreteProgram(program, weights, session), Megakernel(program, weights, session)
-    steps = {"megakernel": lambda: mega.launch(1), "graph": graph.launch_graph, "eager": graph.launch_eager}
+    steps = {n: device_pass(mega if n == "megakernel" else graph, n) for n in BENCH_BACKENDS}
     bandwidth = read_bandwidth_gbps()
     mega.reset()
     session.set_tokens([args.token], config.vocab_size)
@@ -313,9 +313,9 @@ def _bench_speculative(args: argparse.Namespace, modes: list[str], context: int)
     from . import specbench
     from .errors import InputError
     from .provenance import git_commit
+    from .speculative import check_draft_count
 
-    if not 1 <= args.spec_k <= 7:
-        raise InputError(f"--spec-k must be 1..7 (a verify pass has at most 8 rows), got {args.spec_k}")
+    check_draft_count(args.spec_k)
     ttft = [int(n) for n in args.ttft.split(",")] if args.ttft else []
     if args.prompt_tokens < 1 or any(n < 1 for n in ttft):
         raise InputError("--prompt-tokens and --ttft lengths must be positive")

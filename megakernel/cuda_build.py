@@ -74,6 +74,11 @@ def max_dynamic_smem() -> int:
     return _max_dynamic_smem(cupy.cuda.Device().id)
 
 
+def tile_threads() -> int:
+    """Threads per block of every tile kernel (common.cuh TILE_THREADS)."""
+    return define(CUDA_DIR / "common.cuh", "TILE_THREADS")
+
+
 def gemv_smem_bytes(program) -> int:
     """Least dynamic shared memory of a Program's GEMV tiles: the fixed part, the k-slice's bf16 input rows,
     then a weight ring of two k-blocks per warp (gemv_tile.cuh), for the neediest word. Launches give them

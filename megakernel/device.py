@@ -130,16 +130,18 @@ class DeviceSession:
         self.program = program  # arena_bytes: room for larger Programs that will share the session
         self.arena = cupy.zeros(max(program.arena_bytes, arena_bytes), dtype=cupy.uint8)
         self.capacity = int(program.meta.get("capacity", 0))
-        self._layout = _session_layout(program)
+        self._layout = program.session_layout()
+        self._written: dict[int, int] = {}  # control words as set_control last wrote them
         self.reset()
 
     def serves(self, program: Program) -> bool:
         """Whether `program` can run on this session: the same session buffers, an arena no larger."""
-        return _session_layout(program) == self._layout and program.arena_bytes <= self.arena.size
+        return program.session_layout() == self._layout and program.arena_bytes <= self.arena.size
 
     def reset(self) -> None:
         """A new session: control and state zeroed, activations poisoned."""
         self.arena.fill(0)
+        self._written = {}
         for b in self.program.buffers:
             if b.kind == Kind.ACTIVATION:
                 self.arena[b.offset:b.offset + b.nbytes].fill(0xFF)
@@ -147,6 +149,7 @@ class DeviceSession:
     def load(self, arena_bytes: np.ndarray) -> None:
         """Replace the whole arena (tests: start from the CPU interpreter's state)."""
         self.arena.set(np.asarray(arena_bytes, dtype=np.uint8))
+        self._written = {}
 
     def view(self, name: str, program: Program | None = None):
         """A buffer of `program` as a CuPy array of its raw dtype (bf16 as uint16 bits)."""
@@ -165,8 +168,11 @@ class DeviceSession:
         self.arena[4 * word:4 * word + 4].set(np.asarray([value], np.int32).view(np.uint8))
 
     def set_control(self, word: int, value: int) -> None:
-        """One word of the target lane (e.g. CTRL_PENDING), written before the next pass."""
-        self._set_word(word, value)
+        """One word of the target lane (e.g. CTRL_PENDING), written before the next pass; a value it last
+        wrote is not copied again (plain decoding rewrites the speculation words every pass)."""
+        if self._written.get(word) != value:
+            self._set_word(word, value)
+            self._written[word] = value
 
     def set_tokens(self, tokens: list[int], vocab: int, program: Program | None = None) -> None:
         """The next pass's input tokens (checked: ids in [0, vocab), one per row of the Program)."""
@@ -203,6 +209,3 @@ class DeviceSession:
             raise ValueError(f"context_full: position {position} + {need} rows exceeds the session "
                              f"capacity {self.capacity}")
 
-
-def _session_layout(program: Program) -> tuple:
-    return tuple((b.name, b.offset, b.nbytes) for b in program.buffers if b.kind != Kind.ACTIVATION)

@@ -8,7 +8,13 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from isa.opcodes import CTRL_LANE, CTRL_PENDING, CTRL_POSITION, CTRL_SPECULATIVE
+from isa.opcodes import (
+    CTRL_LANE,
+    CTRL_PENDING,
+    CTRL_POSITION,
+    CTRL_SPECULATIVE,
+    MAX_ROWS,
+)
 
 from .errors import InputError
 from .sampling import SamplingParams, make_rng, sample
@@ -58,7 +64,7 @@ class ReferenceBackend:
         return self.model.forward(self.session, [token]).logits[0]
 
 
-MAX_PROMPT_ROWS = 8  # the widest pass the Programs take (verify width)
+MAX_PROMPT_ROWS = MAX_ROWS  # the widest pass the Programs take (verify width)
 
 
 def prompt_chunks(prompt_ids: list[int], rows: int) -> list[list[int]]:
@@ -166,7 +172,8 @@ class ProgramBackend:
         hidden row hidden_first + r with tokens[r], the token at position + r + 1 (moved right-aligned,
         where an MTP pass reads them). Returns the last row's draft: the token after tokens[-1]."""
         m = len(tokens)
-        self._move_hidden(hidden_first, MAX_PROMPT_ROWS - m, m)
+        if hidden_first != MAX_PROMPT_ROWS - m:  # a verify pass of k + 1 rows left them there already
+            self._move_hidden(hidden_first, MAX_PROMPT_ROWS - m, m)
         runner = self._mtp_runner(m)
         self._set_mtp_position(runner, position)
         self._last_mtp = runner
@@ -293,9 +300,11 @@ def generate(backend, tokenizer: Tokenizer, prompt_ids: list[int], max_new_token
     if len(prompt_ids) >= backend.capacity:
         raise InputError(f"context_full: the prompt has {len(prompt_ids)} tokens, the session holds "
                          f"{backend.capacity} (prompt and generated tokens together)")
-    if spec_k and not 1 <= spec_k <= 7:
-        raise InputError(f"--spec-k must be 1..7 (a verify pass has at most 8 rows), got {spec_k}")
-    if hasattr(backend, "prepare"):
+    if spec_k:
+        from .speculative import check_draft_count
+
+        check_draft_count(spec_k)
+    if hasattr(backend, "prepare"):  # Program backends: compile and load outside the timing
         backend.prepare(len(prompt_ids), spec_k)
     stream = tokenizer.stream()
     emit = on_text or (lambda text: None)

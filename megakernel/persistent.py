@@ -52,13 +52,14 @@ class Megakernel:
                                   "so they cannot all be resident at once")
         self.program, self.weights, self.session = program, weights, session
         self.bytes = cupy.asarray(np.frombuffer(program.to_bytes(), dtype=np.uint8))
-        self.threads = cuda_build.define(cuda_build.CUDA_DIR / "common.cuh", "TILE_THREADS")
+        self.threads = cuda_build.tile_threads()
         mod = _module()
         self.kernels = {name: mod.get_function(name) for name in ("megakernel", "megakernel_trace")}
         static = max(k.shared_size_bytes for k in self.kernels.values())
         self.smem = cuda_build.max_dynamic_smem() - static  # the GEMV ring takes what the other parts leave
-        if cuda_build.gemv_smem_bytes(program) > self.smem:
-            raise MegakernelError(f"GEMV tiles need {cuda_build.gemv_smem_bytes(program)} bytes of shared memory, "
+        need = cuda_build.gemv_smem_bytes(program)
+        if need > self.smem:
+            raise MegakernelError(f"GEMV tiles need {need} bytes of shared memory, "
                                   f"the device offers {self.smem}")
         for name, kernel in self.kernels.items():
             kernel.max_dynamic_shared_size_bytes = self.smem

@@ -23,40 +23,33 @@ import numpy as np
 
 from isa.opcodes import CTRL_PENDING
 
-from .abtest import event_ms
+from .abtest import median_event_ms
 from .generate import MAX_PROMPT_ROWS
 from .sampling import greedy
-from .speculative import mtp_batches, plain_greedy
+from .speculative import mtp_batches, plain_batches, plain_greedy
 
 RATES = (0.0, 0.5, 0.85, 1.0)
 
 
-def _event_ms(fn, iters: int) -> float:
-    """Median ms of fn() between CUDA events (one untimed call first)."""
-    fn()
-    return float(np.median([event_ms(fn) for _ in range(iters)]))
-
-
 def pass_costs(backend, k: int, context: int, iters: int) -> dict:
     """Device ms of each pass kind at `context` (the session's position set before every pass)."""
+    from discrete.backend import device_pass
+
     session = backend.session
 
     def timed(runner, pending: int = 0) -> float:
-        # no host-side checks inside the timing
-        launch = (lambda: runner.launch(1)) if backend.mode == "megakernel" else \
-            runner.launch_graph if backend.mode == "graph" else runner.launch_eager
+        launch = device_pass(runner, backend.mode)  # no host-side checks inside the timing
 
         def one():
             session.set_position(context - 1, runner.program)
             launch()
         session.set_control(CTRL_PENDING, pending)
         try:
-            return round(_event_ms(one, iters), 4)
+            return round(median_event_ms(one, iters), 4)
         finally:
             if backend.mode == "megakernel":
                 runner.check()
             session.set_control(CTRL_PENDING, 0)
-            backend._control = {}
 
     rows = range(1, MAX_PROMPT_ROWS + 1)
     target = {str(m): timed(backend._runner(m)) for m in rows}
@@ -109,16 +102,7 @@ def end_to_end(backend, prompt: list[int], k: int, tokens: int, seed: int) -> di
     """Plain greedy, MTP-head speculation and oracle-controlled speculation at RATES; each run's tokens
     checked against the plain run's."""
     vocab, dv, cap = backend.vocab, backend.defined_vocab, backend.capacity
-
-    def plain_batches():
-        first = greedy(backend.start(prompt), dv)
-        yield [first], None
-        current = first
-        while True:
-            current = backend.greedy_step(current)
-            yield [current], None
-
-    plain = _decode(plain_batches(), tokens)
+    plain = _decode(plain_batches(backend, prompt, dv), tokens)
     reference = plain_greedy(backend, prompt, tokens + k + 2, dv)
     runs = {"plain": {**plain, "k": 0}}
     runs["mtp_head"] = {**_decode(mtp_batches(backend, prompt, k, dv, cap), tokens), "k": k}
@@ -141,16 +125,17 @@ def time_to_first_token(backend, lengths: list[int], seed: int) -> list[dict]:
     import cupy
 
     rng = np.random.default_rng(seed)
-    out = []
+    out, before = [], backend.prompt_rows
     for n in lengths:
         prompt = rng.integers(0, backend.defined_vocab, n).tolist()
         for rows in (MAX_PROMPT_ROWS, 1) if n == min(lengths) else (MAX_PROMPT_ROWS,):
             backend.prompt_rows = rows
+            backend.prepare(n)  # Programs built outside the timing
             cupy.cuda.Device().synchronize()
             t0 = time.perf_counter()
             greedy(backend.start(prompt), backend.defined_vocab)
             out.append({"prompt_tokens": n, "prompt_rows": rows, "ms": round((time.perf_counter() - t0) * 1e3, 1)})
-    backend.prompt_rows = 1
+    backend.prompt_rows = before
     return out
 
 

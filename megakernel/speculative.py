@@ -18,7 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from .generate import MAX_PROMPT_ROWS
+from isa.opcodes import MAX_ROWS
+
+from .errors import InputError
+from .generate import MAX_PROMPT_ROWS, prompt_chunks
 from .sampling import (
     SamplingParams,
     greedy,
@@ -30,6 +33,14 @@ from .sampling import (
     speculative_step,
 )
 
+MAX_DRAFTS = MAX_ROWS - 1  # a verify pass checks the current token and k drafts in at most MAX_ROWS rows
+
+
+def check_draft_count(k: int) -> None:
+    if not 1 <= k <= MAX_DRAFTS:
+        raise InputError(f"--spec-k / k must be 1..{MAX_DRAFTS} (a verify pass has at most {MAX_ROWS} rows), got {k}")
+
+
 # drafts(emitted, k): k guesses of the tokens after `emitted` (the tokens generated so far, the current
 # input last)
 Drafter = Callable[[list[int], int], list[int]]
@@ -40,8 +51,7 @@ def generate_greedy(backend, prompt_ids: list[int], max_new_tokens: int, k: int,
     """Greedy generation with k drafts per verify pass. Returns the generated tokens (at least
     max_new_tokens: the last verify pass may emit up to k more; the session holds all but the last of
     them) and the number of drafts accepted at each verify pass."""
-    if not 1 <= k <= 7:
-        raise ValueError(f"k must be 1..7 (a verify pass has at most 8 rows), got {k}")
+    check_draft_count(k)
     emitted = [greedy(backend.start(prompt_ids), defined_vocab)]
     accepted = []
     while len(emitted) < max_new_tokens:
@@ -71,8 +81,7 @@ def mtp_batches(backend, prompt_ids: list[int], k: int, defined_vocab: int, capa
     keeps the emitted tokens distributed as the target's own samples. The head is prefilled over the
     prompt (each target hidden row paired with the next token) and, after each verify pass, over the kept
     rows. Its cache is indexed by position, so rejected drafts need no rollback there either."""
-    if not 1 <= k <= 7:
-        raise ValueError(f"k must be 1..7 (a verify pass has at most 8 rows), got {k}")
+    check_draft_count(k)
     sampled = params.temperature > 0
     if sampled and control is not None:
         raise ValueError("controlled drafts are for greedy decoding")
@@ -93,8 +102,8 @@ def mtp_batches(backend, prompt_ids: list[int], k: int, defined_vocab: int, capa
         return guess, q_rows
 
     backend.reset()
-    for first in range(0, len(prompt_ids), MAX_PROMPT_ROWS):
-        chunk = prompt_ids[first:first + MAX_PROMPT_ROWS]
+    for i, chunk in enumerate(prompt_chunks(prompt_ids, MAX_PROMPT_ROWS)):
+        first = i * MAX_PROMPT_ROWS
         logits = backend.run_rows(chunk)
         following = prompt_ids[first + 1:first + len(chunk) + 1]  # the token after each row's
         if first + len(chunk) == len(prompt_ids):
@@ -103,11 +112,10 @@ def mtp_batches(backend, prompt_ids: list[int], k: int, defined_vocab: int, capa
         draft = backend.mtp_prefill(following, first, MAX_PROMPT_ROWS - len(chunk))
     yield [current], None
     emitted = 1
-    while backend.position + k + 1 <= capacity:
+    while (position := backend.position) + k + 1 <= capacity:  # one read of the device's position a pass
         guess, q_rows = drafts(draft)
         if control is not None:
             guess = [int(t) for t in control(emitted, guess)]
-        position = backend.position
         chosen = backend.verify([current, *guess])
         if sampled:
             p_rows = [probabilities(row, params, defined_vocab) for row in backend.verify_logits()]
@@ -138,12 +146,22 @@ def generate_greedy_mtp(backend, prompt_ids: list[int], max_new_tokens: int, k: 
     raise AssertionError("mtp_batches never ends")
 
 
+def plain_batches(backend, prompt_ids: list[int], defined_vocab: int) -> Iterator[tuple[list[int], None]]:
+    """Plain greedy decoding as mtp_batches' batches: one token per pass."""
+    current = greedy(backend.start(prompt_ids), defined_vocab)
+    while True:
+        yield [current], None
+        current = backend.greedy_step(current)
+
+
 def plain_greedy(backend, prompt_ids: list[int], max_new_tokens: int, defined_vocab: int) -> list[int]:
     """The same generation one token per pass: what speculative decoding must reproduce."""
-    emitted = [greedy(backend.start(prompt_ids), defined_vocab)]
-    while len(emitted) < max_new_tokens:
-        emitted.append(backend.greedy_step(emitted[-1]))
-    return emitted
+    emitted = []
+    for tokens, _ in plain_batches(backend, prompt_ids, defined_vocab):
+        emitted += tokens
+        if len(emitted) >= max_new_tokens:
+            return emitted
+    raise AssertionError("plain_batches never ends")
 
 
 def oracle_drafts(reference: list[int]) -> Drafter:
@@ -164,5 +182,5 @@ def wrong_at(reference: list[int], index: int, vocab: int) -> Drafter:
     return drafts
 
 
-__all__ = ["Control", "Drafter", "generate_greedy", "generate_greedy_mtp", "mtp_batches", "plain_greedy", "oracle_drafts",
-           "wrong_at"]
+__all__ = ["MAX_DRAFTS", "Control", "Drafter", "check_draft_count", "generate_greedy", "generate_greedy_mtp",
+           "mtp_batches", "plain_batches", "plain_greedy", "oracle_drafts", "wrong_at"]
