@@ -139,6 +139,8 @@ def _gemv_table(program, w, stage):
         if op == Op.NORM_HEAD and w.buf_aux1 != NO_BUFFER:  # main tile 0 stores the normalised input,
             zero = (tiles == 0).astype(np.int64)  # right-aligned: the pass's last row is always row 7
             add(tiles, w.buf_aux1, (MAX_ROWS - m) * zero, MAX_ROWS * zero, 0, w.k * zero, True)
+        if op == Op.NORM_HEAD and w.flags & Flag.WORKING_VOCAB:  # the head rows are a session buffer
+            add(tiles, w.buf_aux2, r0[g], r1[g], k0, k1, False)
         if op == Op.GATED_NORM_GEMV_RESIDUAL:
             z = params(w)["z_col"]
             add(tiles, w.buf_aux1, 0, m, z + k0, z + k1, False)
@@ -262,7 +264,9 @@ def _attn_merge(program, w, stage, tile):
 
 def _argmax(program, w, stage, tile):
     out = control_base(w.layer) + CTRL_TOKENS_OUT + tile
-    return [read(w.buf_in, tile, tile + 1, 0, _cols(program, w.buf_in)), write(CONTROL_BUFFER, 0, 1, out, out + 1)]
+    ids = [read(w.buf_aux0, 0, 1, 0, _cols(program, w.buf_aux0))] if w.flags & Flag.WORKING_VOCAB else []
+    return [read(w.buf_in, tile, tile + 1, 0, _cols(program, w.buf_in)), *ids,
+            write(CONTROL_BUFFER, 0, 1, out, out + 1)]
 
 
 def _handoff(program, w, stage, tile):

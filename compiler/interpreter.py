@@ -251,12 +251,16 @@ class Interpreter:
         p = params(w)
         return ops.rms_norm_1p(ctx.read(w.buf_in, 0, w.rows, 0, w.k), self._weight(p["norm_weight"]), p["eps"])
 
-    def _slice_sums(self, w, rg, segment: int, x: np.ndarray, b0: int, b1: int) -> np.ndarray:
+    def _slice_sums(self, ctx: _Tile, w, rg, segment: int, x: np.ndarray, b0: int, b1: int) -> np.ndarray:
         """fp32 [M, rows] of k-slice blocks [b0, b1) for the row group's rows of one weight segment."""
-        blocks, scale = self._blocked(w.weight_first + segment)
         lr0, lr1 = rg.local()
-        wb = blocks[lr0:lr1, b0:b1]
-        sc = None if scale is None else scale[lr0:lr1, b0:b1]
+        if w.flags & Flag.WORKING_VOCAB:  # bf16 head rows gathered into the session, no scales
+            k0, k1 = b0 * plan.K_BLOCK, b1 * plan.K_BLOCK
+            wb, sc = ctx.read(w.buf_aux2, lr0, lr1, k0, k1).reshape(lr1 - lr0, -1, plan.K_BLOCK), None
+        else:
+            blocks, scale = self._blocked(w.weight_first + segment)
+            wb = blocks[lr0:lr1, b0:b1]
+            sc = None if scale is None else scale[lr0:lr1, b0:b1]
         return np.stack([ops.slice_sum(ops.block_partials(wb, np.ascontiguousarray(row)), sc) for row in x])
 
     def _gemv(self, ctx: _Tile, index: int, w, stage: int, tile: int) -> None:
@@ -269,7 +273,7 @@ class Interpreter:
                 ctx.write(w.buf_aux1, MAX_ROWS - w.rows, 0, self._normed(ctx, w))
             b0, b1 = plan.slice_blocks(w.k, S, s)
             x = self._gemv_input(ctx, w, b0 * plan.K_BLOCK, b1 * plan.K_BLOCK)
-            parts = [self._slice_sums(w, rg, seg, x, b0, b1) for seg in ((0, 1) if gate_up else (rg.segment,))]
+            parts = [self._slice_sums(ctx, w, rg, seg, x, b0, b1) for seg in ((0, 1) if gate_up else (rg.segment,))]
             if S > 1:
                 for k, part in enumerate(parts):
                     ctx.write(w.buf_scratch, s * m, k * w.n + rg.r0, part)
@@ -446,6 +450,9 @@ class Interpreter:
         valid = ids >= 0
         # The lowest id among the best; -1 when every candidate is empty (an engine error the host reports).
         token = int(ids[valid & (values == values[valid].max())].min()) if valid.any() else -1
+        if w.flags & Flag.WORKING_VOCAB and token >= 0:  # a row of the working-vocabulary head: its id
+            table = self.program.buffers[w.buf_aux0]
+            token = int(ctx.read(w.buf_aux0, 0, 1, 0, table.cols)[0, token])
         ctx.write(0, 0, control_base(w.layer) + CTRL_TOKENS_OUT + tile, np.array([[token]]))
 
     def _handoff(self, ctx: _Tile, w, tile: int) -> None:

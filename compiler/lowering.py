@@ -20,6 +20,7 @@ from isa import DType, Flag, Kind, Op
 from isa.opcodes import CTRL_WORDS, MAX_ROWS, MTP_LAYER
 from megakernel import plan
 from megakernel.config import ModelConfig
+from megakernel.draft_vocab import draft_rows
 from megakernel.tensors import (
     EMBED,
     FINAL_NORM,
@@ -52,10 +53,11 @@ def lower(c: ModelConfig, rows: int, capacity: int, debug_logits: bool = False) 
 
 
 def lower_mtp(c: ModelConfig, rows: int, capacity: int, chained: bool = False,
-              debug_logits: bool = False) -> Lowered:
+              debug_logits: bool = False, working_vocab: bool = False) -> Lowered:
     """One MTP draft pass over `rows` rows at the MTP lane's position (SPEC 4): row r pairs the MTP
     lane's token r with hidden row r, the target's post-final-norm `hidden` (first draft, prompt rows)
-    or, chained, the MTP's own post-mtp.norm `mtp_hidden` of the previous draft."""
+    or, chained, the MTP's own post-mtp.norm `mtp_hidden` of the previous draft. working_vocab: the head
+    reads the session's working-vocabulary rows (megakernel/draft_vocab.py) instead of the lm_head."""
     if not c.mtp_num_hidden_layers:
         raise ValueError(f"config {c.name!r} has no MTP layer")
     b = _Builder(c, rows, capacity, MTP_LAYER)
@@ -66,7 +68,7 @@ def lower_mtp(c: ModelConfig, rows: int, capacity: int, chained: bool = False,
                          "norm_hidden": MTP_PREFIX + "pre_fc_norm_hidden.weight", "eps": c.rms_norm_eps}))
     x = b.attention_layer(MTP_LAYER, x)
     x = b.mlp(MTP_LAYER, x)
-    b.head(x, MTP_PREFIX + "norm.weight", "mtp_hidden", debug_logits)
+    b.head(x, MTP_PREFIX + "norm.weight", "mtp_hidden", debug_logits, working_vocab)
     return Lowered(b.instrs, b.buffers, rows, capacity)
 
 
@@ -86,9 +88,13 @@ def session_buffers(c: ModelConfig, capacity: int) -> list[BufferDecl]:
                 BufferDecl(f"L{i}.gate_ring", CONV_RING, 2 * c.linear_num_value_heads, DType.BF16, Kind.STATE)]
     out.append(BufferDecl("hidden", MAX_ROWS, c.hidden_size, DType.BF16, Kind.STATE))
     if c.mtp_num_hidden_layers:
+        draft = draft_rows(c)
         out += [BufferDecl("mtp.k_cache", capacity, kv, DType.BF16, Kind.STATE),
                 BufferDecl("mtp.v_cache", capacity, kv, DType.BF16, Kind.STATE),
-                BufferDecl("mtp_hidden", MAX_ROWS, c.hidden_size, DType.BF16, Kind.STATE)]
+                BufferDecl("mtp_hidden", MAX_ROWS, c.hidden_size, DType.BF16, Kind.STATE),
+                # the working-vocabulary draft head: lm_head rows of the ids in mtp.draft_ids (host-written)
+                BufferDecl("mtp.draft_head", draft, c.hidden_size, DType.BF16, Kind.STATE),
+                BufferDecl("mtp.draft_ids", 1, draft, DType.I32, Kind.STATE)]
     return out
 
 
@@ -191,17 +197,27 @@ class _Builder:
                         weights=[p + "mlp.down_proj.weight"], bufs={"in": h, "aux0": x, "out": out}))
         return out
 
-    def head(self, x: str, norm: str, hidden: str, debug_logits: bool) -> None:
-        """Norm + lm_head + argmax + hand-off; the normalised input is kept in `hidden` (for the MTP)."""
+    def head(self, x: str, norm: str, hidden: str, debug_logits: bool, working_vocab: bool = False) -> None:
+        """Norm + lm_head + argmax + hand-off; the normalised input is kept in `hidden` (for the MTP).
+        working_vocab: the head's rows are the session's gathered mtp.draft_head, the chosen row is mapped
+        to its id through mtp.draft_ids."""
         c, m, L = self.c, self.m, self.prefix
-        groups = -(-c.vocab_size // plan.ROW_BLOCK)
+        n = draft_rows(c) if working_vocab else c.vocab_size
+        groups = -(-n // plan.ROW_BLOCK)
         candidates = self.buffer(f"{L}head_candidates", m, 2 * groups, DType.I32)
         bufs = {"in": x, "out": candidates, "aux1": hidden}
+        argmax_bufs = {"in": candidates, "out": "ctrl"}
+        flags = Flag.DEBUG_LOGITS if debug_logits else Flag.NONE
         if debug_logits:
-            bufs["aux0"] = self.buffer(f"{L}logits", m, c.vocab_size, DType.F32)
-        self.emit(Instr(Op.NORM_HEAD, f"{L}head", -1, n=c.vocab_size, k=c.hidden_size, weights=[LM_HEAD], bufs=bufs,
-                        params={"norm_weight": norm, "eps": c.rms_norm_eps, "defined_vocab": c.defined_vocab},
-                        flags=Flag.DEBUG_LOGITS if debug_logits else Flag.NONE))
-        self.emit(Instr(Op.ARGMAX, f"{L}argmax", -1, bufs={"in": candidates, "out": "ctrl"},
-                        params={"candidates": groups}))
+            bufs["aux0"] = self.buffer(f"{L}logits", m, n, DType.F32)
+        weights, vocab_flag = [LM_HEAD], Flag.NONE
+        if working_vocab:  # every row of the table is a defined id (padding repeats the first)
+            weights, vocab_flag = [], Flag.WORKING_VOCAB
+            bufs["aux2"], argmax_bufs["aux0"] = "mtp.draft_head", "mtp.draft_ids"
+        self.emit(Instr(Op.NORM_HEAD, f"{L}head", -1, n=n, k=c.hidden_size, weights=weights, bufs=bufs,
+                        params={"norm_weight": norm, "eps": c.rms_norm_eps,
+                                "defined_vocab": n if working_vocab else c.defined_vocab},
+                        flags=flags | vocab_flag))
+        self.emit(Instr(Op.ARGMAX, f"{L}argmax", -1, bufs=argmax_bufs, params={"candidates": groups},
+                        flags=vocab_flag))
         self.emit(Instr(Op.HANDOFF, f"{L}handoff", -1, bufs={"in": "ctrl", "out": "ctrl"}))

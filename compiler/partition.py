@@ -9,7 +9,7 @@ engine mode sums with.
 
 from __future__ import annotations
 
-from isa import DType, Kind, Op
+from isa import GEMV_OPS, DType, Flag, Kind, Op
 from megakernel import plan
 from megakernel.config import ModelConfig
 from megakernel.tensors import tensor_specs
@@ -22,9 +22,11 @@ def partition(low: Lowered, c: ModelConfig) -> None:
     shapes = {s.name: s.shape for s in tensor_specs(c)}
     for ins in low.instrs:
         op, p = ins.op, ins.params
-        if ins.weights:  # the GEMV family
+        if op in GEMV_OPS:
             ins.tile_rows = c.head_dim if op == Op.NORM_GEMV_QKV else plan.ROW_BLOCK
             seg_rows = tuple(shapes[w][0] for w in ins.weights)
+            if ins.flags & Flag.WORKING_VOCAB:  # the head's rows are a session buffer
+                seg_rows = (low.buffers[ins.bufs["aux2"]].rows,)
             groups = plan.row_groups(seg_rows, ins.tile_rows, paired=op == Op.NORM_GATE_UP)
             ins.k_slices = plan.k_slices(groups, ins.k)
             ins.tiles = groups * ins.k_slices

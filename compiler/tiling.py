@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from isa import GEMV_OPS, Op, Program, Word
+from isa import GEMV_OPS, Flag, Op, Program, Word
 from isa.opcodes import PARAMS
 from isa.word import bits_f32
 
@@ -76,6 +76,8 @@ def row_groups(program: Program, word: Word) -> tuple[RowGroup, ...]:
     cached = _BY_WORD.get(id(word))
     if cached is None or cached[0] is not word or cached[1] != key:
         rows = tuple(program.weights[word.weight_first + i].rows for i in range(word.weight_count))
+        if word.flags & Flag.WORKING_VOCAB:  # NORM_HEAD over the session's working-vocabulary rows
+            rows = (program.buffers[word.buf_aux2].rows,)
         cached = (word, key, segment_row_groups(rows, word.tile_rows, word.opcode == Op.NORM_GATE_UP))
         if len(_BY_WORD) > 100_000:  # words of programs long gone
             _BY_WORD.clear()

@@ -14,6 +14,7 @@ from megakernel.device import DeviceSession, DeviceWeights
 from megakernel.generate import MAX_PROMPT_ROWS, ProgramBackend, mtp_arena_bytes
 from megakernel.models import model_config
 from megakernel.synthetic import parse_synthetic
+from megakernel.tensors import LM_HEAD
 
 from .launcher import DiscreteProgram
 
@@ -42,18 +43,21 @@ class DiscreteBackend(ProgramBackend):
     """mode: "eager" (launch by launch), "graph" (CUDA graph replay) or "megakernel" (the persistent
     kernel, megakernel/persistent.py: same device functions, same Program). One session holds every
     Program the backend runs (one per row count and the MTP draft passes, built when first needed);
-    passes, prompts and speculation as in generate.ProgramBackend. `weights`: another backend's device
-    weights of the same model (benchmarks: several builds, one copy of the weights)."""
+    passes, prompts and speculation as in generate.ProgramBackend; the prompt enters `prompt_rows`
+    (default 8) rows a pass, bit-identical to one-row passes (tests/gpu/test_speculative_gpu.py).
+    `weights`: another backend's device weights of the same model (benchmarks: several builds, one copy
+    of the weights)."""
 
-    def __init__(self, model: str, capacity: int, mode: str = "graph", prompt_rows: int = 1,
+    def __init__(self, model: str, capacity: int, mode: str = "graph", prompt_rows: int = MAX_PROMPT_ROWS,
                  weights: DeviceWeights | None = None):
         if mode not in ("eager", "graph", "megakernel"):
             raise ValueError(f"mode must be eager, graph or megakernel, got {mode!r}")
         super().__init__(prompt_rows)
         config = model_config(model)
         self._lower = lambda rows: lower(config, rows=rows, capacity=capacity, debug_logits=True)
-        self._lower_mtp = lambda rows, chained: lower_mtp(config, rows=rows, capacity=capacity, chained=chained,
-                                                          debug_logits=True)
+        self._lower_mtp = lambda rows, chained, working: lower_mtp(config, rows=rows, capacity=capacity,
+                                                                   chained=chained, debug_logits=True,
+                                                                   working_vocab=working)
         self._programs = {1: self._lower(1), MAX_PROMPT_ROWS: self._lower(MAX_PROMPT_ROWS)}
         self.program = self._programs[1]
         # the widest target Program's session, with room for the widest MTP pass: it holds them all
@@ -114,7 +118,17 @@ class DiscreteBackend(ProgramBackend):
         self.session.set_position(position)
 
     def _mtp_runner(self, rows: int, chained: bool = False):
-        return self._bind(("mtp-chained" if chained else "mtp", rows), lambda: self._lower_mtp(rows, chained))
+        working = self.draft_vocab is not None
+        return self._bind(("mtp-chained" if chained else "mtp", rows, working),
+                          lambda: self._lower_mtp(rows, chained, working))
+
+    def _write_draft_vocab(self, table: np.ndarray) -> None:
+        """The ids, then their lm_head rows gathered on the device (no host copy of the rows)."""
+        import cupy
+
+        ids = self.session.view("mtp.draft_ids")
+        ids.set(table.reshape(ids.shape))
+        cupy.take(self.weights.tensor(self.program, LM_HEAD), ids[0], axis=0, out=self.session.view("mtp.draft_head"))
 
     def _move_hidden(self, src: int, dst: int, rows: int) -> None:
         hidden = self.session.view("hidden")

@@ -2,7 +2,7 @@
 discrete build (eager, graph) and the megakernel (one launch per pass, and 8 passes per launch) at
 several contexts, interleaved on the same weights and session; per-instruction device time with its
 bytes and fraction of the measured read bandwidth; graph-node count; the cost of an M-row pass for
-M = 1..8 relative to M = 1 (graph and megakernel). Writes step_bench.json (DESIGN.md results contract).
+M = 1..8 relative to M = 1 (graph and megakernel), and for M = 1, 4, 8 per instruction and by opcode. Writes step_bench.json (DESIGN.md results contract).
 
   python experiments/bench_step.py --out DIR [--iters 20] [--contexts 1024,4096,32768]
 
@@ -28,6 +28,7 @@ from megakernel.provenance import git_commit
 
 TOKEN = 9707
 LOOP_STEPS = 8  # passes per launch in the in-kernel loop variant
+PROFILED_ROWS = (1, 4, 8)  # M-row passes timed word by word too
 
 
 def at_context(runner, context: int, fn):
@@ -49,6 +50,14 @@ def per_instruction(runner, program, context: int, reps: int = 10, iters: int = 
         us, _, _ = graph_us(lambda _, mine=mine: [runner._launch(launch) for launch in mine], iters, reps)
         out.append({"index": i, "name": names[i], "op": program.words[i].opcode.name, "us": round(us, 2),
                     "launches": len(mine), "bytes": instruction_bytes(program, program.words[i], context)})
+    return out
+
+
+def us_by_op(kernels: list[dict]) -> dict[str, float]:
+    """Per-instruction device time summed by opcode."""
+    out: dict[str, float] = {}
+    for k in kernels:
+        out[k["op"]] = round(out.get(k["op"], 0.0) + k["us"], 2)
     return out
 
 
@@ -119,6 +128,10 @@ def main() -> None:
         mk_ms = median_event_ms(at_context(rm, contexts[0], functools.partial(mm.launch, 1)), args.iters)
         mm.check()
         rows.append({"rows": m, "graph_ms": round(ms, 3), "megakernel_ms": round(mk_ms, 3)})
+        if m in PROFILED_ROWS:  # where an M-row pass's extra time goes, word by word
+            rows[-1]["kernels"] = per_instruction(rm, pm, contexts[0])
+            rows[-1]["us_by_op"] = us_by_op(rows[-1]["kernels"])
+            print(m, "rows, us by opcode:", rows[-1]["us_by_op"], flush=True)
         rm = mm = sm = None
         cupy.get_default_memory_pool().free_all_blocks()
     for r in rows:

@@ -21,6 +21,7 @@ export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 {
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
   python3 -c "import sys, torch, transformers, cupy, numpy; print(sys.version.split()[0], 'torch', torch.__version__, 'transformers', transformers.__version__, 'cupy', cupy.__version__, 'numpy', numpy.__version__)"
+  command -v compute-sanitizer >/dev/null && compute-sanitizer --version | tail -1
   echo "commit ${GIT_COMMIT:-$(git rev-parse HEAD 2>/dev/null) (git rev-parse on the device: may be stale)}"
 } 2>&1 | tee "$out/environment.txt"
 
@@ -46,6 +47,9 @@ for step in "$@"; do
         --contexts 1024 --tokens 64 --out "$out/spec_bench.json" --plot "$out/spec_bench.png" 2>&1 | tee "$out/spec_bench.log" ;;
     generate-27b-spec) python3 -m megakernel generate --backend megakernel --model synthetic:qwen3.5-27b --chat \
         --prompt "Write a haiku about GPUs." --max-new-tokens 24 --context 512 --spec-k 3 2>&1 | tee "$out/generate_27b_spec.log" ;;
+    generate-27b-spec-working) python3 -m megakernel generate --backend megakernel --model synthetic:qwen3.5-27b --chat \
+        --prompt "Write a haiku about GPUs." --max-new-tokens 24 --context 512 --spec-k 3 --draft-vocab working 2>&1 \
+        | tee "$out/generate_27b_spec_working.log" ;;
     bench-tiling) python3 experiments/bench_tiling.py --out "$out" 2>&1 | tee "$out/bench_tiling.log" ;;
     bench-gemv) python3 experiments/bench_gemv.py --out "$out" 2>&1 | tee "$out/bench_gemv.log" ;;
     # Hardware counters of one fp8 GEMV launch (in_proj shape, M = 1); clocks left alone (METHOD.md).

@@ -30,6 +30,10 @@ GEMV_OPS = frozenset({Op.NORM_GEMV, Op.NORM_GEMV_QKV, Op.NORM_GATE_UP, Op.GEMV_R
 class Flag(enum.IntFlag):
     NONE = 0
     DEBUG_LOGITS = 1  # NORM_HEAD also writes fp32 logits
+    # NORM_HEAD: the head's rows are session buffer aux2 (bf16 [n, k], no scales) instead of a weight;
+    # ARGMAX: the chosen row is mapped to a token id through session buffer aux0 (int32 [1, n]).
+    # The MTP draft head restricted to a working vocabulary (megakernel/draft_vocab.py).
+    WORKING_VOCAB = 2
 
 
 class WaitMode(enum.IntEnum):

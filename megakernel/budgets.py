@@ -53,9 +53,11 @@ def budgets(c: ModelConfig) -> dict[str, int | float]:
 def instruction_bytes(program, word, context: int) -> int:
     """Bytes one instruction of a compiled Program must move at least once per pass: its weights (and
     scales), the KV rows it reads at `context`, the GDN state it reads and writes."""
-    from isa import GEMV_OPS, Op
+    from isa import GEMV_OPS, Flag, Op
     from isa.program import SCALE_BLOCK
 
+    if word.opcode in GEMV_OPS and word.flags & Flag.WORKING_VOCAB:  # the session's gathered head rows
+        return program.buffers[word.buf_aux2].nbytes
     if word.opcode in GEMV_OPS:
         total = 0
         for e in program.weights[word.weight_first:word.weight_first + word.weight_count]:

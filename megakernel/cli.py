@@ -111,6 +111,8 @@ def cmd_generate(args: argparse.Namespace) -> None:
     if args.spec_k and args.backend not in ("interpreter", "eager", "graph", "megakernel"):
         raise InputError("--spec-k needs a backend that runs the compiled Programs (interpreter, eager, graph, "
                          "megakernel): the NumPy reference has no verify pass")
+    if args.draft_vocab == "working" and not args.spec_k:
+        raise InputError("--draft-vocab working needs --spec-k (it restricts the MTP head's drafts)")
     if args.backend in ("eager", "graph", "megakernel"):
         from discrete.backend import DiscreteBackend
 
@@ -126,6 +128,9 @@ def cmd_generate(args: argparse.Namespace) -> None:
         backend = InterpreterBackend(weights, args.context)
     else:
         backend = ReferenceBackend(ReferenceModel(open_weights(args.model), args.numerics), args.context)
+
+    if args.draft_vocab == "working":
+        backend.set_draft_vocab()
 
     def stream(text: str) -> None:
         sys.stdout.write(text)
@@ -376,6 +381,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--spec-k", type=int, default=0,
                    help="speculative decoding: K (1..7) drafts of the model's MTP head per verify pass, greedy "
                         "or sampled (exact acceptance rule); Program backends only (0: off)")
+    p.add_argument("--draft-vocab", default="full", choices=["full", "working"],
+                   help="with --spec-k: the MTP head drafts over all ids (full) or over a working vocabulary, "
+                        "the 4096 lowest ids and the ids the session has seen (megakernel/draft_vocab.py)")
     p.add_argument("--numerics", default=None, choices=["oracle", "engine"],
                    help="reference rounding points: the HF oracle's or the GPU engine's (docs/NUMERICS.md)")
     p.add_argument("--json", action="store_true",

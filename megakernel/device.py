@@ -63,6 +63,12 @@ class DeviceWeights:
         return self.table == tuple((w.name, w.offset, w.scale_offset, w.dtype, w.scale_dtype)
                                    for w in program.weights)
 
+    def tensor(self, program: Program, name: str):
+        """Weight `name` of `program`'s table as a CuPy array [rows, cols] of its raw dtype (bf16 as uint16)."""
+        e = next(e for e in program.weights if e.name == name)
+        nbytes = e.rows * e.cols * e.dtype.size
+        return self.data[e.offset:e.offset + nbytes].view(_NUMPY_OF[e.dtype]).reshape(e.rows, e.cols)
+
     def _put(self, offset: int, raw) -> None:
         import cupy
 

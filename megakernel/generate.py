@@ -16,8 +16,10 @@ from isa.opcodes import (
     MAX_ROWS,
 )
 
+from .draft_vocab import DRAFT_CORE, WorkingVocab, draft_rows
 from .errors import InputError
 from .sampling import SamplingParams, make_rng, sample
+from .tensors import LM_HEAD
 from .tokenizer import Tokenizer
 
 STOP = "stop"  # a stop id was produced
@@ -91,7 +93,8 @@ class ProgramBackend:
     A subclass provides _runner(rows), _run(runner, tokens, pending, speculative), _logits(runner, rows,
     name) (rows of buffer `name`, default "logits"), _tokens_out(runner, rows), _reset_session(), position
     and _set_position(p); for the MTP head _mtp_runner(rows, chained), _set_mtp_position(runner, p),
-    _run_mtp(runner, tokens) and _move_hidden(src, dst, rows)."""
+    _run_mtp(runner, tokens), _move_hidden(src, dst, rows) and _write_draft_vocab(table) (the working
+    vocabulary's ids and their lm_head rows into the session); and `config`."""
 
     def __init__(self, prompt_rows: int):
         prompt_chunks([], prompt_rows)  # checks the width
@@ -99,6 +102,21 @@ class ProgramBackend:
         self._pending = 0  # rows of the last verify pass kept by commit(), folded by the next pass
         self._verified: tuple[int, int] | None = None  # (position, rows) of a verify pass not yet committed
         self._last_verify = self._last_mtp = None  # the runners of the last verify and MTP passes
+        self.draft_vocab: WorkingVocab | None = None  # None: the MTP head drafts over the full lm_head
+        self._draft_table: np.ndarray | None = None  # the id table the session's draft head holds
+
+    def set_draft_vocab(self, core: int | None = DRAFT_CORE) -> None:
+        """Draft from a working vocabulary (the `core` lowest ids and the ids the session sees, gathered
+        into the session: megakernel/draft_vocab.py), or from the full lm_head (None)."""
+        config = self.config
+        self.draft_vocab = None if core is None else WorkingVocab(draft_rows(config), config.defined_vocab, core)
+        self._draft_table = None
+
+    def _sync_draft_vocab(self, tokens: list[int]) -> None:
+        """Rebuild the session's draft head when `tokens` bring new ids (or it was never written)."""
+        if self.draft_vocab is not None and (self.draft_vocab.add(tokens) or self._draft_table is None):
+            self._draft_table = self.draft_vocab.table()
+            self._write_draft_vocab(self._draft_table)
 
     def _pass(self, tokens: list[int], speculative: bool = False):
         """One pass over `tokens` (one per row), after folding the rows a speculative pass left pending;
@@ -121,9 +139,12 @@ class ProgramBackend:
             self._mtp_runner(1, chained=True)
 
     def reset(self) -> None:
-        """A new session."""
+        """A new session (its working vocabulary too)."""
         self._reset_session()
         self._pending, self._verified = 0, None
+        if self.draft_vocab is not None:
+            self.draft_vocab.reset()
+            self._draft_table = None
 
     def run_rows(self, tokens: list[int]) -> np.ndarray:
         """One plain pass over `tokens` (1..8); the last row's logits."""
@@ -172,6 +193,7 @@ class ProgramBackend:
         hidden row hidden_first + r with tokens[r], the token at position + r + 1 (moved right-aligned,
         where an MTP pass reads them). Returns the last row's draft: the token after tokens[-1]."""
         m = len(tokens)
+        self._sync_draft_vocab(tokens)
         if hidden_first != MAX_PROMPT_ROWS - m:  # a verify pass of k + 1 rows left them there already
             self._move_hidden(hidden_first, MAX_PROMPT_ROWS - m, m)
         runner = self._mtp_runner(m)
@@ -189,7 +211,10 @@ class ProgramBackend:
     def mtp_logits(self) -> np.ndarray:
         """The last MTP pass's logits for its last row: the distribution of the draft it chose."""
         runner = self._last_mtp
-        return self._logits(runner, runner.program.rows, "mtp.logits")[-1]
+        logits = self._logits(runner, runner.program.rows, "mtp.logits")[-1]
+        if self.draft_vocab is None:
+            return logits
+        return WorkingVocab.full_logits(logits, self._draft_table, self.config.vocab_size)
 
 
 class InterpreterBackend(ProgramBackend):
@@ -210,7 +235,8 @@ class InterpreterBackend(ProgramBackend):
                                        arena_bytes=mtp_arena_bytes(weights.config, capacity, sms))
         self._rows = {MAX_PROMPT_ROWS: self.interpreter}  # interpreters by rows, built when first needed
         self.program = self._runner(1).program
-        self._hidden = next(i for i, b in enumerate(self.interpreter.program.buffers) if b.name == "hidden")
+        self._buffer_index = {b.name: i for i, b in enumerate(self.interpreter.program.buffers)}
+        self.config = weights.config
         self.defined_vocab = weights.config.defined_vocab
 
     def _runner(self, rows: int):
@@ -246,16 +272,21 @@ class InterpreterBackend(ProgramBackend):
         from compiler import lower_mtp
         from compiler.interpreter import Interpreter
 
-        key = ("mtp-chained" if chained else "mtp", rows)
+        working = self.draft_vocab is not None
+        key = ("mtp-chained" if chained else "mtp", rows, working)
         if key not in self._rows:
             program = lower_mtp(self.weights.config, rows=rows, sms=self.sms, capacity=self.capacity,
-                                chained=chained, debug_logits=True)
+                                chained=chained, debug_logits=True, working_vocab=working)
             self._rows[key] = Interpreter(program, self.weights, session_of=self.interpreter)
         return self._rows[key]
 
     def _move_hidden(self, src: int, dst: int, rows: int) -> None:
-        hidden = self.interpreter.view(self._hidden)
+        hidden = self.interpreter.view(self._buffer_index["hidden"])
         hidden[dst:dst + rows] = hidden[src:src + rows].copy()
+
+    def _write_draft_vocab(self, table: np.ndarray) -> None:
+        self.interpreter.view(self._buffer_index["mtp.draft_ids"])[0] = table
+        self.interpreter.view(self._buffer_index["mtp.draft_head"])[:] = self.weights[LM_HEAD][table]
 
     def _set_mtp_position(self, runner, position: int) -> None:
         self.interpreter.view(0)[0, CTRL_LANE + CTRL_POSITION] = position

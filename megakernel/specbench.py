@@ -4,9 +4,11 @@ Measured, per build (graph, megakernel), on one set of device weights:
 * pass costs (CUDA events around the pass's launches, median of `iters`, at a fixed context): the
   target pass over M = 1..8 rows (a verify pass of k drafts has k + 1 rows), a one-row pass that first
   re-folds k + 1 pending rows (the rollback's price, D18), the MTP prefill pass over 1..8 rows and the
-  chained one-row draft pass;
+  chained one-row draft pass, over the full head and over the working vocabulary (megakernel/
+  draft_vocab.py), and the rebuild of the working vocabulary's gathered head;
 * end-to-end greedy decoding (host wall clock, every host round trip included): plain, speculative with
-  the MTP head's drafts (random synthetic weights: its acceptance means nothing), and speculative with
+  the MTP head's drafts over the full or the working vocabulary (random synthetic weights: its
+  acceptance means nothing), and speculative with
   drafts an oracle makes right with probability alpha each (the head still runs and costs what it
   costs); tokens per second after the first token;
 * time to first token for prompts of several lengths through 8-row passes (and 1-row passes for the
@@ -53,7 +55,7 @@ def pass_costs(backend, k: int, context: int, iters: int) -> dict:
 
     rows = range(1, MAX_PROMPT_ROWS + 1)
     target = {str(m): timed(backend._runner(m)) for m in rows}
-    return {
+    costs = {
         "context": context,
         "target_ms_by_rows": target,
         "target_relative_to_1_row": {m: round(t / target["1"], 4) for m, t in target.items()},
@@ -62,6 +64,20 @@ def pass_costs(backend, k: int, context: int, iters: int) -> dict:
         "mtp_prefill_ms_by_rows": {str(m): timed(backend._mtp_runner(m)) for m in rows},
         "mtp_chained_ms": timed(backend._mtp_runner(1, chained=True)),
     }
+    # the same MTP passes drafting over the working vocabulary, and the price of rebuilding its head
+    backend.set_draft_vocab()
+    try:
+        backend._sync_draft_vocab([])
+        table = backend._draft_table
+        costs["working_vocab"] = {
+            "rows": len(table),
+            "mtp_prefill_ms_by_rows": {str(m): timed(backend._mtp_runner(m)) for m in rows},
+            "mtp_chained_ms": timed(backend._mtp_runner(1, chained=True)),
+            "rebuild_ms": round(median_event_ms(lambda: backend._write_draft_vocab(table), iters), 4),
+        }
+    finally:
+        backend.set_draft_vocab(None)
+    return costs
 
 
 def controlled(reference: list[int], alpha: float, vocab: int, seed: int):
@@ -106,6 +122,11 @@ def end_to_end(backend, prompt: list[int], k: int, tokens: int, seed: int) -> di
     reference = plain_greedy(backend, prompt, tokens + k + 2, dv)
     runs = {"plain": {**plain, "k": 0}}
     runs["mtp_head"] = {**_decode(mtp_batches(backend, prompt, k, dv, cap), tokens), "k": k}
+    backend.set_draft_vocab()
+    try:
+        runs["mtp_head_working_vocab"] = {**_decode(mtp_batches(backend, prompt, k, dv, cap), tokens), "k": k}
+    finally:
+        backend.set_draft_vocab(None)
     for alpha in RATES:
         control = controlled(reference, alpha, vocab, seed)
         runs[f"alpha_{alpha:g}"] = {**_decode(mtp_batches(backend, prompt, k, dv, cap, control=control), tokens),
@@ -139,11 +160,14 @@ def time_to_first_token(backend, lengths: list[int], seed: int) -> list[dict]:
     return out
 
 
-def derived_curves(costs: dict, ks=range(1, 8), alphas=np.linspace(0, 1, 21)) -> dict:
+def derived_curves(costs: dict, ks=range(1, 8), alphas=np.linspace(0, 1, 21), working_vocab: bool = False) -> dict:
     """Tokens/s against alpha for each k from one build's pass costs (derived, not measured): a verify
     pass of k + 1 rows that re-folds the previous pass's kept rows (~ E[kept] pending rows: bounded by
-    the measured k + 1 refold overhead), an MTP prefill over E[kept] rows, k - 1 chained drafts."""
-    target, prefill = costs["target_ms_by_rows"], costs["mtp_prefill_ms_by_rows"]
+    the measured k + 1 refold overhead), an MTP prefill over E[kept] rows, k - 1 chained drafts (over the
+    full head, or the working vocabulary's)."""
+    target = costs["target_ms_by_rows"]
+    drafts = costs["working_vocab"] if working_vocab else costs
+    prefill, chained = drafts["mtp_prefill_ms_by_rows"], drafts["mtp_chained_ms"]
     refold = costs["one_row_with_refold_ms"] - target["1"]
     out = {}
     for k in ks:
@@ -151,7 +175,7 @@ def derived_curves(costs: dict, ks=range(1, 8), alphas=np.linspace(0, 1, 21)) ->
         for a in alphas:
             per_pass = (k + 1) if a == 1 else (1 - a ** (k + 1)) / (1 - a)
             kept = max(1, min(MAX_PROMPT_ROWS, round(per_pass)))
-            ms = target[str(k + 1)] + refold + prefill[str(kept)] + (k - 1) * costs["mtp_chained_ms"]
+            ms = target[str(k + 1)] + refold + prefill[str(kept)] + (k - 1) * chained
             curve.append(round(1e3 * per_pass / ms, 2))
         out[str(k)] = curve
     return {"alphas": [round(float(a), 3) for a in alphas], "tokens_per_s_by_k": out,
@@ -178,7 +202,8 @@ def run(model: str, k: int, modes: list[str], context: int, tokens: int, prompt_
         ttft = time_to_first_token(backend, ttft_lengths, seed)
         print(mode, "time to first token", ttft, flush=True)
         result["builds"][mode] = {"pass_costs": costs, "decode": runs, "time_to_first_token": ttft,
-                                  "derived": derived_curves(costs)}
+                                  "derived": derived_curves(costs),
+                                  "derived_working_vocab": derived_curves(costs, working_vocab=True)}
         backend = None
     return result
 
@@ -198,6 +223,9 @@ def plot(result: dict, path: str) -> None:
         left.plot([int(m) for m in relative], list(relative.values()), marker="o", label=mode)
         d = b["derived"]
         line, = right.plot(d["alphas"], d["tokens_per_s_by_k"][str(k)], label=f"{mode}, derived (k = {k})")
+        w = b["derived_working_vocab"]
+        right.plot(w["alphas"], w["tokens_per_s_by_k"][str(k)], color=line.get_color(), linestyle="--",
+                   label=f"{mode}, derived, working-vocabulary drafts")
         runs = [r for r in b["decode"].values() if "alpha" in r]
         right.scatter([r["alpha"] for r in runs], [r["tokens_per_s"] for r in runs], color=line.get_color(),
                       label=f"{mode}, measured")

@@ -81,6 +81,7 @@ def test_tokenize_detokenize_round_trip(capsys):
     (["info", "--model", "synthetic:tiny:x"], "seed must be"),
     (["detokenize", "248077"], "248077"),
     (["detokenize", "--", "-1"], "-1"),
+    (["generate", "--prompt", "hi", "--draft-vocab", "working"], "--draft-vocab working needs --spec-k"),
 ])
 def test_user_errors_are_one_line_and_exit_2(capsys, argv, message):
     code, out, err = run(capsys, *argv)

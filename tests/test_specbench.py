@@ -26,3 +26,14 @@ def test_derived_tokens_per_second_follow_the_expected_tokens_per_pass():
     assert zero == round(1e3 * 1 / (14.0 + 0.5 + 1.0 + 2 * 0.5), 2)  # one token per verify pass
     assert one == round(1e3 * 4 / (14.0 + 0.5 + 1.0 + 2 * 0.5), 2)  # k + 1 tokens per verify pass
     assert d["plain_tokens_per_s"] == round(1e3 / 11.0, 2)
+
+
+def test_derived_curves_with_working_vocabulary_drafts_use_their_costs():
+    costs = {"target_ms_by_rows": {str(m): 10.0 + m for m in range(1, 9)}, "one_row_with_refold_ms": 11.5,
+             "mtp_prefill_ms_by_rows": {str(m): 1.0 for m in range(1, 9)}, "mtp_chained_ms": 0.5,
+             "working_vocab": {"mtp_prefill_ms_by_rows": {str(m): 0.5 for m in range(1, 9)},
+                               "mtp_chained_ms": 0.25}}
+    full = derived_curves(costs, ks=[3], alphas=np.array([1.0]))["tokens_per_s_by_k"]["3"][0]
+    working = derived_curves(costs, ks=[3], alphas=np.array([1.0]), working_vocab=True)["tokens_per_s_by_k"]["3"][0]
+    assert full == round(1e3 * 4 / (14.0 + 0.5 + 1.0 + 2 * 0.5), 2)
+    assert working == round(1e3 * 4 / (14.0 + 0.5 + 0.5 + 2 * 0.25), 2)

@@ -131,6 +131,7 @@ __device__ __forceinline__ bool is_gemv(int op) {
 }
 
 constexpr int FLAG_DEBUG_LOGITS = 1;
+constexpr int FLAG_WORKING_VOCAB = 2;  // isa.opcodes.Flag
 
 // Wait slots of a word (isa/word.py, isa/opcodes.py WaitMode).
 constexpr int WAIT_SLOTS = 4;

@@ -57,20 +57,34 @@ struct RowGroup {
     int index, r0, r1, segment, seg_r0;  // output rows [r0, r1) (GATE_UP: intermediate rows) of one segment
 };
 
+// Weight segment `seg` of a GEMV word: a weight-table entry, or (NORM_HEAD with FLAG_WORKING_VOCAB) the
+// session's working-vocabulary head rows, bf16 without scales (megakernel/draft_vocab.py).
+__device__ inline Weight gemv_weight(const Ctx& ctx, const Word& w, int seg) {
+    if (w.flags() & FLAG_WORKING_VOCAB) {
+        const Buffer rows = ctx.buffer(w.buf_aux2());
+        return Weight{rows.base, nullptr, rows.rows, rows.cols, DT_BF16, DT_NONE};
+    }
+    return ctx.weight(w.weight_first() + seg);
+}
+
+__device__ inline int gemv_segments(const Word& w) {
+    return w.opcode() == OP_NORM_GATE_UP || (w.flags() & FLAG_WORKING_VOCAB) ? 1 : w.weight_count();
+}
+
 // Row groups: each segment's rows cut into tile_rows (the last may be short), numbered across segments;
 // NORM_GATE_UP's cover the intermediate rows of gate and up together (compiler/tiling.py).
 __device__ inline int row_group_count(const Ctx& ctx, const Word& w) {
-    const int tr = w.tile_rows(), segs = w.opcode() == OP_NORM_GATE_UP ? 1 : w.weight_count();
+    const int tr = w.tile_rows(), segs = gemv_segments(w);
     int count = 0;
-    for (int seg = 0; seg < segs; ++seg) count += (ctx.weight(w.weight_first() + seg).rows + tr - 1) / tr;
+    for (int seg = 0; seg < segs; ++seg) count += (gemv_weight(ctx, w, seg).rows + tr - 1) / tr;
     return count;
 }
 
 __device__ inline RowGroup row_group(const Ctx& ctx, const Word& w, int g) {
-    const int tr = w.tile_rows(), segs = w.opcode() == OP_NORM_GATE_UP ? 1 : w.weight_count();
+    const int tr = w.tile_rows(), segs = gemv_segments(w);
     int start = 0, index = 0;
     for (int seg = 0; seg < segs; ++seg) {
-        const int rows = ctx.weight(w.weight_first() + seg).rows, groups = (rows + tr - 1) / tr;
+        const int rows = gemv_weight(ctx, w, seg).rows, groups = (rows + tr - 1) / tr;
         if (g < index + groups) {
             const int r0 = start + (g - index) * tr;
             return RowGroup{g, r0, min(start + rows, r0 + tr), seg, start};
@@ -298,7 +312,7 @@ __device__ inline void gemv_main_tile(const Ctx& ctx, const Word& w, int tile, u
     const int rows = rg.r1 - rg.r0;
     const int passes = gate_up ? 2 : (rows + ROW_BLOCK - 1) / ROW_BLOCK;
     for (int p = 0; p < passes; ++p) {
-        const Weight W = ctx.weight(w.weight_first() + (gate_up ? p : rg.segment));
+        const Weight W = gemv_weight(ctx, w, gate_up ? p : rg.segment);
         const int first = rg.r0 - rg.seg_r0 + (gate_up ? 0 : p * ROW_BLOCK);
         const int prows = gate_up ? rows : min(ROW_BLOCK, rows - p * ROW_BLOCK);
         gemv_rows(sm, W, k, first, prows, b0, b1, width, m, sm.y_at(gate_up ? p : 0, 0) + (gate_up ? 0 : p * ROW_BLOCK));

@@ -20,6 +20,7 @@ __device__ inline void embed_tile(const Ctx& ctx, const Word& w, int tile) {
 }
 
 // Row `tile`: the best of the head's per-group candidates (largest value, lowest id; -1 if none).
+// FLAG_WORKING_VOCAB: candidates are rows of the session's gathered head, mapped through its id table.
 __device__ inline void argmax_tile(const Ctx& ctx, const Word& w, int tile) {
     __shared__ float best_v[TILE_WARPS];
     __shared__ int best_i[TILE_WARPS];
@@ -40,7 +41,11 @@ __device__ inline void argmax_tile(const Ctx& ctx, const Word& w, int tile) {
         v = lane < TILE_WARPS ? best_v[lane] : neg_inf();
         id = lane < TILE_WARPS ? best_i[lane] : -1;
         warp_best(v, id);
-        if (lane == 0) ctx.control()[w.ctrl_base() + CTRL_TOKENS_OUT + tile] = id;
+        if (lane == 0) {
+            // a working-vocabulary head's row -> its token id (the table the host gathered the rows by)
+            if ((w.flags() & FLAG_WORKING_VOCAB) && id >= 0) id = *ctx.buffer(w.buf_aux0()).at<int>(0, id);
+            ctx.control()[w.ctrl_base() + CTRL_TOKENS_OUT + tile] = id;
+        }
     }
 }
 

@@ -137,19 +137,31 @@ def test_every_instruction_matches_the_interpreter(tiny_weights, rows):
     assert not failures, "\n".join(failures)
 
 
-@pytest.mark.parametrize("rows,chained", [(3, False), (1, True)])
-def test_every_mtp_instruction_matches_the_interpreter(tiny_weights, rows, chained):
+@pytest.mark.parametrize("rows,chained,working", [(3, False, False), (1, True, False), (3, False, True),
+                                                  (1, True, True)])
+def test_every_mtp_instruction_matches_the_interpreter(tiny_weights, rows, chained, working):
     """The MTP draft Programs (SPEC 4) word by word against the interpreter (bit-identical to the NumPy
     head, tests/test_interpreter.py), on a session an 8-row target pass and an 8-row MTP pass left: hidden
-    rows, MTP cache rows, the MTP lane's position and, chained, its handed-off token and hidden row."""
+    rows, MTP cache rows, the MTP lane's position and, chained, its handed-off token and hidden row.
+    working: the head over a working vocabulary (gathered head rows, ids mapped by ARGMAX)."""
     from compiler import lower_mtp
+    from megakernel.draft_vocab import WorkingVocab, draft_rows
+    from megakernel.tensors import LM_HEAD
 
     c = tiny_weights.config
     target = lower(c, rows=8, sms=132, capacity=64, debug_logits=True)
-    program = lower_mtp(c, rows=rows, sms=132, capacity=64, chained=chained, debug_logits=True)
+    program = lower_mtp(c, rows=rows, sms=132, capacity=64, chained=chained, debug_logits=True,
+                        working_vocab=working)
     runner = DiscreteProgram(program, DeviceWeights.from_weightset(target, tiny_weights, progress=False),
                              DeviceSession(target))
     base = Interpreter(target, tiny_weights)
+    if working:  # a small core and the test's ids: most rows are padding, session ids sit at other rows
+        vocab = WorkingVocab(draft_rows(c), c.defined_vocab, core=16)
+        vocab.add(TOKENS)
+        table = vocab.table()
+        index = {b.name: i for i, b in enumerate(target.buffers)}
+        base.view(index["mtp.draft_ids"])[0] = table
+        base.view(index["mtp.draft_head"])[:] = tiny_weights[LM_HEAD][table]
     base.set_tokens(TOKENS[:8])
     base.run(1)
     prefill = Interpreter(lower_mtp(c, rows=8, sms=132, capacity=64, debug_logits=True), tiny_weights,

@@ -127,3 +127,34 @@ def test_mtp_drafts_give_plain_greedy_tokens_and_the_same_session(mode):
         assert np.array_equal(rows, backend.session.view(f"mtp.{cache}").get()[:final]), cache
     assert len(accepted) >= (24 - 1) // (K + 1)  # verify passes ran, not the plain fallback
     print(f"{mode}: {len(accepted)} verify passes, drafts accepted {accepted}")
+
+
+@pytest.mark.parametrize("mode", ["graph", "megakernel"])
+def test_working_vocabulary_drafts_give_plain_greedy_tokens_and_the_same_session(mode):
+    """The MTP head over a working vocabulary (a 16-id core and the session's ids): the gathered head is
+    the lm_head's rows of the id table, padding rows tie with the first row bit for bit (so they never
+    win), a draft is the table's best row mapped to its id, and the tokens and session are plain's."""
+    from megakernel.tensors import LM_HEAD
+
+    backend = DiscreteBackend("synthetic:tiny", 96, mode)
+    backend.set_draft_vocab(16)
+    out, accepted = speculative.generate_greedy_mtp(backend, PROMPT, 24, K, backend.defined_vocab)
+    table = backend._draft_table
+    lm_head = backend.weights.tensor(backend.program, LM_HEAD).get()
+    assert np.array_equal(backend.session.view("mtp.draft_head").get(), lm_head[table])
+    assert np.array_equal(backend.session.view("mtp.draft_ids").get()[0], table)
+    live = len(backend.draft_vocab.ids)
+    assert live < len(table)
+    assert set(out[:len(out) - accepted[-1] - 1]) <= backend.draft_vocab.ids  # all but the last pass's tokens
+    draft = backend.mtp_next()
+    logits = backend.session.view("mtp.logits", backend._last_mtp.program).get()[0]
+    assert np.array_equal(logits[live:], np.full(len(table) - live, logits[0], np.float32))
+    assert draft == table[int(np.argmax(logits))]
+    nxt = backend.greedy_step(out[-1])
+    spec_state = live_state(backend)
+    backend.prompt_rows = 1
+    plain, plain_next, plain_state = plain_then_state(backend, len(out))
+    assert plain == out and plain_next == nxt
+    for key in plain_state:
+        assert np.array_equal(spec_state[key], plain_state[key]), key
+    assert len(accepted) >= (24 - 1) // (K + 1)
