@@ -81,12 +81,14 @@ H200_MAX_DYNAMIC_SMEM = 232448  # cudaDevAttrMaxSharedMemoryPerBlockOptin on the
 @pytest.mark.parametrize("rows", [1, 8])
 def test_gemv_tiles_fit_the_h200_shared_memory_with_a_ring(rows):
     """The widest k-slice's input rows plus the fixed part leave at least the two-slot weight ring, for the
-    27B target and the MTP programs (the megakernel's static shared memory taken off too)."""
+    27B target and the MTP programs, over the full or the working vocabulary (the megakernel's static
+    shared memory taken off too)."""
     from compiler import lower, lower_mtp
     from megakernel import cuda_build
     from megakernel.config import preset
 
     config = preset("qwen3.5-27b")
-    for program in (lower(config, rows=rows, sms=132, capacity=64), lower_mtp(config, rows=rows, sms=132, capacity=64)):
+    for program in (lower(config, rows=rows, sms=132, capacity=64), lower_mtp(config, rows=rows, sms=132, capacity=64),
+                    lower_mtp(config, rows=rows, sms=132, capacity=64, working_vocab=True)):
         need = cuda_build.gemv_smem_bytes(program)
         assert need <= H200_MAX_DYNAMIC_SMEM - 4096, f"{need} bytes needed, M = {rows}"
