@@ -5,7 +5,7 @@ Waits and counters are left empty here; compiler/dependencies.py fills them in.
 
 from __future__ import annotations
 
-from isa import NO_BUFFER, NO_LAYER, BufferEntry, DType, Program, WeightEntry, Word
+from isa import GEMV_OPS, NO_BUFFER, NO_LAYER, BufferEntry, DType, Program, WeightEntry, Word
 from isa.opcodes import PARAMS
 from isa.word import f32_bits
 from megakernel.config import ModelConfig
@@ -13,6 +13,7 @@ from megakernel.tensors import F8, F32, scale_name, tensor_specs
 
 from .allocate import align
 from .ir import Lowered
+from .tiling import single_segment
 
 _DTYPES = {F8: DType.FP8_E4M3, "BF16": DType.BF16, F32: DType.F32}
 BUFFER_ROLES = ("in", "out", "aux0", "aux1", "aux2", "scratch")
@@ -61,5 +62,10 @@ def assemble(low: Lowered, c: ModelConfig, offsets: dict[str, int], sms: int, me
             weight_first=weight_id[ins.weights[0]] if ins.weights else 0, weight_count=len(ins.weights),
             **{f"buf_{role}": ids.get(role, NO_BUFFER) for role in BUFFER_ROLES},
             params=tuple(param_values)))
+    for w, ins in zip(words, low.instrs, strict=True):
+        if w.opcode in GEMV_OPS and single_segment(w):  # the device takes the segment's rows from n
+            rows = weights[w.weight_first].rows if w.weight_count else low.buffers[ins.bufs["aux2"]].rows
+            if rows != w.n:
+                raise ValueError(f"{ins.name}: n = {w.n}, but its one weight segment has {rows} rows")
     names = [ins.name for ins in low.instrs]
     return Program(words, buffers, weights, [], low.rows, sms, {**meta, "instructions": names})

@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from isa import GEMV_OPS, Flag, Op, Program, Word
+from isa import GEMV_OPS, Op, Program, Word
 from isa.opcodes import PARAMS
 from isa.word import bits_f32
 
@@ -68,6 +68,12 @@ def segment_row_groups(segment_rows: tuple[int, ...], tile_rows: int, shared: bo
     return tuple(groups)
 
 
+def single_segment(word: Word) -> bool:
+    """One segment of `n` rows: NORM_GATE_UP (gate and up share the intermediate rows), a single weight,
+    or none (NORM_HEAD over the session's working-vocabulary rows, Flag.WORKING_VOCAB)."""
+    return word.opcode == Op.NORM_GATE_UP or word.weight_count <= 1
+
+
 _BY_WORD: dict[int, tuple[Word, tuple, tuple[RowGroup, ...]]] = {}  # id(word) -> (word, key, groups)
 
 
@@ -75,9 +81,10 @@ def row_groups(program: Program, word: Word) -> tuple[RowGroup, ...]:
     key = (word.weight_first, word.weight_count, word.tile_rows, word.opcode)
     cached = _BY_WORD.get(id(word))
     if cached is None or cached[0] is not word or cached[1] != key:
-        rows = tuple(program.weights[word.weight_first + i].rows for i in range(word.weight_count))
-        if word.flags & Flag.WORKING_VOCAB:  # NORM_HEAD over the session's working-vocabulary rows
-            rows = (program.buffers[word.buf_aux2].rows,)
+        if single_segment(word):  # n is the segment's rows (gemv_tile.cuh reads no weight record either)
+            rows = (word.n,)
+        else:
+            rows = tuple(program.weights[word.weight_first + i].rows for i in range(word.weight_count))
         cached = (word, key, segment_row_groups(rows, word.tile_rows, word.opcode == Op.NORM_GATE_UP))
         if len(_BY_WORD) > 100_000:  # words of programs long gone
             _BY_WORD.clear()

@@ -60,31 +60,38 @@ struct RowGroup {
 // Weight segment `seg` of a GEMV word: a weight-table entry, or (NORM_HEAD with FLAG_WORKING_VOCAB) the
 // session's working-vocabulary head rows, bf16 without scales (megakernel/draft_vocab.py).
 __device__ inline Weight gemv_weight(const Ctx& ctx, const Word& w, int seg) {
-    if (w.flags() & FLAG_WORKING_VOCAB) {
-        const Buffer rows = ctx.buffer(w.buf_aux2());
-        return Weight{rows.base, nullptr, rows.rows, rows.cols, DT_BF16, DT_NONE};
-    }
-    return ctx.weight(w.weight_first() + seg);
+    if (!(w.flags() & FLAG_WORKING_VOCAB)) return ctx.weight(w.weight_first() + seg);
+    const Buffer rows = ctx.buffer(w.buf_aux2());
+    return Weight{rows.base, nullptr, rows.rows, rows.cols, DT_BF16, DT_NONE};
 }
 
-__device__ inline int gemv_segments(const Word& w) {
-    return w.opcode() == OP_NORM_GATE_UP || (w.flags() & FLAG_WORKING_VOCAB) ? 1 : w.weight_count();
+// One segment of n rows (NORM_GATE_UP: gate and up share the intermediate rows; the working-vocabulary
+// head has no weight-table entry): its row groups follow from the word alone, no weight record is read
+// (the megakernel computes them several times per tile).
+__device__ inline bool single_segment(const Word& w) {
+    return w.opcode() == OP_NORM_GATE_UP || w.weight_count() <= 1;
+}
+
+__device__ inline int segment_count(const Word& w) { return single_segment(w) ? 1 : w.weight_count(); }
+
+__device__ inline int segment_rows(const Ctx& ctx, const Word& w, int seg) {
+    return single_segment(w) ? w.n() : ctx.weight(w.weight_first() + seg).rows;
 }
 
 // Row groups: each segment's rows cut into tile_rows (the last may be short), numbered across segments;
 // NORM_GATE_UP's cover the intermediate rows of gate and up together (compiler/tiling.py).
 __device__ inline int row_group_count(const Ctx& ctx, const Word& w) {
-    const int tr = w.tile_rows(), segs = gemv_segments(w);
+    const int tr = w.tile_rows();
     int count = 0;
-    for (int seg = 0; seg < segs; ++seg) count += (gemv_weight(ctx, w, seg).rows + tr - 1) / tr;
+    for (int seg = 0; seg < segment_count(w); ++seg) count += (segment_rows(ctx, w, seg) + tr - 1) / tr;
     return count;
 }
 
 __device__ inline RowGroup row_group(const Ctx& ctx, const Word& w, int g) {
-    const int tr = w.tile_rows(), segs = gemv_segments(w);
+    const int tr = w.tile_rows();
     int start = 0, index = 0;
-    for (int seg = 0; seg < segs; ++seg) {
-        const int rows = gemv_weight(ctx, w, seg).rows, groups = (rows + tr - 1) / tr;
+    for (int seg = 0; seg < segment_count(w); ++seg) {
+        const int rows = segment_rows(ctx, w, seg), groups = (rows + tr - 1) / tr;
         if (g < index + groups) {
             const int r0 = start + (g - index) * tr;
             return RowGroup{g, r0, min(start + rows, r0 + tr), seg, start};
