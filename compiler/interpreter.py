@@ -136,10 +136,17 @@ class Interpreter:
     def _lane(self) -> int:
         return control_base(self.program.words[0].layer)
 
-    def set_tokens(self, tokens: list[int]) -> None:
-        """The next pass's input tokens, in this Program's control lane."""
+    def set_tokens(self, tokens: list[int], vocab: int | None = None) -> None:
+        """The next pass's input tokens, in this Program's control lane (checked: ids in [0, vocab), by
+        default the embedding table's rows, as the GPU session checks them)."""
         if len(tokens) != self.program.rows:
             raise ValueError(f"this program takes {self.program.rows} tokens per pass, got {len(tokens)}")
+        vocab = self.weights.config.vocab_size if vocab is None else vocab
+        bad = [t for t in tokens if not 0 <= t < vocab]
+        if bad:
+            from megakernel.errors import InputError
+
+            raise InputError(f"token ids {bad} outside the vocabulary [0, {vocab})")
         first = self._lane() + CTRL_TOKENS_IN
         self.view(0)[0, first:first + len(tokens)] = tokens
 

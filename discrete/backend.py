@@ -46,10 +46,12 @@ class DiscreteBackend(ProgramBackend):
     passes, prompts and speculation as in generate.ProgramBackend; the prompt enters `prompt_rows`
     (default 8) rows a pass, bit-identical to one-row passes (tests/gpu/test_speculative_gpu.py).
     `weights`: another backend's device weights of the same model (benchmarks: several builds, one copy
-    of the weights)."""
+    of the weights); `watchdog_s`: the megakernel's bound on one wait (longer under compute-sanitizer).
+    Everything a pass uses is allocated when its runner is built (generate.ProgramBackend.prepare builds
+    them all): the decode loop allocates nothing (tests/gpu/test_no_alloc_gpu.py)."""
 
     def __init__(self, model: str, capacity: int, mode: str = "graph", prompt_rows: int = MAX_PROMPT_ROWS,
-                 weights: DeviceWeights | None = None):
+                 weights: DeviceWeights | None = None, watchdog_s: float = 0.5):
         if mode not in ("eager", "graph", "megakernel"):
             raise ValueError(f"mode must be eager, graph or megakernel, got {mode!r}")
         super().__init__(prompt_rows)
@@ -66,7 +68,9 @@ class DiscreteBackend(ProgramBackend):
         self.weights = weights if weights is not None else device_weights(self.program, model)
         if not self.weights.serves(self.program):
             raise ValueError("the device weights were laid out for another model's weight table")
-        self.config, self.mode, self.capacity = config, mode, capacity
+        self.config, self.mode, self.capacity, self.watchdog_s = config, mode, capacity, watchdog_s
+        # the kept rows' hidden move through this (an in-place copy would allocate a temporary every pass)
+        self._hidden_scratch = self.session.view("hidden").copy()
         self.vocab = config.vocab_size
         self.defined_vocab = config.defined_vocab
         self._runners: dict[int, object] = {}
@@ -77,9 +81,11 @@ class DiscreteBackend(ProgramBackend):
             if self.mode == "megakernel":
                 from megakernel.persistent import Megakernel
 
-                self._runners[key] = Megakernel(program, self.weights, self.session)
+                self._runners[key] = Megakernel(program, self.weights, self.session, timeout_s=self.watchdog_s)
             else:
                 self._runners[key] = DiscreteProgram(program, self.weights, self.session)
+                if self.mode == "graph":
+                    self._runners[key].capture()  # now, not at the first pass: nothing is allocated later
         return self._runners[key]
 
     def _runner(self, rows: int):
@@ -131,8 +137,9 @@ class DiscreteBackend(ProgramBackend):
         cupy.take(self.weights.tensor(self.program, LM_HEAD), ids[0], axis=0, out=self.session.view("mtp.draft_head"))
 
     def _move_hidden(self, src: int, dst: int, rows: int) -> None:
-        hidden = self.session.view("hidden")
-        hidden[dst:dst + rows] = hidden[src:src + rows].copy()
+        hidden, scratch = self.session.view("hidden"), self._hidden_scratch
+        scratch[:rows] = hidden[src:src + rows]
+        hidden[dst:dst + rows] = scratch[:rows]
 
     def _set_mtp_position(self, runner, position: int) -> None:
         self.session.set_position(position, runner.program)

@@ -50,6 +50,18 @@ for step in "$@"; do
     generate-27b-spec-working) python3 -m megakernel generate --backend megakernel --model synthetic:qwen3.5-27b --chat \
         --prompt "Write a haiku about GPUs." --max-new-tokens 24 --context 512 --spec-k 3 --draft-vocab working 2>&1 \
         | tee "$out/generate_27b_spec_working.log" ;;
+    # compute-sanitizer's four tools over the tiny model's decode, 8-row prompt and 4-row verify passes in
+    # both builds (experiments/sanitize.py); a tool's exit status is nonzero on any error it reports.
+    sanitize)
+      for tool in memcheck racecheck synccheck initcheck; do
+        MEGAKERNEL_LINEINFO=1 timeout "${SANITIZE_TIMEOUT:-170}" compute-sanitizer --tool "$tool" --error-exitcode 1 \
+          --print-limit 50 python3 experiments/sanitize.py > "$out/sanitize_$tool.log" 2>&1
+        rc=$?
+        echo "$tool: exit $rc; $(grep -h 'ERROR SUMMARY' "$out/sanitize_$tool.log" | tail -1)" | tee -a "$out/sanitize_summary.txt"
+        [ $rc -eq 0 ] || status=1
+      done ;;
+    stress) python3 experiments/stress.py --out "$out" 2>&1 | tee "$out/stress.log" ;;
+    soak) python3 experiments/soak.py --out "$out" 2>&1 | tee "$out/soak.log" ;;
     bench-tiling) python3 experiments/bench_tiling.py --out "$out" 2>&1 | tee "$out/bench_tiling.log" ;;
     bench-gemv) python3 experiments/bench_gemv.py --out "$out" 2>&1 | tee "$out/bench_gemv.log" ;;
     # Hardware counters of one fp8 GEMV launch (in_proj shape, M = 1); clocks left alone (METHOD.md).

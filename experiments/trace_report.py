@@ -30,7 +30,7 @@ def main() -> None:
     parser.add_argument("--plot", help="timeline PNG of the pass")
     parser.add_argument("--window", help="microseconds from the pass's first start, e.g. 0,700")
     args = parser.parse_args()
-    saved = np.load(args.records)
+    saved = np.load(args.records, allow_pickle=False)
     records = saved["records"]
     program = lower(model_config(str(saved["model"])), rows=1, capacity=int(saved["capacity"]))
     graph = {k["index"]: k for k in json.load(open(args.graph))["kernels"]}

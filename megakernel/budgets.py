@@ -71,3 +71,58 @@ def instruction_bytes(program, word, context: int) -> int:
     if word.opcode == Op.GDN_CORE:
         return 2 * program.buffers[word.buf_aux0].nbytes
     return 0
+
+
+# --- device capacity: how many sessions fit beside the weights (megakernel info --device) -----------------
+
+# Device memory kept free besides the weight arena, its load staging and the sessions. The CUDA context is
+# already out of the free figure (querying it creates the context); what the reserve covers is what a
+# running backend adds on top of its arenas: the kernel modules (the megakernel and the discrete kernels),
+# a CUDA graph per row count, the persistent kernel's counters and error words, each pass's logits and
+# GEMV scratch, the Program bytes, CuPy's pool rounding, and the driver's own growth (streams, events,
+# lazily loaded library code). Together these are tens to a few hundred MB; 1 GiB (0.7 % of an H200's
+# 141 GB) leaves room for them without wasting a session's worth of memory.
+DEVICE_RESERVE_BYTES = 1 << 30
+
+
+def weight_staging_bytes(program) -> int:
+    """The largest transient of a weight upload: one tensor (and its block scales) on the device before
+    it is copied into the arena (device.DeviceWeights loads, or generates, one tensor at a time)."""
+    from isa.program import SCALE_BLOCK
+
+    most = 0
+    for e in program.weights:
+        scales = -(-e.rows // SCALE_BLOCK) * -(-e.cols // SCALE_BLOCK) * e.scale_dtype.size if e.scale_dtype else 0
+        most = max(most, e.rows * e.cols * e.dtype.size + scales)
+    return most
+
+
+def session_plan(config: ModelConfig, context: int, sms: int = 132) -> dict[str, int]:
+    """Device bytes of a `context`-token session and of the weights, exactly as the GPU backend
+    (discrete/backend.py) allocates them: a session is the arena of the widest target pass (8 rows, with
+    fp32 logits) or of the widest MTP draft pass, whichever is larger; the weight arena is the config's
+    one weight table, shared by every session and pass. Compiles, reads no weights, needs no GPU."""
+    from compiler import lower
+    from isa.opcodes import MAX_ROWS
+
+    from .generate import mtp_arena_bytes
+
+    program = lower(config, rows=MAX_ROWS, sms=sms, capacity=context, debug_logits=True)
+    return {
+        "context": context,
+        "session_bytes": max(program.arena_bytes, mtp_arena_bytes(config, context, sms)),
+        "weight_arena_bytes": max(program.weight_bytes, 1),
+        "weight_staging_bytes": weight_staging_bytes(program),
+    }
+
+
+def sessions_that_fit(free_bytes: int, weight_bytes: int, session_bytes: int,
+                      reserve_bytes: int = DEVICE_RESERVE_BYTES) -> int:
+    """How many sessions of `session_bytes` fit in `free_bytes` of device memory after one copy of the
+    weights (`weight_bytes`) and `reserve_bytes` kept free (DEVICE_RESERVE_BYTES, plus the weights' load
+    staging where it counts); 0 when not even one does."""
+    if session_bytes < 1:
+        raise ValueError(f"session_bytes must be positive, got {session_bytes}")
+    if min(free_bytes, weight_bytes, reserve_bytes) < 0:
+        raise ValueError("free, weight and reserve bytes cannot be negative")
+    return max(0, (free_bytes - weight_bytes - reserve_bytes) // session_bytes)

@@ -69,7 +69,7 @@ class Goldens:
     meta names (config, seed, power-of-two scales or not)."""
 
     def __init__(self, path: str):
-        self.data = dict(np.load(path))
+        self.data = dict(np.load(path, allow_pickle=False))
         self.meta = json.loads(str(self.data["meta"]))
         self.config, self.seed = parse_synthetic(self.meta["model"])
         self.pow2_scales = bool(self.meta.get("pow2_scales", False))

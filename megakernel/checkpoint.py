@@ -4,19 +4,25 @@ Layout: ``config.json`` plus ``model.safetensors`` or sharded ``model-*.safetens
 ``model.safetensors.index.json``. Tensor names: the release's ``model.language_model.*`` /
 ``lm_head.weight`` / ``mtp.*``, or the flat text-only ``model.*``.
 
-Each file is opened by the ``safetensors`` library first, which rejects a malformed, oversized or
-truncated header and offsets outside the file. Its tensors are then mapped, not copied: the
-library's NumPy backend cannot return float8 arrays (it looks for ``numpy.float8_e4m3fn``) and
-copies what it returns, so the data are read through a read-only ``mmap`` at the offsets of the
-header the library has just accepted. Nothing is handed out until every expected tensor has
-passed (name, dtype, shape, finite values, finite positive scales).
+Checkpoints are read only as safetensors and JSON: no pickle, no code execution. Each file is
+mapped read-only and its header checked here first, so that each defect gets one clear line
+(header length beyond the file or over 100 MB, header not UTF-8 / JSON / an object, an entry
+without dtype, shape and data_offsets, offsets past the end of the file, offsets that disagree
+with dtype x shape, overlapping tensors, bytes that belong to no tensor); the ``safetensors``
+library then opens the file as a second check. The tensors are mapped, not copied: the library's
+NumPy backend cannot return float8 arrays (it looks for ``numpy.float8_e4m3fn``) and copies what
+it returns, so the data are read through the ``mmap`` at the offsets of the checked header.
+Nothing is handed out until every expected tensor has passed (name, dtype, shape, finite values,
+finite positive scales). Symlinks are followed (Hugging Face cache snapshots link into ``blobs/``).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import mmap
 import os
+import stat
 import struct
 from dataclasses import dataclass
 
@@ -38,6 +44,10 @@ NUMPY_DTYPES = {F8: ml_dtypes.float8_e4m3fn, BF16: ml_dtypes.bfloat16, F32: np.f
 # A_log / dt_bias (vLLM and SGLang keep them as fp32 parameters; SPEC section 8 leaves it open).
 ALSO_ACCEPTED = {INIT_A_LOG: {F32}, INIT_DT_BIAS: {F32}, "scale": {F32}}
 SCAN_CHUNK = 1 << 26  # bytes per slice when scanning payloads for NaN/Inf
+MAX_HEADER_BYTES = 100_000_000  # the safetensors library's own limit
+# Bytes per element of the safetensors dtypes; a dtype not listed here is left to the library.
+DTYPE_BYTES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "F8_E8M0": 1, "I16": 2, "U16": 2,
+               "F16": 2, "BF16": 2, "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8, "C64": 8}
 
 
 @dataclass
@@ -53,23 +63,99 @@ class SafetensorsFile:
 
     def __init__(self, path: str):
         self.path = path
+        _check_regular_file(path)
         try:
-            with safe_open(path, framework="np"):
-                pass  # the library validates header, offsets and file size
-        except FileNotFoundError:
-            raise CheckpointError(f"{path}: file not found") from None
+            with open(path, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                if size < 8:
+                    raise self._invalid(f"{size} bytes, shorter than the 8-byte header length")
+                self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except OSError as e:
+            raise CheckpointError(f"{path}: cannot be read ({e.strerror or e})") from None
+        try:
+            self.entries = self._check(size)
+        except BaseException:
+            self._map.close()
+            raise
+
+    def _check(self, size: int) -> dict[str, _Entry]:
+        (header_len,) = struct.unpack_from("<Q", self._map, 0)
+        if header_len > size - 8:
+            raise self._invalid(f"header length field says {header_len} bytes, the file has {size - 8} after it")
+        if header_len > MAX_HEADER_BYTES:
+            raise self._invalid(f"header of {header_len} bytes is over the {MAX_HEADER_BYTES}-byte limit")
+        entries = self._check_entries(self._parse_header(self._map[8:8 + header_len]), 8 + header_len, size)
+        try:
+            with safe_open(self.path, framework="np"):
+                pass  # a second opinion: the library's own checks of header, offsets and file size
         except (SafetensorError, OSError) as e:
-            raise CheckpointError(f"{path}: not a valid safetensors file ({e})") from None
-        with open(path, "rb") as f:
-            (header_len,) = struct.unpack("<Q", f.read(8))
-            header = json.loads(f.read(header_len))
-            self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        data_start = 8 + header_len
-        self.entries = {
-            name: _Entry(e["dtype"], tuple(e["shape"]), data_start + e["data_offsets"][0],
-                         e["data_offsets"][1] - e["data_offsets"][0])
-            for name, e in header.items() if name != "__metadata__"
-        }
+            raise self._invalid(f"safetensors: {' '.join(str(e).split())}") from None
+        return entries
+
+    def _invalid(self, reason: str) -> CheckpointError:
+        return CheckpointError(f"{self.path}: not a valid safetensors file: {reason}")
+
+    def _parse_header(self, raw: bytes) -> dict:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise self._invalid(f"header is not UTF-8 (byte {e.start}: {e.reason})") from None
+        try:
+            header = json.loads(text, object_pairs_hook=_no_duplicate_keys)
+        except json.JSONDecodeError as e:
+            raise self._invalid(f"header is not valid JSON ({e.msg} at byte {e.pos})") from None
+        except _DuplicateKey as e:
+            raise self._invalid(f"header names {e} twice") from None
+        except ValueError as e:  # e.g. an integer too long to convert
+            raise self._invalid(f"header is not valid JSON ({e})") from None
+        except RecursionError:
+            raise self._invalid("header JSON is nested too deeply") from None
+        if not isinstance(header, dict):
+            raise self._invalid(f"header is a JSON {type(header).__name__}, expected an object")
+        return header
+
+    def _check_entries(self, header: dict, data_start: int, size: int) -> dict[str, _Entry]:
+        metadata = header.get("__metadata__", {})
+        if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
+            raise self._invalid("__metadata__ is not an object of strings")
+        data_len = size - data_start
+        spans, entries = [], {}
+        for name, e in header.items():
+            if name == "__metadata__":
+                continue
+            where = f"tensor {name!r}"
+            if not isinstance(e, dict) or not {"dtype", "shape", "data_offsets"} <= e.keys():
+                raise self._invalid(f"{where} is not an object with dtype, shape and data_offsets")
+            dtype, shape, offsets = e["dtype"], e["shape"], e["data_offsets"]
+            if not isinstance(dtype, str):
+                raise self._invalid(f"{where}: dtype {dtype!r} is not a string")
+            if not isinstance(shape, list) or not all(_is_count(d) for d in shape):
+                raise self._invalid(f"{where}: shape {shape!r} is not a list of non-negative integers")
+            if (not isinstance(offsets, list) or len(offsets) != 2 or not all(_is_count(o) for o in offsets)
+                    or offsets[0] > offsets[1]):
+                raise self._invalid(f"{where}: data_offsets {offsets!r} is not [begin, end] with 0 <= begin <= end")
+            begin, end = offsets
+            if end > data_len:
+                raise self._invalid(f"{where}: data_offsets [{begin}, {end}] point past the end of the file "
+                                    f"(the data section has {data_len} bytes)")
+            if dtype in DTYPE_BYTES:
+                nbytes = DTYPE_BYTES[dtype] * math.prod(shape)
+                if nbytes != end - begin:
+                    raise self._invalid(f"{where}: {dtype} {shape} takes {nbytes} bytes but data_offsets "
+                                        f"[{begin}, {end}] span {end - begin}")
+            spans.append((begin, end, name))
+            entries[name] = _Entry(dtype, tuple(shape), data_start + begin, end - begin)
+        covered = 0
+        previous = None
+        for begin, end, name in sorted(spans):
+            if begin < covered:
+                raise self._invalid(f"tensors {previous!r} and {name!r} overlap (bytes {begin}..{min(end, covered)})")
+            if begin > covered:
+                raise self._invalid(f"data bytes {covered}..{begin} belong to no tensor")
+            covered, previous = end, name
+        if covered != data_len:
+            raise self._invalid(f"data bytes {covered}..{data_len} belong to no tensor")
+        return entries
 
     def array(self, name: str) -> np.ndarray:
         e = self.entries[name]
@@ -78,14 +164,52 @@ class SafetensorsFile:
         return np.frombuffer(self._map, dtype=dtype, count=count, offset=e.offset).reshape(e.shape)
 
 
+def _check_regular_file(path: str) -> None:
+    """Refuse a missing path, a dangling symlink, a directory or a special file, each in one line."""
+    try:
+        st = os.stat(path)  # follows symlinks, as a Hugging Face cache snapshot needs
+    except FileNotFoundError:
+        if os.path.islink(path):
+            raise CheckpointError(f"{path}: dangling symlink (its target {os.readlink(path)} does not exist)") from None
+        raise CheckpointError(f"{path}: file not found") from None
+    except OSError as e:  # a symlink loop, a path through a file, no permission
+        raise CheckpointError(f"{path}: cannot be read ({e.strerror or e})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise CheckpointError(f"{path}: is a directory, expected a safetensors file")
+    if not stat.S_ISREG(st.st_mode):
+        raise CheckpointError(f"{path}: is not a regular file")
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, object]]) -> dict:
+    out = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(repr(key))
+        out[key] = value
+    return out
+
+
+def _is_count(x: object) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+
 def _shard_map(checkpoint_dir: str) -> dict[str, str]:
     """Tensor name -> shard file name, from the index or from the single file."""
     index_path = os.path.join(checkpoint_dir, INDEX_FILE)
-    if os.path.exists(index_path):
+    if os.path.lexists(index_path):
         try:
             with open(index_path, encoding="utf-8") as f:
                 weight_map = json.load(f)["weight_map"]
-        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as e:
+        except FileNotFoundError:
+            raise CheckpointError(f"{index_path}: dangling symlink (its target {os.readlink(index_path)} "
+                                  "does not exist)") from None
+        except OSError as e:  # a directory, no permission, a symlink loop
+            raise CheckpointError(f"{index_path}: cannot be read ({e.strerror or e})") from None
+        except (ValueError, RecursionError, KeyError, TypeError) as e:  # JSONDecodeError, UnicodeDecodeError
             raise CheckpointError(f"{index_path}: malformed index ({type(e).__name__}: {e})") from None
         if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
             raise CheckpointError(f"{index_path}: weight_map must map tensor names to file names")
@@ -94,7 +218,7 @@ def _shard_map(checkpoint_dir: str) -> dict[str, str]:
                 raise CheckpointError(f"{index_path}: shard name {file_name!r} is not a plain file name")
         return weight_map
     single = os.path.join(checkpoint_dir, SINGLE_FILE)
-    if os.path.exists(single):
+    if os.path.lexists(single):
         return {name: SINGLE_FILE for name in SafetensorsFile(single).entries}
     raise CheckpointError(f"{checkpoint_dir}: no {SINGLE_FILE} or {INDEX_FILE}")
 

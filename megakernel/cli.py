@@ -9,15 +9,49 @@ import re
 import sys
 
 from . import __version__
-from .budgets import budgets
+from .budgets import DEVICE_RESERVE_BYTES, budgets, session_plan, sessions_that_fit
 from .config import PRESETS
-from .errors import MegakernelError
+from .errors import InputError, MegakernelError
 from .models import DEFAULT_MODEL, model_config
 
 MODEL_HELP = f"checkpoint directory or synthetic:<preset>[:seed], presets: {', '.join(PRESETS)} (default {DEFAULT_MODEL})"
+DEFAULT_CONTEXT = 4096  # generate's session capacity, and the context `info --device` sizes sessions for
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's own errors (a bad choice, a bad number, a missing or conflicting flag) as one line,
+    `megakernel: error: ...`, exit status 2, like every other user error; --help is unchanged."""
+
+    def error(self, message: str) -> None:
+        command = self.prog.partition(" ")[2]  # the subcommand, for the subparsers' errors
+        where = f"{command}: " if command else ""
+        self.exit(2, f"megakernel: error: {where}{' '.join(message.split())}\n")
+
+
+def _device_capacity(cupy, config, context: int) -> dict:
+    """Free and total device memory and how many sessions of `context` tokens fit in the free memory
+    beside one copy of the weights (sizes as discrete/backend.py allocates them; budgets.session_plan)."""
+    free, total = cupy.cuda.runtime.memGetInfo()
+    name = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"]
+    plan = session_plan(config, context)
+    fit = sessions_that_fit(free, plan["weight_arena_bytes"], plan["session_bytes"],
+                            DEVICE_RESERVE_BYTES + plan["weight_staging_bytes"])
+    return {"device": name.decode() if isinstance(name, bytes) else str(name),
+            "device_free_bytes": int(free), "device_total_bytes": int(total), **plan,
+            "reserve_bytes": DEVICE_RESERVE_BYTES, "sessions_that_fit": fit}
+
+
+def _check_context(context: int) -> None:
+    if context < 1:
+        raise InputError(f"--context must be at least 1 token, got {context}")
 
 
 def cmd_info(args: argparse.Namespace) -> None:
+    if args.context is not None and not args.device:
+        raise InputError("--context needs --device (it sizes the sessions that fit in the device's memory)")
+    context = DEFAULT_CONTEXT if args.context is None else args.context
+    _check_context(context)
+    cupy = _require_gpu("info --device") if args.device else None
     c = model_config(args.model)
     info = {
         "model": args.model,
@@ -42,14 +76,27 @@ def cmd_info(args: argparse.Namespace) -> None:
         "rms_norm_eps": c.rms_norm_eps,
         **budgets(c),
     }
+    if cupy is not None:
+        info.update(_device_capacity(cupy, c, context))
     if args.json:
         print(json.dumps(info, indent=2))
         return
+    notes = {
+        "weight_arena_bytes": "one copy, shared by every session",
+        "weight_staging_bytes": "the largest tensor, on the device while the weights load",
+        "session_bytes": f"one session of {context:,} tokens: KV caches, GDN states, activations",
+        "reserve_bytes": "kept free: kernel modules, CUDA graphs, pool rounding, per-pass scratch",
+        "sessions_that_fit": f"sessions of {context:,} tokens in the free memory, beside the weights",
+    }
     width = max(map(len, info))
     for key, value in info.items():
         shown = f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else value
         if key == "decode_floor_ms_h200":
             shown = f"{value:.3f}  (derived: weight bytes / 4,453 GB/s measured on the H200)"
+        elif key.endswith("_bytes") and (key.startswith("device_") or key in notes):
+            shown = f"{value:,}  ({value / 1e9:.2f} GB{'; ' + notes[key] if key in notes else ''})"
+        elif key in notes:
+            shown = f"{shown}  ({notes[key]})"
         print(f"{key:<{width}}  {shown}")
 
 
@@ -60,6 +107,14 @@ def _parse_size(text: str) -> int:
     if not number or unit not in units or int(number) == 0:
         raise argparse.ArgumentTypeError(f"bad size {text!r} (examples: 4GB, 500MB, 1048576)")
     return int(number) * units[unit]
+
+
+def _parse_ids(text: str) -> list[int]:
+    try:
+        return [int(t) for t in re.split(r"[,\s]+", text.strip()) if t]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"bad token ids {text!r} (integers separated by commas or spaces, "
+                                         f"e.g. 9707,11)") from None
 
 
 def cmd_make_checkpoint(args: argparse.Namespace) -> None:
@@ -91,41 +146,55 @@ def cmd_detokenize(args: argparse.Namespace) -> None:
 
 
 def cmd_generate(args: argparse.Namespace) -> None:
-    from .errors import InputError
-    from .generate import ReferenceBackend, generate
+    from .generate import ReferenceBackend, check_prompt_ids, generate
     from .models import open_weights
     from .reference import ReferenceModel
     from .sampling import SamplingParams
     from .tokenizer import load_tokenizer
 
-    args.numerics = args.numerics or ("engine" if args.backend in ("interpreter", "eager", "graph", "megakernel")
-                                     else "oracle")
+    program_backends = ("interpreter", "eager", "graph", "megakernel")
+    args.numerics = args.numerics or ("engine" if args.backend in program_backends else "oracle")
+    # Every check that needs no weights comes before they are built or loaded.
     if args.temperature == 0 and (args.top_k or args.top_p < 1):
         raise InputError("--top-k / --top-p need --temperature > 0 (temperature 0 is greedy)")
     params = SamplingParams(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed)
-    tokenizer = load_tokenizer(None if args.model.startswith("synthetic:") else args.model)
-    prompt = [{"role": "user", "content": args.prompt}] if args.chat else None
-    prompt_ids = tokenizer.encode_chat(prompt) if prompt else tokenizer.encode(args.prompt)
-    if not prompt_ids:
-        raise InputError("the prompt is empty")
-    if args.spec_k and args.backend not in ("interpreter", "eager", "graph", "megakernel"):
+    if args.max_new_tokens < 1:
+        raise InputError(f"--max-new-tokens must be at least 1, got {args.max_new_tokens}")
+    _check_context(args.context)
+    if args.prompt_ids is not None and args.chat:
+        raise InputError("--chat wraps --prompt text in the chat template: it does not take --prompt-ids")
+    if args.spec_k:
+        from .speculative import check_draft_count
+
+        check_draft_count(args.spec_k)
+    if args.spec_k and args.backend not in program_backends:
         raise InputError("--spec-k needs a backend that runs the compiled Programs (interpreter, eager, graph, "
                          "megakernel): the NumPy reference has no verify pass")
     if args.draft_vocab == "working" and not args.spec_k:
         raise InputError("--draft-vocab working needs --spec-k (it restricts the MTP head's drafts)")
+    if args.backend in program_backends and args.numerics != "engine":
+        raise InputError(f"--backend {args.backend} computes the engine's numerics: use --numerics engine")
+    config = model_config(args.model)
+    tokenizer = load_tokenizer(None if args.model.startswith("synthetic:") else args.model)
+    if args.prompt_ids is not None:
+        prompt_ids = args.prompt_ids
+    elif args.chat:
+        prompt_ids = tokenizer.encode_chat([{"role": "user", "content": args.prompt}])
+    else:
+        prompt_ids = tokenizer.encode(args.prompt)
+    prompt_ids = check_prompt_ids(prompt_ids, config.defined_vocab)
     if args.backend in ("eager", "graph", "megakernel"):
+        cupy = _require_gpu(f"generate --backend {args.backend}")
         from discrete.backend import DiscreteBackend
 
-        if args.numerics != "engine":
-            raise InputError(f"--backend {args.backend} computes the engine's numerics: use --numerics engine")
-        backend = DiscreteBackend(args.model, args.context, args.backend)
+        try:
+            backend = DiscreteBackend(args.model, args.context, args.backend)
+        except cupy.cuda.memory.OutOfMemoryError as e:
+            raise InputError(_out_of_memory(cupy, config, args.context)) from e
     elif args.backend == "interpreter":
-        weights = open_weights(args.model)
         from .generate import InterpreterBackend
 
-        if args.numerics != "engine":
-            raise InputError("--backend interpreter computes the engine's numerics: use --numerics engine")
-        backend = InterpreterBackend(weights, args.context)
+        backend = InterpreterBackend(open_weights(args.model), args.context)
     else:
         backend = ReferenceBackend(ReferenceModel(open_weights(args.model), args.numerics), args.context)
 
@@ -146,9 +215,22 @@ def cmd_generate(args: argparse.Namespace) -> None:
         if result.drafts_accepted:
             kept = result.drafts_accepted
             spec = f", {len(kept)} verify passes kept {sum(kept)} of {args.spec_k * len(kept)} drafts"
+        full = ""
+        if result.stop_reason == "context_full" and not result.tokens:
+            full = f", the prompt fills the {args.context}-token session (--context)"
         print(f"[{len(result.tokens)} tokens, {result.stop_reason}, {result.ms_per_token:.1f} ms/token, "
-              f"prompt {len(prompt_ids)} tokens in {result.prompt_ms:.0f} ms, backend {args.backend}{spec}]",
+              f"prompt {len(prompt_ids)} tokens in {result.prompt_ms:.0f} ms, backend {args.backend}{spec}{full}]",
               file=sys.stderr)
+
+
+def _out_of_memory(cupy, config, context: int) -> str:
+    """Why a GPU backend did not fit: the figures of `info --device` for this model and context."""
+    cupy.get_default_memory_pool().free_all_blocks()  # what the failed build held
+    free = _device_capacity(cupy, config, context)
+    return (f"out of device memory: the weights take {free['weight_arena_bytes'] / 1e9:.2f} GB and a "
+            f"{context}-token session {free['session_bytes'] / 1e9:.2f} GB, {free['device_free_bytes'] / 1e9:.2f} GB "
+            f"are free ({free['sessions_that_fit']} such sessions fit): try a smaller --context "
+            f"(megakernel info --device --context N)")
 
 
 def cmd_compile(args: argparse.Namespace) -> None:
@@ -188,7 +270,6 @@ def cmd_compile(args: argparse.Namespace) -> None:
 
 def _require_gpu(command: str):
     """CuPy, or a clear error for a command that runs on the GPU."""
-    from .errors import InputError
 
     try:
         import cupy
@@ -199,7 +280,6 @@ def _require_gpu(command: str):
 
 def cmd_trace(args: argparse.Namespace) -> None:
     """The megakernel's per-block trace of `--steps` passes at `--context` (synthetic weights on the GPU)."""
-    from .errors import InputError
 
     _require_gpu("trace")
     import numpy as np
@@ -240,7 +320,6 @@ def cmd_bench(args: argparse.Namespace) -> None:
     """Backends interleaved on one session (GPU): results JSON in the contract's layout, optional plot."""
     import datetime
 
-    from .errors import InputError
 
     cupy = _require_gpu("bench")
     from compiler import lower
@@ -316,7 +395,6 @@ def _bench_speculative(args: argparse.Namespace, modes: list[str], context: int)
     from discrete.kernels import read_bandwidth_gbps
 
     from . import specbench
-    from .errors import InputError
     from .provenance import git_commit
     from .speculative import check_draft_count
 
@@ -344,14 +422,20 @@ def _bench_speculative(args: argparse.Namespace, modes: list[str], context: int)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="megakernel", description=(
+    parser = _Parser(prog="megakernel", description=(
         "Qwen3.5-27B decode: a persistent megakernel vs a CUDA graph of discrete kernels."))
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="command")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="command", parser_class=_Parser)
 
-    p = sub.add_parser("info", help="configuration and per-token byte budgets (reads no weights)")
+    p = sub.add_parser("info", help="configuration and per-token byte budgets (reads no weights); --device: "
+                                    "how many sessions fit in the GPU's free memory")
     p.add_argument("--model", default=DEFAULT_MODEL, help=MODEL_HELP)
     p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--device", action="store_true",
+                   help="also query the GPU (CuPy): free and total memory, the weight arena, one session's bytes "
+                        "at --context and how many such sessions fit beside the weights")
+    p.add_argument("--context", type=int, default=None,
+                   help=f"with --device: session capacity in tokens (default {DEFAULT_CONTEXT})")
     p.set_defaults(func=cmd_info)
 
     p = sub.add_parser("make-checkpoint", help="write a deterministic synthetic checkpoint in the FP8 release format")
@@ -370,14 +454,20 @@ def build_parser() -> argparse.ArgumentParser:
                         "compiled Program run by the CPU interpreter (slow, engine numerics); eager, graph: the "
                         "discrete-kernel build on the GPU, launch by launch or replayed from a CUDA graph; "
                         "megakernel: the persistent kernel on the GPU, one launch per token")
-    p.add_argument("--prompt", required=True)
+    prompt = p.add_mutually_exclusive_group(required=True)
+    prompt.add_argument("--prompt", help="prompt text (tokenized with the model's tokenizer)")
+    prompt.add_argument("--prompt-ids", type=_parse_ids, metavar="IDS",
+                        help="prompt token ids, comma- or space-separated (e.g. 9707,11); each in [0, defined "
+                             "vocabulary); give a negative first id as --prompt-ids=-1,2")
     p.add_argument("--chat", action="store_true", help="wrap the prompt as a user turn of the chat template")
     p.add_argument("--max-new-tokens", type=int, default=32)
     p.add_argument("--temperature", type=float, default=0.0, help="0 (default) is greedy")
     p.add_argument("--top-k", type=int, default=0, help="0: off")
     p.add_argument("--top-p", type=float, default=1.0, help="1: off")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--context", type=int, default=4096, help="session capacity in tokens (prompt + generated)")
+    p.add_argument("--context", type=int, default=DEFAULT_CONTEXT,
+                   help="session capacity in tokens, prompt and generated together: generation stops with "
+                        "stop_reason context_full when it is full")
     p.add_argument("--spec-k", type=int, default=0,
                    help="speculative decoding: K (1..7) drafts of the model's MTP head per verify pass, greedy "
                         "or sampled (exact acceptance rule); Program backends only (0: off)")
@@ -450,7 +540,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as e:  # --help, --version (0) and argument errors (2, one line on stderr)
+        return e.code if isinstance(e.code, int) else 0 if e.code is None else 2
     try:
         args.func(args)
     except MegakernelError as e:

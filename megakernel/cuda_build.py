@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import re
 from pathlib import Path
 
@@ -44,6 +45,8 @@ def module(source: Path, device_id: int, cooperative: bool = False):
     # headers' contents in the text, or an edited header would run a stale binary.
     headers = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(CUDA_DIR.glob("*.cuh")))).hexdigest()
     code, base = f"// headers {headers}\n" + source.read_text(), ("-std=c++17", f"-I{CUDA_DIR}")
+    if os.environ.get("MEGAKERNEL_LINEINFO"):  # source lines in compute-sanitizer's and profilers' reports
+        base += ("-lineinfo",)
     # CuPy appends its own -arch=sm_XY; NVRTC 13 takes both and builds for the "a" target. Nothing
     # here needs arch-specific features, so if an NVRTC refuses the second arch option, build with
     # CuPy's alone rather than fail.

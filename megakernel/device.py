@@ -20,6 +20,7 @@ import numpy as np
 
 from isa import DType, Kind, Program
 from isa.opcodes import (
+    CTRL_LANE,
     CTRL_POSITION,
     CTRL_TOKENS_IN,
     CTRL_TOKENS_OUT,
@@ -29,6 +30,7 @@ from isa.opcodes import (
 
 from . import fp8
 from .config import ModelConfig
+from .errors import InputError
 from .tensors import scale_name, tensor_specs
 from .weights import WeightSet
 
@@ -123,6 +125,11 @@ def _scales_as(scales: np.ndarray, dtype: DType, name: str) -> np.ndarray:
     return np.ascontiguousarray(converted).view(np.uint8)
 
 
+class SessionInputError(InputError, ValueError):
+    """A request a session refuses (token ids outside the vocabulary, a pass past its capacity): one CLI
+    error line like every InputError, and still the ValueError earlier callers caught."""
+
+
 class DeviceSession:
     """One session's arena for `program` (and for other Programs of the same config and capacity, which
     lay out the session buffers identically: docs/ISA.md "Sessions"; create it with the Program whose
@@ -130,11 +137,17 @@ class DeviceSession:
     Program's own buffers, rows or control lane take `program` (default: the one the session was created
     with)."""
 
-    def __init__(self, program: Program, arena_bytes: int = 0):
+    def __init__(self, program: Program, arena_bytes: int = 0, arena=None):
+        """arena: device bytes to use instead of a new allocation (a slot of megakernel/session_pool.py)."""
         import cupy
 
         self.program = program  # arena_bytes: room for larger Programs that will share the session
-        self.arena = cupy.zeros(max(program.arena_bytes, arena_bytes), dtype=cupy.uint8)
+        size = max(program.arena_bytes, arena_bytes)
+        if arena is None:
+            arena = cupy.zeros(size, dtype=cupy.uint8)
+        elif arena.dtype != cupy.uint8 or arena.ndim != 1 or arena.size < size:
+            raise ValueError(f"a session arena must be at least {size} uint8 device bytes")
+        self.arena = arena
         self.capacity = int(program.meta.get("capacity", 0))
         self._layout = program.session_layout()
         self._written: dict[int, int] = {}  # control words as set_control last wrote them
@@ -151,6 +164,28 @@ class DeviceSession:
         for b in self.program.buffers:
             if b.kind == Kind.ACTIVATION:
                 self.arena[b.offset:b.offset + b.nbytes].fill(0xFF)
+
+    def copy_from(self, other: DeviceSession) -> int:
+        """Become a copy of `other` (a fork): control, GDN states, rings and hidden rows whole, each KV
+        cache's rows below its lane's position (the rows above are never read before they are
+        rewritten); device to device, nothing allocated, activations left as they are. Returns the bytes
+        copied."""
+        if other._layout != self._layout:
+            raise ValueError("the two sessions lay out their buffers differently")
+        control = other.control()
+        positions = {0: int(control[CTRL_POSITION]), CTRL_LANE: int(control[CTRL_LANE + CTRL_POSITION])}
+        copied = 0
+        for b in self.program.buffers:
+            if b.kind == Kind.ACTIVATION:
+                continue
+            nbytes = b.nbytes
+            if b.name.endswith(("k_cache", "v_cache")):  # compiler/lowering.py session_buffers
+                lane = CTRL_LANE if b.name.startswith("mtp.") else 0
+                nbytes = min(b.rows, max(positions[lane], 0)) * b.cols * b.dtype.size
+            self.arena[b.offset:b.offset + nbytes] = other.arena[b.offset:b.offset + nbytes]
+            copied += nbytes
+        self._written = {}
+        return copied
 
     def load(self, arena_bytes: np.ndarray) -> None:
         """Replace the whole arena (tests: start from the CPU interpreter's state)."""
@@ -187,7 +222,7 @@ class DeviceSession:
             raise ValueError(f"this program takes {rows} tokens per pass, got {len(tokens)}")
         bad = [t for t in tokens if not 0 <= t < vocab]
         if bad:
-            raise ValueError(f"token ids {bad} outside the vocabulary [0, {vocab})")
+            raise SessionInputError(f"token ids {bad} outside the vocabulary [0, {vocab})")
         first = 4 * (self._lane(program) + CTRL_TOKENS_IN)
         self.arena[first:first + 4 * len(tokens)].set(np.asarray(tokens, np.int32).view(np.uint8))
 
@@ -212,6 +247,6 @@ class DeviceSession:
         need = passes * (program or self.program).rows
         position = self.lane_position(program)
         if position + need > self.capacity:
-            raise ValueError(f"context_full: position {position} + {need} rows exceeds the session "
-                             f"capacity {self.capacity}")
+            raise SessionInputError(f"context_full: position {position} + {need} rows exceeds the session "
+                                    f"capacity {self.capacity}")
 

@@ -319,22 +319,40 @@ def _speculative_tokens(backend, prompt_ids: list[int], k: int,
             yield token, accepted if i == 0 else None
 
 
+def check_prompt_ids(prompt_ids, defined_vocab: int) -> list[int]:
+    """The prompt as a list of ints, or InputError naming the ids that are not integers in
+    [0, defined_vocab) (the padding rows past the defined vocabulary are no tokens)."""
+    if len(prompt_ids) == 0:
+        raise InputError("the prompt is empty")
+    bad = [(i, t) for i, t in enumerate(prompt_ids)
+           if isinstance(t, bool) or not isinstance(t, (int, np.integer)) or not 0 <= t < defined_vocab]
+    if bad:
+        shown = ", ".join(f"{int(t) if isinstance(t, np.integer) else t!r} at position {i}"
+                          for i, t in bad[:5])
+        more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
+        raise InputError(f"prompt token ids must be integers in [0, {defined_vocab}): got {shown}{more}")
+    return [int(t) for t in prompt_ids]
+
+
 def generate(backend, tokenizer: Tokenizer, prompt_ids: list[int], max_new_tokens: int,
              params: SamplingParams = SamplingParams(), on_text: Callable[[str], None] | None = None,
              spec_k: int = 0) -> GenerationResult:
     """Generate from `prompt_ids`; spec_k > 0: speculative decoding with k drafts of the model's MTP head
-    per verify pass (ProgramBackends: the interpreter and the GPU builds), greedy or sampled."""
-    if not prompt_ids:
-        raise InputError("the prompt is empty")
+    per verify pass (ProgramBackends: the interpreter and the GPU builds), greedy or sampled.
+
+    The session holds backend.capacity tokens, prompt and generated together: generation stops with
+    stop_reason "context_full" when it is full, and a prompt of capacity tokens or more returns at once
+    with no tokens and that stop reason (nothing is run). Bad requests raise InputError: an empty prompt,
+    ids outside [0, backend.defined_vocab), max_new_tokens < 1, a draft count outside 1..7."""
+    prompt_ids = check_prompt_ids(prompt_ids, backend.defined_vocab)
     if max_new_tokens < 1:
         raise InputError(f"--max-new-tokens must be at least 1, got {max_new_tokens}")
-    if len(prompt_ids) >= backend.capacity:
-        raise InputError(f"context_full: the prompt has {len(prompt_ids)} tokens, the session holds "
-                         f"{backend.capacity} (prompt and generated tokens together)")
     if spec_k:
         from .speculative import check_draft_count
 
         check_draft_count(spec_k)
+    if len(prompt_ids) >= backend.capacity:  # no room for a generated token: run nothing
+        return GenerationResult(prompt_ids, [], "", CONTEXT_FULL, 0.0, 0.0, [] if spec_k else None)
     if hasattr(backend, "prepare"):  # Program backends: compile and load outside the timing
         backend.prepare(len(prompt_ids), spec_k)
     stream = tokenizer.stream()
@@ -366,6 +384,6 @@ def generate(backend, tokenizer: Tokenizer, prompt_ids: list[int], max_new_token
     t_end = time.perf_counter()
     decode_steps = len(tokens) - 1
     text_ids = tokens[:-1] if stop_reason == STOP else tokens
-    return GenerationResult(list(prompt_ids), tokens, tokenizer.decode(text_ids), stop_reason,
+    return GenerationResult(prompt_ids, tokens, tokenizer.decode(text_ids), stop_reason,
                             (t_end - t_first) * 1e3 / decode_steps if decode_steps else 0.0,
                             (t_first - t0) * 1e3, accepted if spec_k else None)

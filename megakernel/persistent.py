@@ -11,6 +11,10 @@ CuPy is imported inside the methods: the package imports on machines without a G
 
 from __future__ import annotations
 
+import json
+import os
+import tempfile
+
 import numpy as np
 
 from isa import Program
@@ -22,11 +26,38 @@ from .errors import MegakernelError
 SOURCE = cuda_build.CUDA_DIR / "megakernel.cu"
 COUNTER_STRIDE = 32  # u32 per counter: one 128-byte line each (docs/ISA.md)
 ERROR_WORDS = 8  # flag, block, word, stage, counter, expected, seen, 0; then a u64 clock
+ERROR_PLACES = ERROR_WORDS + 2  # then per block: step + 1 (0: no record), word, stage, tile
 TRACE_WORDS = 8  # u32 per (step, word, stage, block) record: start, ready, end (u64 ns), tiles | polls << 32
 
 
 class MegakernelStall(MegakernelError):
-    """The watchdog stopped the kernel: a wait was not satisfied in time."""
+    """The watchdog stopped the kernel: a wait was not satisfied in time. `report_path`: the JSON stall
+    report (stall_report) written before the counters were cleared."""
+
+    def __init__(self, message: str, report_path: str):
+        super().__init__(f"{message}\nstall report: {report_path}")
+        self.report_path = report_path
+
+
+def stall_report(program: Program, error: np.ndarray, held: np.ndarray, timeout_s: float) -> dict:
+    """What the kernel left at a stall: the watchdog record, where each block stood when it left (blocks
+    with no place had finished their passes or never waited) and every counter against its count per pass."""
+    names = program.meta.get("instructions", [])
+    block, word, stage, counter, expected, seen = (int(v) for v in error[1:7])
+    places = np.asarray(error[ERROR_PLACES:ERROR_PLACES + 4 * program.sms]).reshape(program.sms, 4)
+    blocks = []
+    for b, (step1, w, st, tile) in enumerate(places.tolist()):
+        if step1 == 0:
+            blocks.append({"block": b, "place": None})
+        else:
+            blocks.append({"block": b, "pass": step1 - 1, "word": w, "instruction": names[w] if w < len(names) else "",
+                           "stage": "reduce" if st else "main", "tile": tile})
+    counters = [{"counter": i, "name": e.name, "holds": int(h), "per_pass": e.expected, "producer": e.producer}
+                for i, (e, h) in enumerate(zip(program.counters, held, strict=True))]
+    return {"watchdog": {"block": block, "word": word, "instruction": names[word] if word < len(names) else "",
+                         "stage": "reduce" if stage else "main", "counter": counter, "expected": expected,
+                         "seen": seen, "timeout_s": timeout_s},
+            "program": dict(program.meta), "blocks": blocks, "counters": counters}
 
 
 def _module():
@@ -39,7 +70,10 @@ class Megakernel:
     """`program` bound to device weights and a session, run by the persistent kernel. `run(steps)` runs
     `steps` passes in one launch and checks the watchdog; `launch(steps)` only enqueues (benchmarks)."""
 
-    def __init__(self, program: Program, weights: DeviceWeights, session: DeviceSession, timeout_s: float = 0.5):
+    def __init__(self, program: Program, weights: DeviceWeights, session: DeviceSession, timeout_s: float = 0.5,
+                 report_dir: str | None = None):
+        """timeout_s: the watchdog's bound on one wait; report_dir: where stall reports go (default the
+        system's temporary directory)."""
         import cupy
 
         if not weights.serves(program):
@@ -73,8 +107,9 @@ class Megakernel:
             raise MegakernelError(f"{program.sms} blocks of {self.threads} threads with {self.smem} bytes of shared "
                                   f"memory cannot all be resident: {self.resident_per_sm} per SM x {sms} SMs")
         self.counters = cupy.zeros(max(1, len(program.counters)) * COUNTER_STRIDE, dtype=cupy.uint32)
-        self.error = cupy.zeros(ERROR_WORDS + 2, dtype=cupy.uint32)
+        self.error = cupy.zeros(ERROR_PLACES + 4 * program.sms, dtype=cupy.uint32)
         self.timeout_ns = int(timeout_s * 1e9)
+        self.report_dir = report_dir
         self.steps_run = 0
 
     def reset(self) -> None:
@@ -118,12 +153,19 @@ class Megakernel:
             return
         block, word, stage, counter, expected, seen = (int(v) for v in record[1:7])
         held = self.counters.get()[::COUNTER_STRIDE][:len(self.program.counters)]
+        path = self._write_report(stall_report(self.program, record, held, self.timeout_ns / 1e9))
         self.clear_counters()
         raise MegakernelStall(
             f"watchdog: block {block} waited {self.timeout_ns / 1e9:g} s for counter {counter} "
             f"({self.program.counters[counter].name}) to reach {expected} (it holds {seen}) before the "
             f"{'reduce' if stage else 'main'}-stage tiles of instruction {word}; every block stopped, counters "
-            f"cleared, reset the session.\n{self._first_incomplete(held)}")
+            f"cleared, reset the session.\n{self._first_incomplete(held)}", path)
+
+    def _write_report(self, report: dict) -> str:
+        fd, path = tempfile.mkstemp(prefix="megakernel_stall_", suffix=".json", dir=self.report_dir)
+        with os.fdopen(fd, "w") as f:
+            json.dump(report, f, indent=1)
+        return path
 
     def _first_incomplete(self, held: np.ndarray) -> str:
         """Waits cascade: name the earliest instruction (first step, then program order) with a completion

@@ -287,7 +287,11 @@ class Tokenizer:
 
     def __init__(self, json_path: str | os.PathLike):
         self._path = pathlib.Path(json_path)
-        self._hf = tokenizers.Tokenizer.from_file(str(self._path))
+        try:
+            self._hf = tokenizers.Tokenizer.from_file(str(self._path))
+        except Exception as e:  # the tokenizers library raises a bare Exception for a malformed file
+            reason = " ".join(str(e).split()) or type(e).__name__
+            raise CheckpointError(f"{self._path}: not a valid tokenizer.json ({reason})") from None
         self._token_bytes = _token_bytes_table(self._hf, self._path)
 
     @property
@@ -375,7 +379,10 @@ def _token_bytes_table(hf: tokenizers.Tokenizer, path: pathlib.Path) -> list[byt
         raise CheckpointError(f"{path}: BPE vocabulary is not ids 0..{ENDOFTEXT_ID - 1}")
     table = [b""] * DEFINED_VOCAB
     for text, token_id in vocab.items():
-        table[token_id] = _from_byte_level(text)
+        try:
+            table[token_id] = _from_byte_level(text)
+        except UnicodeEncodeError:
+            raise CheckpointError(f"{path}: BPE token {text!r} (id {token_id}) is not byte-level encoded") from None
     for token_id, content in added.items():
         table[token_id] = content.encode()
     return table

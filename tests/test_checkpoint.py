@@ -1,19 +1,24 @@
+import ast
+import hashlib
 import json
 import mmap
 import os
+import pathlib
 import shutil
+import struct
 
 import ml_dtypes
 import numpy as np
 import pytest
 
 from checkpoint_tools import edit_json, micro_config, rewrite_shard, shard_of
-from megakernel.checkpoint import INDEX_FILE, load_checkpoint
+from megakernel.checkpoint import INDEX_FILE, SafetensorsFile, load_checkpoint
 from megakernel.checkpoint_writer import save_checkpoint, write_synthetic_checkpoint
 from megakernel.config import load_config, preset
 from megakernel.errors import CheckpointError, ConfigError
 from megakernel.synthetic import synthetic_weights
 from megakernel.tensors import BF16, F8, layer_prefix, tensor_specs
+from megakernel.tokenizer import load_tokenizer
 
 NORM = layer_prefix(0) + "input_layernorm.weight"
 QKV = layer_prefix(0) + "linear_attn.in_proj_qkv.weight"
@@ -104,6 +109,34 @@ def test_hf_cache_symlinked_shards_load(tmp_path, good_dir):
     assert load_checkpoint(str(snapshot))[NORM].shape == (256,)
 
 
+def test_hf_cache_with_relative_symlinks_loads_the_same_tensors(tmp_path, good_dir, micro_weights):
+    """The real cache layout: snapshots/<rev>/<file> -> ../../blobs/<sha256>, config.json included."""
+    repo = tmp_path / "models--Qwen--micro"
+    blobs, revision = repo / "blobs", "0123456789abcdef0123456789abcdef01234567"
+    snapshot = repo / "snapshots" / revision
+    blobs.mkdir(parents=True)
+    snapshot.mkdir(parents=True)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(revision)
+    names = sorted(os.listdir(good_dir))
+    for name in names:
+        data = pathlib.Path(good_dir, name).read_bytes()
+        sha = hashlib.sha256(data).hexdigest()
+        (blobs / sha).write_bytes(data)
+        os.symlink(f"../../blobs/{sha}", snapshot / name)
+    assert "config.json" in names and sum(n.endswith(".safetensors") for n in names) > 1
+    assert all(os.readlink(snapshot / n).startswith("../../blobs/") for n in names)
+    assert_same_tensors(load_checkpoint(str(snapshot)), micro_weights)
+    assert_same_tensors(load_checkpoint(snapshot), load_checkpoint(good_dir))
+
+
+def test_paths_with_shell_metacharacters_are_only_paths(tmp_path, good_dir, micro_weights):
+    odd = tmp_path / "a b;$(touch pwned)`touch pwned2`'\"*"
+    shutil.copytree(good_dir, odd)
+    assert_same_tensors(load_checkpoint(str(odd)), micro_weights)
+    assert sorted(os.listdir(tmp_path)) == [odd.name] and not os.path.exists("pwned")
+
+
 def test_fp32_scales_and_fp32_A_log_are_accepted(broken):
     scale = QKV + "_scale_inv"
     def widen(t):
@@ -178,6 +211,100 @@ def test_truncated_shard(broken, keep):
         load_checkpoint(broken)
 
 
+# --- a shard that is not a well-formed safetensors file ----------------------------------------------------
+def safetensors_bytes(header, data=b"", length=None):
+    """A hand-made .safetensors file: 8-byte little-endian header length, header, data. `header` may be a
+    dict (JSON-encoded) or raw bytes; `length` overrides the header length field."""
+    raw = header if isinstance(header, bytes) else json.dumps(header).encode()
+    return struct.pack("<Q", len(raw) if length is None else length) + raw + data
+
+
+def f32(shape, begin, end):
+    return {"dtype": "F32", "shape": shape, "data_offsets": [begin, end]}
+
+
+def write_bytes(data):
+    return lambda path: pathlib.Path(path).write_bytes(data)
+
+
+GOOD = {"a": f32([2], 0, 8)}
+BAD_FILE_CASES = {
+    "header length larger than the file": (write_bytes(safetensors_bytes(GOOD, bytes(8), length=1000)),
+                                           r"header length field says 1000 bytes, the file has \d+ after it"),
+    "header length 2**62": (write_bytes(safetensors_bytes(GOOD, bytes(8), length=2**62)),
+                            f"header length field says {2**62} bytes"),
+    "header not JSON": (write_bytes(safetensors_bytes(b'{"a": {"dtype": "F32",')), "header is not valid JSON"),
+    "header JSON not an object": (write_bytes(safetensors_bytes(b"[1, 2, 3]")),
+                                  "header is a JSON list, expected an object"),
+    "header not UTF-8": (write_bytes(safetensors_bytes(b'{"\xff\xfe": {}}')), r"header is not UTF-8 \(byte 2"),
+    "header entry not a tensor": (write_bytes(safetensors_bytes({"a": 5})),
+                                  "tensor 'a' is not an object with dtype, shape and data_offsets"),
+    "tensor name twice": (write_bytes(safetensors_bytes(b'{"a": {}, "a": {}}')), "header names 'a' twice"),
+    "data_offsets past the end": (write_bytes(safetensors_bytes({"a": f32([4], 0, 16)}, bytes(8))),
+                                  r"tensor 'a': data_offsets \[0, 16\] point past the end of the file"),
+    "data_offsets disagree with dtype x shape": (write_bytes(safetensors_bytes({"a": f32([3], 0, 8)}, bytes(8))),
+                                                 r"tensor 'a': F32 \[3\] takes 12 bytes but data_offsets "
+                                                 r"\[0, 8\] span 8"),
+    "overlapping tensors": (write_bytes(safetensors_bytes({"a": f32([2], 0, 8), "b": f32([2], 4, 12)}, bytes(12))),
+                            r"tensors 'a' and 'b' overlap \(bytes 4..8\)"),
+    "bytes that belong to no tensor": (write_bytes(safetensors_bytes(GOOD, bytes(12))),
+                                       "data bytes 8..12 belong to no tensor"),
+    "empty file": (write_bytes(b""), "0 bytes, shorter than the 8-byte header length"),
+    "a directory": (os.mkdir, "is a directory, expected a safetensors file"),
+    "a dangling symlink": (lambda path: os.symlink("../blobs/never-downloaded", path),
+                           r"dangling symlink \(its target \.\./blobs/never-downloaded does not exist\)"),
+}
+
+
+@pytest.mark.parametrize("layout", ["sharded", "single file"])
+@pytest.mark.parametrize("case", sorted(BAD_FILE_CASES))
+def test_malformed_safetensors_file_is_refused_in_one_clear_line(tmp_path, broken, case, layout):
+    make, message = BAD_FILE_CASES[case]
+    if layout == "sharded":
+        checkpoint, shard = broken, shard_of(broken, QKV)  # the other shards are intact
+        os.remove(shard)
+    else:
+        checkpoint = str(tmp_path / "single")
+        os.mkdir(checkpoint)
+        shutil.copy(os.path.join(broken, "config.json"), checkpoint)
+        shard = os.path.join(checkpoint, "model.safetensors")
+    make(shard)
+    result = None
+    with pytest.raises(CheckpointError, match=message) as e:
+        result = load_checkpoint(checkpoint)
+    assert result is None
+    text = str(e.value)
+    assert text.startswith(shard + ": ") and "\n" not in text, text
+    assert e.value.__cause__ is None and (e.value.__context__ is None or e.value.__suppress_context__)  # no chain
+
+
+def test_hand_made_safetensors_helper_makes_a_valid_file(tmp_path):
+    """The bad-file cases above differ from this valid file in one defect each."""
+    path = tmp_path / "ok.safetensors"
+    path.write_bytes(safetensors_bytes({"__metadata__": {"format": "pt"}, **GOOD}, np.arange(2, dtype="<f4").tobytes()))
+    f = SafetensorsFile(str(path))
+    assert list(f.entries) == ["a"] and f.array("a").tolist() == [0.0, 1.0]
+
+
+@pytest.mark.parametrize("make", [os.mkdir, lambda p: os.symlink("missing.json", p)], ids=["directory", "dangling"])
+def test_unreadable_index_is_refused(broken, make):
+    index = os.path.join(broken, INDEX_FILE)
+    os.remove(index)
+    make(index)
+    with pytest.raises(CheckpointError, match=f"^{index}: (cannot be read|dangling symlink)"):
+        load_checkpoint(broken)
+
+
+@pytest.mark.parametrize("content", [b'{"model": ', b"{}", b"[1, 2]", b"\xff\xfe", b""],
+                         ids=["truncated", "no model", "a list", "not UTF-8", "empty"])
+def test_malformed_tokenizer_json_is_refused_in_one_clear_line(tmp_path, content):
+    (tmp_path / "tokenizer.json").write_bytes(content)
+    with pytest.raises(CheckpointError, match="not a valid tokenizer.json") as e:
+        load_tokenizer(tmp_path)
+    path = str((tmp_path / "tokenizer.json").resolve())
+    assert str(e.value).startswith(path + ": ") and "\n" not in str(e.value)
+
+
 def test_tensor_the_config_does_not_know(broken):
     extra = layer_prefix(8) + "input_layernorm.weight"  # micro has 8 layers: 0..7
     rewrite_shard(shard_of(broken, NORM), lambda t: t.update({extra: t[NORM].copy()}))
@@ -242,3 +369,76 @@ def test_manifest_dtypes_match_the_fp8_release():
     assert len([s for s in specs if s.name.startswith("mtp.")]) == 22
     per_layer = [sum(s.name.startswith(layer_prefix(i)) for s in specs) for i in (0, 3)]
     assert per_layer == [20, 18]
+
+
+# --- no pickle, no code execution, no shell ----------------------------------------------------------------
+PACKAGES = ("megakernel", "compiler", "isa", "discrete", "experiments")  # experiments: they read .npz files
+UNSAFE_MODULES = {"pickle", "_pickle", "cPickle", "cloudpickle", "dill", "joblib", "marshal", "shelve"}
+UNSAFE_CALLS = {"eval", "exec", "os.system", "os.popen", "torch.load", "yaml.load", "yaml.unsafe_load"}
+NUMPY_LOADS = {"np.load", "numpy.load"}
+
+
+def _dotted(node):
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        return ".".join([node.id, *reversed(parts)])
+    return None
+
+
+def unsafe_uses(source, filename):
+    """'file:line: what' for each use of pickle-like modules, eval/exec, os.system/popen, torch.load,
+    allow_pickle=True, np.load without allow_pickle=False, and shell=True (comments and strings ignored)."""
+    found = []
+    for node in ast.walk(ast.parse(source, filename)):
+        where = f"{filename}:{getattr(node, 'lineno', 0)}"
+        if isinstance(node, ast.Import):
+            found += [f"{where}: import {a.name}" for a in node.names if a.name.split(".")[0] in UNSAFE_MODULES]
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if module.split(".")[0] in UNSAFE_MODULES:
+                found.append(f"{where}: from {module} import")
+            found += [f"{where}: from {module} import {a.name}" for a in node.names
+                      if f"{module}.{a.name}" in UNSAFE_CALLS or a.name in UNSAFE_MODULES]
+        elif isinstance(node, ast.Call):
+            name = _dotted(node.func)
+            if name in UNSAFE_CALLS or (name or "").split(".")[0] in UNSAFE_MODULES:
+                found.append(f"{where}: {name}(...)")
+            keywords = {k.arg: k.value for k in node.keywords if k.arg}
+            flag = {k: v.value if isinstance(v, ast.Constant) else v for k, v in keywords.items()}
+            if "shell" in flag and flag["shell"] is not False:
+                found.append(f"{where}: shell=")
+            if "allow_pickle" in flag and flag["allow_pickle"] is not False:
+                found.append(f"{where}: allow_pickle=")
+            elif name in NUMPY_LOADS and "allow_pickle" not in flag:
+                found.append(f"{where}: {name} without allow_pickle=False")
+    return found
+
+
+def test_package_never_unpickles_evaluates_or_uses_a_shell():
+    root = pathlib.Path(__file__).resolve().parent.parent
+    files = [p for package in PACKAGES for p in sorted((root / package).rglob("*.py"))]
+    assert len(files) >= 20 and {p.relative_to(root).parts[0] for p in files} == set(PACKAGES)
+    found = [hit for p in files for hit in unsafe_uses(p.read_text(encoding="utf-8"), str(p.relative_to(root)))]
+    assert found == []
+
+
+@pytest.mark.parametrize("planted", [
+    "import pickle", "import pickle as p", "from pickle import loads", "import dill", "import marshal",
+    "from os import system", "x = eval('1')", "exec('x = 1')", "os.system('ls ' + path)", "os.popen(cmd)",
+    "torch.load(path)", "torch.load(path, weights_only=True)", "np.load(path, allow_pickle=True)", "np.load(path)",
+    "numpy.load(path, allow_pickle=flag)", "subprocess.run(cmd, shell=True)", "subprocess.run(cmd, shell=flag)",
+    "pickle.loads(data)", "yaml.load(text)",
+])
+def test_unsafe_use_scanner_finds_a_planted_use(tmp_path, planted):
+    path = tmp_path / "planted.py"
+    path.write_text(f'"""Docstrings may say pickle, eval( and shell=True."""\nimport os\n\n\ndef f():\n    {planted}\n')
+    assert [hit.split(": ")[0] for hit in unsafe_uses(path.read_text(), "planted.py")] == ["planted.py:6"]
+
+
+def test_unsafe_use_scanner_accepts_safe_uses():
+    safe = ("np.load(path, allow_pickle=False)\nsubprocess.run(['git', 'rev-parse'], shell=False)\n"
+            "model.eval()\nre.compile(r'x')\n# import pickle\ns = 'os.system(x)'\n")
+    assert unsafe_uses(safe, "safe.py") == []

@@ -1,14 +1,16 @@
 import json
 import os
+import shutil
 import subprocess
 import sys
+import types
 
 import pytest
 
 from megakernel.cli import main
 from megakernel.checkpoint_writer import save_checkpoint
 from megakernel.synthetic import synthetic_weights
-from checkpoint_tools import micro_config
+from checkpoint_tools import edit_json, micro_config
 
 
 def run(capsys, *argv):
@@ -17,9 +19,36 @@ def run(capsys, *argv):
     return code, out, err
 
 
+@pytest.fixture(scope="module")
+def tiny_checkpoint(tmp_path_factory):
+    """`megakernel make-checkpoint --preset tiny ...`, written once for the module; read-only for tests."""
+    out_dir = str(tmp_path_factory.mktemp("ckpt") / "tiny")
+    assert main(["make-checkpoint", "--preset", "tiny", "--seed", "2", "--out", out_dir, "--pow2-scales",
+                 "--shard-size", "200MB"]) == 0
+    return out_dir
+
+
+def variant_of(checkpoint, tmp_path, edit_config):
+    """A copy of `checkpoint` (its tensor shards hard-linked where possible) whose config.json
+    edit_config(text_config) has changed."""
+    out = tmp_path / "variant"
+    out.mkdir()
+    for name in os.listdir(checkpoint):
+        src, dst = os.path.join(checkpoint, name), out / name
+        if name == "config.json":
+            shutil.copy(src, dst)
+            continue
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy(src, dst)
+    edit_json(out / "config.json", lambda j: edit_config(j["text_config"]))
+    return str(out)
+
+
 def test_module_entry_point_and_help():
     for argv in (["--help"], ["info", "--help"], ["make-checkpoint", "--help"], ["tokenize", "--help"],
-                 ["detokenize", "--help"]):
+                 ["detokenize", "--help"], ["generate", "--help"]):
         r = subprocess.run([sys.executable, "-m", "megakernel", *argv], capture_output=True, text=True, timeout=60)
         assert r.returncode == 0 and "usage: megakernel" in r.stdout, (argv, r.stderr)
 
@@ -48,11 +77,8 @@ def test_info_reads_a_checkpoint_directory(capsys, tmp_path):
     assert code == 0 and json.loads(out)["vocab_size"] == 2048
 
 
-def test_make_checkpoint_writes_a_loadable_directory(capsys, tmp_path):
-    out_dir = str(tmp_path / "tiny")
-    code, out, _ = run(capsys, "make-checkpoint", "--preset", "tiny", "--seed", "2", "--out", out_dir,
-                       "--pow2-scales", "--shard-size", "200MB")
-    assert code == 0 and "wrote" in out
+def test_make_checkpoint_writes_a_loadable_directory(capsys, tiny_checkpoint):
+    out_dir = tiny_checkpoint  # written by the fixture: make-checkpoint --preset tiny --seed 2 --pow2-scales
     with open(os.path.join(out_dir, "config.json")) as f:
         assert json.load(f)["megakernel_synthetic"] == {
             "generator": "megakernel.synthetic.v1", "preset": "tiny", "seed": 2, "pow2_scales": True}
@@ -82,24 +108,147 @@ def test_tokenize_detokenize_round_trip(capsys):
     (["detokenize", "248077"], "248077"),
     (["detokenize", "--", "-1"], "-1"),
     (["generate", "--prompt", "hi", "--draft-vocab", "working"], "--draft-vocab working needs --spec-k"),
+    # requests: all refused before any weights are built
+    (["generate", "--prompt", ""], "the prompt is empty"),
+    (["generate", "--prompt-ids", ""], "the prompt is empty"),
+    (["generate", "--prompt-ids", " , "], "the prompt is empty"),
+    (["generate", "--prompt", "hi", "--max-new-tokens", "0"], "--max-new-tokens must be at least 1, got 0"),
+    (["generate", "--prompt", "hi", "--max-new-tokens", "-5"], "--max-new-tokens must be at least 1"),
+    (["generate", "--prompt", "hi", "--context", "0"], "--context must be at least 1"),
+    (["generate", "--prompt-ids", "9707,248077"], "[0, 248077): got 248077 at position 1"),
+    (["generate", "--prompt-ids", "248319"], "got 248319 at position 0"),  # a padding row of the table
+    (["generate", "--prompt-ids", "9707 248320 11"], "got 248320 at position 1"),
+    (["generate", "--prompt-ids=-1,9707"], "got -1 at position 0"),
+    # conflicting flags
+    (["generate", "--prompt", "hi", "--top-k", "5"], "--top-k / --top-p need --temperature > 0"),
+    (["generate", "--prompt", "hi", "--top-p", "0.9"], "--top-k / --top-p need --temperature > 0"),
+    (["generate", "--prompt", "hi", "--spec-k", "2"], "--spec-k needs a backend that runs the compiled Programs"),
+    (["generate", "--prompt", "hi", "--backend", "reference", "--spec-k", "2"], "--spec-k needs a backend"),
+    (["generate", "--prompt", "hi", "--backend", "interpreter", "--spec-k", "9"], "--spec-k / k must be 1..7"),
+    (["generate", "--prompt", "hi", "--backend", "interpreter", "--numerics", "oracle"], "use --numerics engine"),
+    (["generate", "--prompt", "hi", "--backend", "megakernel", "--numerics", "oracle"], "use --numerics engine"),
+    (["generate", "--prompt-ids", "1,2", "--chat"], "--chat wraps --prompt text"),
+    (["info", "--context", "1024"], "--context needs --device"),
+    (["info", "--device", "--context", "0"], "--context must be at least 1"),
+    # argparse's own errors: one line too
+    (["generate", "--prompt", "hi", "--prompt-ids", "1"], "generate: argument --prompt-ids: not allowed with argument --prompt"),
+    (["generate", "--max-new-tokens", "3"], "generate: one of the arguments --prompt --prompt-ids is required"),
+    (["generate", "--prompt-ids", "1,x"], "generate: argument --prompt-ids: bad token ids '1,x'"),
+    (["generate", "--prompt", "hi", "--backend", "cuda"], "generate: argument --backend: invalid choice: 'cuda'"),
+    (["generate", "--prompt", "hi", "--max-new-tokens", "many"], "invalid int value: 'many'"),
+    (["info", "--nonsense"], "unrecognized arguments: --nonsense"),
+    (["make-checkpoint", "--preset", "tiny", "--out", "x", "--shard-size", "lots"], "bad size 'lots'"),
+    (["frobnicate"], "argument command: invalid choice: 'frobnicate'"),
+    ([], "the following arguments are required: command"),
 ])
 def test_user_errors_are_one_line_and_exit_2(capsys, argv, message):
     code, out, err = run(capsys, *argv)
-    assert code == 2 and message in err and err.count("\n") == 1 and err.startswith("megakernel: error:")
+    assert code == 2 and message in err and err.count("\n") == 1 and err.startswith("megakernel: error:"), err
+    assert out == ""
 
 
 def test_argument_errors_exit_2():
     r = subprocess.run([sys.executable, "-m", "megakernel", "make-checkpoint", "--preset", "tiny", "--out", "x",
                         "--shard-size", "lots"], capture_output=True, text=True, timeout=60)
-    assert r.returncode == 2 and "bad size" in r.stderr
+    assert r.returncode == 2 and r.stderr == ("megakernel: error: make-checkpoint: argument --shard-size: bad size "
+                                              "'lots' (examples: 4GB, 500MB, 1048576)\n") and r.stdout == ""
 
 
-@pytest.mark.parametrize("command", ["trace", "bench"])
-def test_the_gpu_commands_without_a_gpu_say_so(command, capsys):
+def test_help_and_version_still_exit_0(capsys):
+    assert main(["generate", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "usage: megakernel generate" in out and "--prompt-ids" in out
+    assert main(["--version"]) == 0 and capsys.readouterr().out.startswith("megakernel ")
+
+
+@pytest.mark.parametrize("argv", [["trace", "--out", "unused.json"], ["bench", "--out", "unused.json"],
+                                  ["info", "--device"], ["info", "--device", "--context", "128", "--json"],
+                                  ["generate", "--prompt", "hi", "--backend", "graph"],
+                                  ["generate", "--prompt", "hi", "--backend", "megakernel", "--spec-k", "3"]])
+def test_the_gpu_commands_without_a_gpu_say_so(argv, capsys):
     try:
         import cupy  # noqa: F401
         pytest.skip("CuPy is present: the command would run")
     except ImportError:
         pass
-    assert main([command, "--out", "unused.json"]) == 2
-    assert "needs an NVIDIA GPU" in capsys.readouterr().err
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "needs an NVIDIA GPU" in err and err.count("\n") == 1
+
+
+def test_a_prompt_longer_than_the_session_is_context_full_not_an_error(capsys):
+    code, out, err = run(capsys, "generate", "--prompt-ids", "9707 11 13 17", "--context", "4", "--json")
+    assert code == 0 and err == ""
+    result = json.loads(out)
+    assert (result["prompt_ids"], result["tokens"], result["stop_reason"]) == ([9707, 11, 13, 17], [], "context_full")
+    code, out, err = run(capsys, "generate", "--prompt-ids", "9707,11", "--context", "4", "--max-new-tokens", "9")
+    assert code == 0 and "[2 tokens, context_full," in err  # 2 prompt + 2 generated fill the 4 rows
+
+
+def test_a_checkpoint_whose_config_does_not_match_its_tensors_is_one_line_exit_2(capsys, tiny_checkpoint, tmp_path):
+    broken = variant_of(tiny_checkpoint, tmp_path, lambda t: t.update(intermediate_size=768))
+    code, out, err = run(capsys, "generate", "--model", broken, "--prompt", "hi", "--max-new-tokens", "1")
+    assert code == 2 and out == "" and err.count("\n") == 1 and err.startswith("megakernel: error:")
+    assert "shape [512, 256], expected [768, 256] from config.json" in err, err
+
+
+class FakeOutOfMemory(Exception):
+    pass
+
+
+def fake_cupy(free, total, name=b"NVIDIA H200"):
+    """What `info --device` and the out-of-memory message read of CuPy."""
+    runtime = types.SimpleNamespace(memGetInfo=lambda: (free, total), getDeviceProperties=lambda i: {"name": name})
+    cuda = types.SimpleNamespace(runtime=runtime, Device=lambda: types.SimpleNamespace(id=0),
+                                 memory=types.SimpleNamespace(OutOfMemoryError=FakeOutOfMemory))
+    return types.SimpleNamespace(cuda=cuda, get_default_memory_pool=lambda: types.SimpleNamespace(
+        free_all_blocks=lambda: None))
+
+
+def test_info_device_reports_the_sessions_that_fit(capsys, monkeypatch):
+    from megakernel.budgets import DEVICE_RESERVE_BYTES, session_plan
+    from megakernel.config import preset
+
+    plan = session_plan(preset("tiny"), 256)
+    need = plan["weight_arena_bytes"] + plan["weight_staging_bytes"] + DEVICE_RESERVE_BYTES
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy(need + 5 * plan["session_bytes"] + 1, 150 * 10**9))
+    code, out, _ = run(capsys, "info", "--device", "--context", "256", "--json")
+    info = json.loads(out)
+    assert code == 0 and info["device"] == "NVIDIA H200" and info["device_total_bytes"] == 150 * 10**9
+    assert {k: info[k] for k in plan} == plan and info["context"] == 256
+    assert info["reserve_bytes"] == DEVICE_RESERVE_BYTES and info["sessions_that_fit"] == 5
+    assert info["layers"] == 8  # the configuration and budgets as without --device
+    code, out, _ = run(capsys, "info", "--device", "--context", "256")
+    assert code == 0 and "sessions_that_fit" in out and "sessions of 256 tokens" in out and "GB" in out
+    code, out, _ = run(capsys, "info", "--device", "--json")  # default context: generate's
+    assert code == 0 and json.loads(out)["context"] == 4096
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy(need - 1, 150 * 10**9))
+    code, out, _ = run(capsys, "info", "--device", "--context", "256", "--json")
+    assert code == 0 and json.loads(out)["sessions_that_fit"] == 0
+
+
+def test_info_device_reads_no_weights_of_a_checkpoint(capsys, monkeypatch, tiny_checkpoint, tmp_path):
+    ckpt = variant_of(tiny_checkpoint, tmp_path, lambda t: None)
+    for name in os.listdir(ckpt):
+        if name.endswith(".safetensors"):
+            os.remove(os.path.join(ckpt, name))
+            with open(os.path.join(ckpt, name), "wb") as f:
+                f.write(b"not weights")
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy(200 * 10**9, 200 * 10**9))
+    code, out, err = run(capsys, "info", "--model", ckpt, "--device", "--context", "64", "--json")
+    assert code == 0, err
+    assert json.loads(out)["sessions_that_fit"] > 1000
+
+
+def test_a_gpu_backend_out_of_memory_is_one_line_with_the_figures(capsys, monkeypatch):
+    import discrete.backend
+
+    class Exhausted:
+        def __init__(self, *args, **kwargs):
+            raise FakeOutOfMemory("out of memory allocating 1,000,000 bytes")
+
+    monkeypatch.setattr(discrete.backend, "DiscreteBackend", Exhausted)
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy(10**9, 150 * 10**9))
+    code, out, err = run(capsys, "generate", "--backend", "graph", "--prompt", "hi", "--context", "512")
+    assert code == 2 and err.count("\n") == 1 and err.startswith("megakernel: error: out of device memory")
+    assert "512-token session" in err and "(0 such sessions fit)" in err and "--context" in err

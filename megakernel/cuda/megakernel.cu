@@ -8,7 +8,8 @@
 //
 // Watchdog: a wait that does not complete within `timeout_ns` writes one error record (first writer
 // wins) and raises the abort flag; every block polls that flag while it waits, so all blocks leave
-// and the GPU stays usable. The host turns the record into an error naming the instruction.
+// (each writing where it stood) and the GPU stays usable. The host turns the record into an error
+// naming the instruction and a stall report file.
 //
 // Tracing (the megakernel_trace entry only): per (step, word, stage, block) the block's start, the
 // time its waits were done, its end (%globaltimer ns) and its tile count. The plain entry compiles
@@ -22,6 +23,7 @@ namespace mk {
 
 constexpr int COUNTER_STRIDE = 32;  // u32 per counter: each on its own 128-byte line (ISA.md)
 constexpr int ERROR_WORDS = 8;      // flag, block, word, stage, counter, expected, seen, 0; then u64 clock
+constexpr int ERROR_PLACES = ERROR_WORDS + 2;  // then per block: step + 1 (0: no record), word, stage, tile
 constexpr int TRACE_WORDS = 8;      // u64 start, u64 ready, u64 end, u32 tiles, u32 wait polls
 
 // The megakernel sizes its shared memory by the GEMV tiles (persistent.py: at least the fixed part and
@@ -33,7 +35,7 @@ struct Run {
     const u8* weights;
     const u8* program;
     u32* counters;
-    u32* error;  // ERROR_WORDS u32 + u64 clock; error[0] != 0: a watchdog fired (the abort flag)
+    u32* error;  // ERROR_WORDS u32 + u64 clock + 4 u32 per block; error[0] != 0: a watchdog fired (abort)
     u64* trace;  // [steps][words][2 stages][G] x TRACE_WORDS / 2 u64, or nullptr
     int step_base, steps;
     u64 timeout_ns;
@@ -194,6 +196,10 @@ __device__ inline void interpret(const Run& run) {
                 u32 polls = 0;
                 if (TRACE && tile == first) trace_start = global_ns(), trace_polls = 0;
                 go = wait_tile(run, ctx, ctx.word(i), i, stage, tile, run.step_base + step, polls) ? 1 : 0;
+                if (!go) {  // stopped by the watchdog: where this block stood, for the host's stall report
+                    volatile u32* place = run.error + ERROR_PLACES + 4 * b;
+                    place[0] = step + 1, place[1] = i, place[2] = stage, place[3] = tile;
+                }
                 if (TRACE) {
                     trace_polls = trace_polls + polls;
                     if (tile == first) trace_ready = global_ns();

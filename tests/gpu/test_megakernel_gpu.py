@@ -118,13 +118,15 @@ def test_27b_synthetic_256_greedy_passes_equal_graph(big):
     greedy_compare(program, graph, mega, config, steps=256)
 
 
-def test_watchdog_stops_a_stalled_kernel_and_the_gpu_stays_usable(tiny_weights):
+def test_watchdog_stops_a_stalled_kernel_and_the_gpu_stays_usable(tiny_weights, tmp_path):
+    import json
+
     program = lower(tiny_weights.config, rows=1, sms=132, capacity=16, debug_logits=True)
     weights = DeviceWeights.from_weightset(program, tiny_weights, progress=False)
     index = next(i for i, w in enumerate(program.words) if w.opcode.name == "GDN_CORE")
     broken = impossible_wait(program, index)
     session = DeviceSession(program)
-    mega = Megakernel(broken, weights, session, timeout_s=0.2)
+    mega = Megakernel(broken, weights, session, timeout_s=0.2, report_dir=str(tmp_path))
     session.set_tokens([TOKENS[0]], tiny_weights.config.vocab_size)
     t0 = time.perf_counter()
     with pytest.raises(MegakernelStall) as stall:
@@ -133,6 +135,15 @@ def test_watchdog_stops_a_stalled_kernel_and_the_gpu_stays_usable(tiny_weights):
     assert elapsed < 1.0, f"the watchdog took {elapsed:.2f} s"
     # the stall cascades to the blocks waiting on what it never produces: the report names the root
     assert program.line(index, program.words[index]) in str(stall.value), str(stall.value)
+    # the stall report: every block left its place, none past the stalled word's pass (every later word
+    # depends on it), the watchdog's block where its record says, and the counters of the stop (before
+    # they were cleared)
+    report = json.loads(open(stall.value.report_path).read())
+    places = [b for b in report["blocks"] if b.get("place", True) is not None]
+    assert len(report["blocks"]) == 132 and len(places) == 132, report["blocks"]
+    assert all(b["pass"] == 0 and b["word"] >= index for b in places)
+    assert report["blocks"][report["watchdog"]["block"]]["word"] == report["watchdog"]["word"]
+    assert any(c["holds"] > 0 for c in report["counters"])
     # the GPU is usable and the good Program runs, matching the graph build
     program2, graph, good = pair(lambda p: weights, tiny_weights.config, capacity=16)
     greedy_compare(program2, graph, good, tiny_weights.config, steps=4)
