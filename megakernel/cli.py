@@ -270,7 +270,6 @@ def cmd_compile(args: argparse.Namespace) -> None:
 
 def _require_gpu(command: str):
     """CuPy, or a clear error for a command that runs on the GPU."""
-
     try:
         import cupy
     except ImportError as e:
@@ -280,7 +279,6 @@ def _require_gpu(command: str):
 
 def cmd_trace(args: argparse.Namespace) -> None:
     """The megakernel's per-block trace of `--steps` passes at `--context` (synthetic weights on the GPU)."""
-
     _require_gpu("trace")
     import numpy as np
 
@@ -319,7 +317,6 @@ def cmd_trace(args: argparse.Namespace) -> None:
 def cmd_bench(args: argparse.Namespace) -> None:
     """Backends interleaved on one session (GPU): results JSON in the contract's layout, optional plot."""
     import datetime
-
 
     cupy = _require_gpu("bench")
     from compiler import lower
