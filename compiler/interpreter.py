@@ -26,6 +26,7 @@ from isa.opcodes import (
     control_base,
 )
 from megakernel import plan
+from megakernel.errors import InputError
 from megakernel.fp8 import BF16, E4M3
 from megakernel.reference import gdn, ops
 from megakernel.reference.numerics import F32, bf16
@@ -144,8 +145,6 @@ class Interpreter:
         vocab = self.weights.config.vocab_size if vocab is None else vocab
         bad = [t for t in tokens if not 0 <= t < vocab]
         if bad:
-            from megakernel.errors import InputError
-
             raise InputError(f"token ids {bad} outside the vocabulary [0, {vocab})")
         first = self._lane() + CTRL_TOKENS_IN
         self.view(0)[0, first:first + len(tokens)] = tokens

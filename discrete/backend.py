@@ -69,8 +69,10 @@ class DiscreteBackend(ProgramBackend):
         if not self.weights.serves(self.program):
             raise ValueError("the device weights were laid out for another model's weight table")
         self.config, self.mode, self.capacity, self.watchdog_s = config, mode, capacity, watchdog_s
-        # the kept rows' hidden move through this (an in-place copy would allocate a temporary every pass)
-        self._hidden_scratch = self.session.view("hidden").copy()
+        # the kept rows' hidden move through a scratch copy (an in-place copy would allocate a temporary
+        # every pass)
+        self._hidden = self.session.view("hidden")
+        self._hidden_scratch = self._hidden.copy()
         self.vocab = config.vocab_size
         self.defined_vocab = config.defined_vocab
         self._runners: dict[int, object] = {}
@@ -137,7 +139,7 @@ class DiscreteBackend(ProgramBackend):
         cupy.take(self.weights.tensor(self.program, LM_HEAD), ids[0], axis=0, out=self.session.view("mtp.draft_head"))
 
     def _move_hidden(self, src: int, dst: int, rows: int) -> None:
-        hidden, scratch = self.session.view("hidden"), self._hidden_scratch
+        hidden, scratch = self._hidden, self._hidden_scratch
         scratch[:rows] = hidden[src:src + rows]
         hidden[dst:dst + rows] = scratch[:rows]
 

@@ -20,8 +20,6 @@ import time
 
 import numpy as np
 
-from isa import Kind
-
 PROMPT = [9707, 11, 1879, 0, 151, 77, 3000, 42, 5, 6, 7, 12, 13, 14, 15, 16]
 PROBE_CONTEXT = 1024
 
@@ -29,19 +27,9 @@ PROBE_CONTEXT = 1024
 def probe_ms(backend, iters: int = 20) -> float:
     """Median device ms of the one-row pass at PROBE_CONTEXT (it writes that position: run it only when
     the session's contents no longer matter)."""
-    from discrete.backend import device_pass
-    from megakernel.abtest import median_event_ms
+    from megakernel.specbench import pass_ms
 
-    runner = backend._runner(1)
-    launch = device_pass(runner, backend.mode)
-
-    def one():
-        backend.session.set_position(PROBE_CONTEXT - 1)
-        launch()
-    ms = median_event_ms(one, iters)
-    if backend.mode == "megakernel":
-        runner.check()
-    return round(ms, 4)
+    return pass_ms(backend, backend._runner(1), PROBE_CONTEXT, iters)
 
 
 def fork_cost(session, prefix: int, repeats: int = 5) -> dict:
@@ -115,7 +103,7 @@ def main() -> None:
         runs[mode] = decode(backend, args.tokens, args.window)
         print(mode, {k: v for k, v in runs[mode].items() if k != "tokens"}, flush=True)
     graph, mega = builds["graph"], builds["megakernel"]
-    prefix = max(b.offset + b.nbytes for b in graph.session.program.buffers if b.kind != Kind.ACTIVATION)
+    prefix = graph.session.program.state_end
     same_tokens = runs["graph"]["tokens"] == runs["megakernel"]["tokens"]
     same_state = bool(cupy.array_equal(graph.session.arena[:prefix], mega.session.arena[:prefix]))
     valid = all(0 <= t < graph.defined_vocab for t in runs["graph"]["tokens"])

@@ -21,13 +21,7 @@ import time
 
 import numpy as np
 
-from isa import Kind
 from isa.opcodes import CTRL_PENDING, CTRL_SPECULATIVE, MAX_ROWS
-
-
-def session_bytes(program) -> int:
-    """The arena prefix holding every session buffer (they come first, identically in every Program)."""
-    return max(b.offset + b.nbytes for b in program.buffers if b.kind != Kind.ACTIVATION)
 
 
 def main() -> None:
@@ -50,7 +44,7 @@ def main() -> None:
     mega = DiscreteBackend(model, args.capacity, "megakernel", weights=graph.weights)
     vocab = graph.defined_vocab
     rng = np.random.default_rng(args.seed)
-    prefix = session_bytes(graph.session.program)
+    prefix = graph.session.program.state_end  # the session buffers, identical in every Program
     kinds = {"target": 0, "speculative": 0, "refold": 0, "mtp": 0, "mtp-chained": 0}
     rows_seen, stalls, mismatches = np.zeros(MAX_ROWS + 1, int), [], []
     t0 = time.perf_counter()

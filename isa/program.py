@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from . import word as word_mod
-from .opcodes import GEMV_OPS, NO_BUFFER, NO_LAYER, WaitMode
+from .opcodes import GEMV_OPS, NO_BUFFER, NO_LAYER, Flag, WaitMode
 from .word import WORD_BYTES, Word
 
 MAGIC = b"MKPG"
@@ -80,6 +80,14 @@ class WeightEntry:
     scale_offset: int = NO_OFFSET
 
     @property
+    def nbytes(self) -> int:
+        """The weight's bytes, its block scales included."""
+        n = self.rows * self.cols * self.dtype.size
+        if self.scale_dtype != DType.NONE:
+            n += -(-self.rows // SCALE_BLOCK) * -(-self.cols // SCALE_BLOCK) * self.scale_dtype.size
+        return n
+
+    @property
     def end(self) -> int:
         """One past the weight's last byte in the weight arena, its block scales included."""
         end = self.offset + self.rows * self.cols * self.dtype.size
@@ -109,6 +117,20 @@ class Program:
     @property
     def arena_bytes(self) -> int:
         return max((b.offset + b.nbytes for b in self.buffers), default=0)
+
+    @property
+    def state_end(self) -> int:
+        """One past the session buffers' last byte: control and state come first in the arena
+        (compiler/allocate.py)."""
+        return max((b.offset + b.nbytes for b in self.buffers if b.kind != Kind.ACTIVATION), default=0)
+
+    def gemv_weights(self, word: Word) -> list[WeightEntry]:
+        """A GEMV word's weight segments: its weight-table entries or, with Flag.WORKING_VOCAB, the session's
+        gathered head rows (bf16, no scales) as an entry of their own."""
+        if word.flags & Flag.WORKING_VOCAB:
+            b = self.buffers[word.buf_aux2]
+            return [WeightEntry(b.name, b.rows, b.cols, DType.BF16)]
+        return self.weights[word.weight_first:word.weight_first + word.weight_count]
 
     def session_layout(self) -> tuple:
         """(name, offset, bytes) of the session buffers (control and state): Programs that share a session

@@ -53,18 +53,10 @@ def budgets(c: ModelConfig) -> dict[str, int | float]:
 def instruction_bytes(program, word, context: int) -> int:
     """Bytes one instruction of a compiled Program must move at least once per pass: its weights (and
     scales), the KV rows it reads at `context`, the GDN state it reads and writes."""
-    from isa import GEMV_OPS, Flag, Op
-    from isa.program import SCALE_BLOCK
+    from isa import GEMV_OPS, Op
 
-    if word.opcode in GEMV_OPS and word.flags & Flag.WORKING_VOCAB:  # the session's gathered head rows
-        return program.buffers[word.buf_aux2].nbytes
     if word.opcode in GEMV_OPS:
-        total = 0
-        for e in program.weights[word.weight_first:word.weight_first + word.weight_count]:
-            total += e.rows * e.cols * e.dtype.size
-            if e.scale_dtype:
-                total += -(-e.rows // SCALE_BLOCK) * -(-e.cols // SCALE_BLOCK) * e.scale_dtype.size
-        return total
+        return sum(e.nbytes for e in program.gemv_weights(word))
     if word.opcode in (Op.ATTN_SCORES, Op.ATTN_PV):
         kv_heads, head_dim = word.params[1], word.params[2]
         return context * kv_heads * head_dim * BF16_BYTES

@@ -86,7 +86,7 @@ def gemv_smem_bytes(program) -> int:
     """Least dynamic shared memory of a Program's GEMV tiles: the fixed part, the k-slice's bf16 input rows,
     then a weight ring of two k-blocks per warp (gemv_tile.cuh), for the neediest word. Launches give them
     the device's maximum (the ring takes the rest)."""
-    from isa import GEMV_OPS, DType, Flag
+    from isa import GEMV_OPS, DType
 
     from . import plan
 
@@ -96,9 +96,6 @@ def gemv_smem_bytes(program) -> int:
     for w in program.words:
         if w.opcode in GEMV_OPS:
             width = max(b1 - b0 for b0, b1 in (plan.slice_blocks(w.k, w.k_slices, s) for s in range(w.k_slices)))
-            dtypes = [e.dtype for e in program.weights[w.weight_first:w.weight_first + w.weight_count]]
-            if w.flags & Flag.WORKING_VOCAB:  # the head rows gathered into the session: bf16
-                dtypes = [DType.BF16]
-            elem = max(2 if d == DType.BF16 else 1 for d in dtypes)
+            elem = max(2 if e.dtype == DType.BF16 else 1 for e in program.gemv_weights(w))
             need = max(need, fixed + 2 * program.rows * width * plan.K_BLOCK + 128 + ring * elem)
     return need

@@ -43,6 +43,9 @@ def stall_report(program: Program, error: np.ndarray, held: np.ndarray, timeout_
     """What the kernel left at a stall: the watchdog record, where each block stood when it left (blocks
     with no place had finished their passes or never waited) and every counter against its count per pass."""
     names = program.meta.get("instructions", [])
+
+    def name(w: int) -> str:
+        return names[w] if w < len(names) else ""
     block, word, stage, counter, expected, seen = (int(v) for v in error[1:7])
     places = np.asarray(error[ERROR_PLACES:ERROR_PLACES + 4 * program.sms]).reshape(program.sms, 4)
     blocks = []
@@ -50,11 +53,11 @@ def stall_report(program: Program, error: np.ndarray, held: np.ndarray, timeout_
         if step1 == 0:
             blocks.append({"block": b, "place": None})
         else:
-            blocks.append({"block": b, "pass": step1 - 1, "word": w, "instruction": names[w] if w < len(names) else "",
+            blocks.append({"block": b, "pass": step1 - 1, "word": w, "instruction": name(w),
                            "stage": "reduce" if st else "main", "tile": tile})
     counters = [{"counter": i, "name": e.name, "holds": int(h), "per_pass": e.expected, "producer": e.producer}
                 for i, (e, h) in enumerate(zip(program.counters, held, strict=True))]
-    return {"watchdog": {"block": block, "word": word, "instruction": names[word] if word < len(names) else "",
+    return {"watchdog": {"block": block, "word": word, "instruction": name(word),
                          "stage": "reduce" if stage else "main", "counter": counter, "expected": expected,
                          "seen": seen, "timeout_s": timeout_s},
             "program": dict(program.meta), "blocks": blocks, "counters": counters}

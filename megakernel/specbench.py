@@ -33,25 +33,32 @@ from .speculative import mtp_batches, plain_batches, plain_greedy
 RATES = (0.0, 0.5, 0.85, 1.0)
 
 
-def pass_costs(backend, k: int, context: int, iters: int) -> dict:
-    """Device ms of each pass kind at `context` (the session's position set before every pass)."""
+def pass_ms(backend, runner, context: int, iters: int, pending: int = 0) -> float:
+    """Median device ms of one pass of `runner` at `context` (its lane's position set before every pass;
+    `pending` rows re-folded first). The passes write the session: time them when its contents do not
+    matter."""
     from discrete.backend import device_pass
 
     session = backend.session
+    launch = device_pass(runner, backend.mode)  # no host-side checks inside the timing
+
+    def one():
+        session.set_position(context - 1, runner.program)
+        launch()
+    session.set_control(CTRL_PENDING, pending)
+    try:
+        return round(median_event_ms(one, iters), 4)
+    finally:
+        if backend.mode == "megakernel":
+            runner.check()
+        session.set_control(CTRL_PENDING, 0)
+
+
+def pass_costs(backend, k: int, context: int, iters: int) -> dict:
+    """Device ms of each pass kind at `context` (the session's position set before every pass)."""
 
     def timed(runner, pending: int = 0) -> float:
-        launch = device_pass(runner, backend.mode)  # no host-side checks inside the timing
-
-        def one():
-            session.set_position(context - 1, runner.program)
-            launch()
-        session.set_control(CTRL_PENDING, pending)
-        try:
-            return round(median_event_ms(one, iters), 4)
-        finally:
-            if backend.mode == "megakernel":
-                runner.check()
-            session.set_control(CTRL_PENDING, 0)
+        return pass_ms(backend, runner, context, iters, pending)
 
     rows = range(1, MAX_PROMPT_ROWS + 1)
     target = {str(m): timed(backend._runner(m)) for m in rows}
@@ -242,4 +249,5 @@ def plot(result: dict, path: str) -> None:
     plt.close(fig)
 
 
-__all__ = ["RATES", "controlled", "derived_curves", "end_to_end", "pass_costs", "plot", "run", "time_to_first_token"]
+__all__ = ["RATES", "controlled", "derived_curves", "end_to_end", "pass_costs", "pass_ms", "plot", "run",
+           "time_to_first_token"]

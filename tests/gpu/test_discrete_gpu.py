@@ -256,11 +256,6 @@ def test_graph_equals_eager_and_runs_repeat_bit_for_bit(tiny_weights):
     assert eager[-1]["ctrl"].view(np.int32)[1] == 6  # position advanced by HANDOFF
 
 
-def state_end(program) -> int:
-    """Control and state buffers come first in the arena (compiler/allocate.py): their bytes end here."""
-    return max(b.offset + b.nbytes for b in program.buffers if b.kind != Kind.ACTIVATION)
-
-
 @pytest.mark.parametrize("m", [2, 5, 8])
 def test_m_row_pass_equals_m_one_row_passes(tiny_weights, m):
     one, runner1 = build(tiny_weights, 1)
@@ -268,8 +263,8 @@ def test_m_row_pass_equals_m_one_row_passes(tiny_weights, m):
     prefix, block = TOKENS[:3], TOKENS[3:3 + m]
     singles = run_steps(runner1, prefix + block, graph=False)
     run_steps(runner1, prefix, graph=False)  # the same history, then handed to the M-row program's session
-    end = state_end(one)
-    assert end == state_end(many)
+    end = one.state_end
+    assert end == many.state_end
     runner_m.session.reset()
     runner_m.session.arena[:end] = runner1.session.arena[:end]
     runner_m.session.set_tokens(block, tiny_weights.config.vocab_size)

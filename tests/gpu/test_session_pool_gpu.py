@@ -10,7 +10,6 @@ cupy = pytest.importorskip("cupy")
 from allocations import Allocations  # noqa: E402
 
 from compiler import lower  # noqa: E402
-from isa import Kind  # noqa: E402
 from megakernel.device import DeviceWeights  # noqa: E402
 from megakernel.errors import InputError  # noqa: E402
 from megakernel.persistent import Megakernel  # noqa: E402
@@ -31,8 +30,7 @@ def greedy(runner, token: int, passes: int, vocab: int) -> list[int]:
 
 def state(session, program) -> np.ndarray:
     """The session's buffers (everything but activations), as host bytes."""
-    end = max(b.offset + b.nbytes for b in program.buffers if b.kind != Kind.ACTIVATION)
-    return session.arena[:end].get()
+    return session.arena[:program.state_end].get()
 
 
 @pytest.fixture(scope="module")

@@ -48,6 +48,20 @@ def drafters(reference, vocab):
         yield f"wrong at {i}", speculative.wrong_at(reference, i, vocab)
 
 
+def assert_continues_as_plain(backend, out: list[int], name: str = "") -> None:
+    """One more pass after speculative decoding emitted `out` (it folds the last verify pass's kept
+    rows): its token and the live state equal those of plain decoding of the same tokens (one-row prompt
+    passes, then back to 8)."""
+    nxt = backend.greedy_step(out[-1])
+    spec_state = live_state(backend)
+    backend.prompt_rows = 1
+    plain, plain_next, plain_state = plain_then_state(backend, len(out))
+    backend.prompt_rows = 8
+    assert plain == out and plain_next == nxt, name
+    for key in plain_state:
+        assert np.array_equal(spec_state[key], plain_state[key]), f"{name}: {key}"
+
+
 def check_speculation(backend, cases, tokens=12):
     """Every drafter's run against a plain run of the same length on the same backend (one session: the
     plain run's state is kept on the host)."""
@@ -57,14 +71,7 @@ def check_speculation(backend, cases, tokens=12):
     for name, drafts in cases(reference):
         out, _ = speculative.generate_greedy(backend, PROMPT, tokens, K, drafts, backend.defined_vocab)
         assert out == reference[:len(out)], name
-        nxt = backend.greedy_step(out[-1])
-        spec_state = live_state(backend)
-        backend.prompt_rows = 1
-        plain, plain_next, plain_state = plain_then_state(backend, len(out))
-        backend.prompt_rows = 8
-        assert plain == out and plain_next == nxt, name
-        for key in plain_state:
-            assert np.array_equal(spec_state[key], plain_state[key]), f"{name}: {key}"
+        assert_continues_as_plain(backend, out, name)
 
 
 @pytest.mark.parametrize("mode", ["graph", "megakernel"])
@@ -115,13 +122,7 @@ def test_mtp_drafts_give_plain_greedy_tokens_and_the_same_session(mode):
     out, accepted = speculative.generate_greedy_mtp(backend, PROMPT, 24, K, backend.defined_vocab)
     final = backend.position - (accepted[-1] + 1)  # MTP rows below the last verify pass are final
     spec_mtp = {c: backend.session.view(f"mtp.{c}").get()[:final] for c in ("k_cache", "v_cache")}
-    nxt = backend.greedy_step(out[-1])  # folds the last verify pass's kept rows
-    spec_state = live_state(backend)
-    backend.prompt_rows = 1
-    plain, plain_next, plain_state = plain_then_state(backend, len(out))
-    assert plain == out and plain_next == nxt
-    for key in plain_state:
-        assert np.array_equal(spec_state[key], plain_state[key]), key
+    assert_continues_as_plain(backend, out)
     plain_with_mtp(backend, len(out))
     for cache, rows in spec_mtp.items():
         assert np.array_equal(rows, backend.session.view(f"mtp.{cache}").get()[:final]), cache
@@ -150,11 +151,5 @@ def test_working_vocabulary_drafts_give_plain_greedy_tokens_and_the_same_session
     logits = backend.session.view("mtp.logits", backend._last_mtp.program).get()[0]
     assert np.array_equal(logits[live:], np.full(len(table) - live, logits[0], np.float32))
     assert draft == table[int(np.argmax(logits))]
-    nxt = backend.greedy_step(out[-1])
-    spec_state = live_state(backend)
-    backend.prompt_rows = 1
-    plain, plain_next, plain_state = plain_then_state(backend, len(out))
-    assert plain == out and plain_next == nxt
-    for key in plain_state:
-        assert np.array_equal(spec_state[key], plain_state[key]), key
+    assert_continues_as_plain(backend, out)
     assert len(accepted) >= (24 - 1) // (K + 1)
