@@ -62,8 +62,10 @@ for step in "$@"; do
       done ;;
     # racecheck alone, over a workload just long enough for a one-row decode pass, a verify pass and the
     # next pass's re-fold in each build (--tokens 3); it is orders of magnitude slower than the others.
+    # SANITIZE_MODES picks the builds (default both), so each can have a device call of its own.
     racecheck) MEGAKERNEL_LINEINFO=1 timeout "${SANITIZE_TIMEOUT:-540}" compute-sanitizer --tool racecheck \
-        --error-exitcode 1 --print-limit 50 python3 experiments/sanitize.py --tokens 3 2>&1 | tee "$out/sanitize_racecheck.log" ;;
+        --error-exitcode 1 --print-limit 50 python3 experiments/sanitize.py --tokens 3 --modes "${SANITIZE_MODES:-eager,megakernel}" \
+        2>&1 | tee "$out/sanitize_racecheck.log" ;;
     stress) python3 experiments/stress.py --out "$out" 2>&1 | tee "$out/stress.log" ;;
     soak) python3 experiments/soak.py --out "$out" 2>&1 | tee "$out/soak.log" ;;
     bench-tiling) python3 experiments/bench_tiling.py --out "$out" 2>&1 | tee "$out/bench_tiling.log" ;;
