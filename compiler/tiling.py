@@ -78,7 +78,7 @@ _BY_WORD: dict[int, tuple[Word, tuple, tuple[RowGroup, ...]]] = {}  # id(word) -
 
 
 def row_groups(program: Program, word: Word) -> tuple[RowGroup, ...]:
-    key = (word.weight_first, word.weight_count, word.tile_rows, word.opcode)
+    key = (word.weight_first, word.weight_count, word.tile_rows, word.opcode, word.n)
     cached = _BY_WORD.get(id(word))
     if cached is None or cached[0] is not word or cached[1] != key:
         if single_segment(word):  # n is the segment's rows (gemv_tile.cuh reads no weight record either)

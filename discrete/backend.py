@@ -11,7 +11,7 @@ import numpy as np
 from compiler import lower, lower_mtp
 from isa.opcodes import CTRL_PENDING, CTRL_SPECULATIVE
 from megakernel.device import DeviceSession, DeviceWeights
-from megakernel.generate import MAX_PROMPT_ROWS, ProgramBackend, mtp_arena_bytes
+from megakernel.generate import MAX_PROMPT_ROWS, ProgramBackend, session_arena_bytes
 from megakernel.models import model_config
 from megakernel.synthetic import parse_synthetic
 from megakernel.tensors import LM_HEAD
@@ -63,7 +63,8 @@ class DiscreteBackend(ProgramBackend):
         self._programs = {1: self._lower(1), MAX_PROMPT_ROWS: self._lower(MAX_PROMPT_ROWS)}
         self.program = self._programs[1]
         # the widest target Program's session, with room for the widest MTP pass: it holds them all
-        self.session = DeviceSession(self._programs[MAX_PROMPT_ROWS], mtp_arena_bytes(config, capacity))
+        widest = self._programs[MAX_PROMPT_ROWS]
+        self.session = DeviceSession(widest, session_arena_bytes(widest, config, capacity))
         # the config's one weight table (MTP weights too); another backend's weights may be shared
         self.weights = weights if weights is not None else device_weights(self.program, model)
         if not self.weights.serves(self.program):
@@ -107,6 +108,9 @@ class DiscreteBackend(ProgramBackend):
 
     def _logits(self, runner, rows: int, name: str = "logits") -> np.ndarray:
         return self.session.view(name, runner.program)[:rows].get()
+
+    def _last_logits(self, runner, rows: int, name: str = "logits") -> np.ndarray:
+        return self.session.view(name, runner.program)[rows - 1].get()
 
     def _tokens_out(self, runner, rows: int) -> list[int]:
         return self.session.tokens_out(rows)

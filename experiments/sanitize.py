@@ -6,9 +6,9 @@ checked against plain greedy decoding's.
   compute-sanitizer --tool memcheck|racecheck|synccheck|initcheck --error-exitcode 1 \\
       python experiments/sanitize.py [--modes eager,megakernel]
 
-gpu_run.sh step `sanitize` runs the four tools, each over both builds (eager: the discrete build's
-kernels one launch at a time, as the graph replays them). The watchdog gets a long bound: instrumented waits are
-orders of magnitude slower.
+gpu_run.sh step `sanitize` runs memcheck, synccheck and initcheck, each over both builds (eager: the discrete
+build's kernels one launch at a time, as the graph replays them); step `racecheck` runs racecheck over
+`--tokens 3`. The watchdog gets a long bound: instrumented waits are orders of magnitude slower.
 """
 
 from __future__ import annotations

@@ -37,17 +37,13 @@ def fork_cost(session, prefix: int, repeats: int = 5) -> dict:
     between CUDA events around it (the host's enqueueing of one copy per buffer included), bytes copied."""
     import cupy
 
+    from megakernel.abtest import event_ms
     from megakernel.device import DeviceSession
 
     child = DeviceSession(session.program, session.arena.size)
-    times, copied = [], 0
-    for _ in range(repeats):
-        start, end = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record()
-        copied = child.copy_from(session)
-        end.record()
-        end.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(start, end))
+    sizes = []
+    times = [event_ms(lambda: sizes.append(child.copy_from(session))) for _ in range(repeats)]
+    copied = sizes[-1]
     equal = bool(cupy.array_equal(child.arena[:prefix], session.arena[:prefix]))
     return {"position": session.position, "bytes": copied, "ms_median": round(float(np.median(times)), 4),
             "gb_per_s": round(copied / (float(np.median(times)) * 1e-3) / 1e9, 1), "equal": equal}

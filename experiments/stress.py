@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from isa.opcodes import CTRL_PENDING, CTRL_SPECULATIVE, MAX_ROWS
+from isa.opcodes import MAX_ROWS
 
 
 def main() -> None:
@@ -83,9 +83,6 @@ def main() -> None:
                                "state": same_state, "logits": same_logits})
             print(f"launch {launch}: MISMATCH {mismatches[-1]}", flush=True)
             mega.session.arena[:] = graph.session.arena  # go on from the same state
-        for backend in (graph, mega):
-            backend.session.set_control(CTRL_PENDING, 0)
-            backend.session.set_control(CTRL_SPECULATIVE, 0)
     seconds = time.perf_counter() - t0
     result = {
         "device": cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"].decode(),

@@ -80,21 +80,21 @@ class WeightEntry:
     scale_offset: int = NO_OFFSET
 
     @property
+    def scale_bytes(self) -> int:
+        """The bytes of its block scales (0 without)."""
+        blocks = -(-self.rows // SCALE_BLOCK) * -(-self.cols // SCALE_BLOCK)
+        return blocks * self.scale_dtype.size if self.scale_dtype != DType.NONE else 0
+
+    @property
     def nbytes(self) -> int:
         """The weight's bytes, its block scales included."""
-        n = self.rows * self.cols * self.dtype.size
-        if self.scale_dtype != DType.NONE:
-            n += -(-self.rows // SCALE_BLOCK) * -(-self.cols // SCALE_BLOCK) * self.scale_dtype.size
-        return n
+        return self.rows * self.cols * self.dtype.size + self.scale_bytes
 
     @property
     def end(self) -> int:
         """One past the weight's last byte in the weight arena, its block scales included."""
         end = self.offset + self.rows * self.cols * self.dtype.size
-        if self.scale_dtype != DType.NONE:
-            blocks = -(-self.rows // SCALE_BLOCK) * -(-self.cols // SCALE_BLOCK)
-            end = max(end, self.scale_offset + blocks * self.scale_dtype.size)
-        return end
+        return max(end, self.scale_offset + self.scale_bytes) if self.scale_bytes else end
 
 
 @dataclass

@@ -80,13 +80,7 @@ DEVICE_RESERVE_BYTES = 1 << 30
 def weight_staging_bytes(program) -> int:
     """The largest transient of a weight upload: one tensor (and its block scales) on the device before
     it is copied into the arena (device.DeviceWeights loads, or generates, one tensor at a time)."""
-    from isa.program import SCALE_BLOCK
-
-    most = 0
-    for e in program.weights:
-        scales = -(-e.rows // SCALE_BLOCK) * -(-e.cols // SCALE_BLOCK) * e.scale_dtype.size if e.scale_dtype else 0
-        most = max(most, e.rows * e.cols * e.dtype.size + scales)
-    return most
+    return max((e.nbytes for e in program.weights), default=0)
 
 
 def session_plan(config: ModelConfig, context: int, sms: int = 132) -> dict[str, int]:
@@ -97,12 +91,12 @@ def session_plan(config: ModelConfig, context: int, sms: int = 132) -> dict[str,
     from compiler import lower
     from isa.opcodes import MAX_ROWS
 
-    from .generate import mtp_arena_bytes
+    from .generate import session_arena_bytes
 
     program = lower(config, rows=MAX_ROWS, sms=sms, capacity=context, debug_logits=True)
     return {
         "context": context,
-        "session_bytes": max(program.arena_bytes, mtp_arena_bytes(config, context, sms)),
+        "session_bytes": session_arena_bytes(program, config, context, sms),
         "weight_arena_bytes": max(program.weight_bytes, 1),
         "weight_staging_bytes": weight_staging_bytes(program),
     }

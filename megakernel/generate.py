@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 import numpy as np
 
@@ -21,6 +21,9 @@ from .errors import InputError
 from .sampling import SamplingParams, make_rng, sample
 from .tensors import LM_HEAD
 from .tokenizer import Tokenizer
+
+if TYPE_CHECKING:
+    from isa import Program
 
 STOP = "stop"  # a stop id was produced
 LENGTH = "length"  # max_new_tokens reached
@@ -85,6 +88,12 @@ def mtp_arena_bytes(config, capacity: int, sms: int = 132) -> int:
     return lower_mtp(config, rows=MAX_PROMPT_ROWS, sms=sms, capacity=capacity, debug_logits=True).arena_bytes
 
 
+def session_arena_bytes(widest: Program, config, capacity: int, sms: int = 132) -> int:
+    """A session's arena: the widest target Program's (`widest`) or the widest MTP pass's, whichever is
+    larger; every Program a backend runs shares it."""
+    return max(widest.arena_bytes, mtp_arena_bytes(config, capacity, sms))
+
+
 class ProgramBackend:
     """What the backends that run compiled Programs share (the CPU interpreter, generate.InterpreterBackend;
     the GPU builds, discrete/backend.py): one session, a runner per row count; the prompt enters in passes
@@ -146,15 +155,21 @@ class ProgramBackend:
             self.draft_vocab.reset()
             self._draft_table = None
 
-    def run_rows(self, tokens: list[int]) -> np.ndarray:
-        """One plain pass over `tokens` (1..8); the last row's logits."""
-        return self._logits(self._pass(tokens), len(tokens))[-1]
+    def _last_logits(self, runner, rows: int, name: str = "logits") -> np.ndarray:
+        """The last of `rows` rows of buffer `name` (a GPU backend copies just that row to the host)."""
+        return self._logits(runner, rows, name)[-1]
+
+    def run_rows(self, tokens: list[int], logits: bool = True) -> np.ndarray | None:
+        """One plain pass over `tokens` (1..8); the last row's logits (logits=False: none, the pass only)."""
+        runner = self._pass(tokens)
+        return self._last_logits(runner, len(tokens)) if logits else None
 
     def start(self, prompt_ids: list[int]) -> np.ndarray:
         self.reset()
-        for chunk in prompt_chunks(prompt_ids, self.prompt_rows):
-            logits = self.run_rows(chunk)
-        return logits
+        *head, last = prompt_chunks(prompt_ids, self.prompt_rows)
+        for chunk in head:  # only the last pass's logits are wanted
+            self._pass(chunk)
+        return self.run_rows(last)
 
     def step(self, token: int) -> np.ndarray:
         return self.run_rows([token])
@@ -211,7 +226,7 @@ class ProgramBackend:
     def mtp_logits(self) -> np.ndarray:
         """The last MTP pass's logits for its last row: the distribution of the draft it chose."""
         runner = self._last_mtp
-        logits = self._logits(runner, runner.program.rows, "mtp.logits")[-1]
+        logits = self._last_logits(runner, runner.program.rows, "mtp.logits")
         if self.draft_vocab is None:
             return logits
         return WorkingVocab.full_logits(logits, self._draft_table, self.config.vocab_size)
@@ -231,8 +246,9 @@ class InterpreterBackend(ProgramBackend):
         self.weights, self.capacity, self.sms = weights, capacity, sms
         # The session belongs to the widest target Program, with room for the widest MTP pass; the others
         # run on it.
-        self.interpreter = Interpreter(self._lower(MAX_PROMPT_ROWS), weights,
-                                       arena_bytes=mtp_arena_bytes(weights.config, capacity, sms))
+        widest = self._lower(MAX_PROMPT_ROWS)
+        self.interpreter = Interpreter(widest, weights,
+                                       arena_bytes=session_arena_bytes(widest, weights.config, capacity, sms))
         self._rows = {MAX_PROMPT_ROWS: self.interpreter}  # interpreters by rows, built when first needed
         self.program = self._runner(1).program
         self._buffer_index = {b.name: i for i, b in enumerate(self.interpreter.program.buffers)}

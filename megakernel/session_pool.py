@@ -11,12 +11,11 @@ CuPy is imported inside the methods: the package imports on machines without a G
 
 from __future__ import annotations
 
+from compiler.allocate import align
 from isa import Program
 
 from .device import DeviceSession
 from .errors import InputError
-
-SLOT_ALIGN = 256  # bytes: every slot starts where a buffer of the arena may (docs/ISA.md alignment)
 
 
 class SessionPool:
@@ -28,8 +27,8 @@ class SessionPool:
         if slots < 1:
             raise ValueError(f"a pool needs at least one slot, got {slots}")
         self.program, self.slots = program, slots
-        size = max(program.arena_bytes, arena_bytes)
-        self.slot_bytes = -(-size // SLOT_ALIGN) * SLOT_ALIGN
+        # every slot starts where a buffer of the arena may
+        self.slot_bytes = align(max(program.arena_bytes, arena_bytes))
         self.memory = cupy.zeros(slots * self.slot_bytes, dtype=cupy.uint8)
         self._free = list(range(slots - 1, -1, -1))
         self._slot_of: dict[int, int] = {}  # id(session) -> its slot

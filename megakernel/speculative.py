@@ -104,9 +104,10 @@ def mtp_batches(backend, prompt_ids: list[int], k: int, defined_vocab: int, capa
     backend.reset()
     for i, chunk in enumerate(prompt_chunks(prompt_ids, MAX_PROMPT_ROWS)):
         first = i * MAX_PROMPT_ROWS
-        logits = backend.run_rows(chunk)
+        last = first + len(chunk) == len(prompt_ids)
+        logits = backend.run_rows(chunk, logits=last)
         following = prompt_ids[first + 1:first + len(chunk) + 1]  # the token after each row's
-        if first + len(chunk) == len(prompt_ids):
+        if last:
             current = pick(logits)
             following.append(current)
         draft = backend.mtp_prefill(following, first, MAX_PROMPT_ROWS - len(chunk))
@@ -136,14 +137,19 @@ def generate_greedy_mtp(backend, prompt_ids: list[int], max_new_tokens: int, k: 
                         defined_vocab: int) -> tuple[list[int], list[int]]:
     """mtp_batches until at least max_new_tokens: the tokens (the session holds all but the last) and the
     drafts accepted at each verify pass."""
+    return take(mtp_batches(backend, prompt_ids, k, defined_vocab, backend.capacity), max_new_tokens)
+
+
+def take(batches: Iterator[tuple[list[int], int | None]], n: int) -> tuple[list[int], list[int]]:
+    """Batches until at least n tokens: the tokens and the drafts accepted at each verify pass."""
     emitted, accepted = [], []
-    for tokens, kept in mtp_batches(backend, prompt_ids, k, defined_vocab, backend.capacity):
+    for tokens, kept in batches:
         emitted += tokens
         if kept is not None:
             accepted.append(kept)
-        if len(emitted) >= max_new_tokens:
+        if len(emitted) >= n:
             return emitted, accepted
-    raise AssertionError("mtp_batches never ends")
+    raise AssertionError("the batches ended before n tokens")
 
 
 def plain_batches(backend, prompt_ids: list[int], defined_vocab: int) -> Iterator[tuple[list[int], None]]:
@@ -156,12 +162,7 @@ def plain_batches(backend, prompt_ids: list[int], defined_vocab: int) -> Iterato
 
 def plain_greedy(backend, prompt_ids: list[int], max_new_tokens: int, defined_vocab: int) -> list[int]:
     """The same generation one token per pass: what speculative decoding must reproduce."""
-    emitted = []
-    for tokens, _ in plain_batches(backend, prompt_ids, defined_vocab):
-        emitted += tokens
-        if len(emitted) >= max_new_tokens:
-            return emitted
-    raise AssertionError("plain_batches never ends")
+    return take(plain_batches(backend, prompt_ids, defined_vocab), max_new_tokens)[0]
 
 
 def oracle_drafts(reference: list[int]) -> Drafter:

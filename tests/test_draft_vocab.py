@@ -119,7 +119,7 @@ def test_speculation_with_a_working_vocabulary_gives_plain_greedys_tokens(tiny_w
     assert set(tokens[:len(tokens) - accepted[-1] - 1]) <= working.draft_vocab.ids  # all but the last pass's
 
 
-def test_sampled_drafts_come_from_the_table(tiny_weights, backends):
+def test_sampled_drafts_come_from_the_table(tiny_weights, backends, monkeypatch):
     """Sampled speculation with a working head: q is zero outside the table, so every draft is in it (the
     exact acceptance rule takes q as given: the emitted tokens stay distributed as the target's)."""
     from megakernel.sampling import SamplingParams
@@ -133,13 +133,10 @@ def test_sampled_drafts_come_from_the_table(tiny_weights, backends):
     def verify(tokens):
         seen.extend(tokens[1:])
         return original(tokens)
-    working.verify = verify
-    try:
-        for _ in speculative.mtp_batches(working, PROMPT, K, c.defined_vocab, CAPACITY, params):
-            if len(seen) >= 3 * K:
-                break
-    finally:
-        del working.verify
+    monkeypatch.setattr(working, "verify", verify)
+    for _ in speculative.mtp_batches(working, PROMPT, K, c.defined_vocab, CAPACITY, params):
+        if len(seen) >= 3 * K:
+            break
     assert seen and set(seen) <= working.draft_vocab.ids
 
 

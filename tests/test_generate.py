@@ -260,19 +260,3 @@ def test_cli_generate_streams_text_and_reports(tmp_path):
     assert r.returncode == 0 and "4 tokens, length" in r.stderr and r.stdout.endswith("\n")
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--prompt", ""], "empty"),
-    (["--prompt", "x", "--max-new-tokens", "0"], "max-new-tokens"),
-    (["--prompt", "x", "--top-k", "5"], "temperature"),
-    (["--prompt", "x", "--temperature", "-1"], "temperature"),
-    (["--prompt", "x", "--spec-k", "3"], "compiled Programs"),
-    (["--prompt", "x", "--backend", "interpreter", "--spec-k", "8"], "1..7"),
-])
-def test_cli_generate_errors(argv, message):
-    from megakernel.cli import main
-    import io
-    import contextlib
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err):
-        code = main(["generate", *argv])
-    assert code == 2 and message in err.getvalue()

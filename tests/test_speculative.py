@@ -204,12 +204,11 @@ def test_a_session_sized_for_the_widest_passes_serves_every_program_of_the_27b()
     """The GPU backends size one session for the widest target and MTP passes (the 27B's 8-row MTP pass
     needs more activation bytes than its 8-row target pass): every other Program fits in it."""
     from compiler import lower, lower_mtp
-    from megakernel.generate import MAX_PROMPT_ROWS, mtp_arena_bytes
+    from megakernel.budgets import session_plan
     from megakernel.models import model_config
 
     c, capacity = model_config("synthetic:qwen3.5-27b"), 512
-    session = max(lower(c, rows=MAX_PROMPT_ROWS, capacity=capacity, debug_logits=True).arena_bytes,
-                  mtp_arena_bytes(c, capacity))
+    session = session_plan(c, capacity)["session_bytes"]
     programs = [lower_mtp(c, rows=1, capacity=capacity, chained=True, debug_logits=True)]
     programs += [lower_mtp(c, rows=m, capacity=capacity, debug_logits=True) for m in (1, 3, 7)]
     programs += [lower(c, rows=m, capacity=capacity, debug_logits=True) for m in (1, 3, 7)]
