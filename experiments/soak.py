@@ -87,7 +87,7 @@ def main() -> None:
     parser.add_argument("--model", default="synthetic:qwen3.5-27b")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    capacity = len(PROMPT) + args.tokens + 16
+    capacity = max(len(PROMPT) + args.tokens + 16, PROBE_CONTEXT)  # room for the probe in short soaks
     builds, runs, probes = {}, {}, {}
     weights = None
     for mode in ("graph", "megakernel"):

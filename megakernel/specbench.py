@@ -40,6 +40,8 @@ def pass_ms(backend, runner, context: int, iters: int, pending: int = 0) -> floa
     from discrete.backend import device_pass
 
     session = backend.session
+    session.set_position(context - 1, runner.program)
+    session.check_room(program=runner.program)  # here, since the timed launches skip the host's checks
     launch = device_pass(runner, backend.mode)  # no host-side checks inside the timing
 
     def one():

@@ -292,6 +292,18 @@ def test_teacher_forced_tiny_pow2_within_the_oracle_envelope(tiny_weights):
     assert report.passed, report.table()
 
 
+def test_a_timed_pass_past_capacity_is_refused_before_any_launch():
+    """specbench.pass_ms sets the position itself and launches without the host's checks: a context past
+    the session's capacity is refused before the first launch (it was an illegal address)."""
+    from discrete.backend import DiscreteBackend
+    from megakernel.specbench import pass_ms
+
+    backend = DiscreteBackend("synthetic:tiny", 64, "graph")
+    with pytest.raises(ValueError, match="context_full"):
+        pass_ms(backend, backend._runner(1), 1024, iters=2)
+    assert pass_ms(backend, backend._runner(1), 64, iters=2) > 0  # the last position is still timed
+
+
 def test_device_weights_generated_on_the_gpu_equal_the_cpu_bytes(tiny_weights):
     program = lower(tiny_weights.config, rows=1, sms=132, capacity=16)
     on_gpu = DeviceWeights.synthetic(program, tiny_weights.config, seed=0, progress=False)
