@@ -239,10 +239,10 @@ class Interpreter:
         if w.opcode == Op.MTP_FC:
             first = control_base(w.layer) + CTRL_TOKENS_IN
             tokens = ctx.read(0, 0, 1, first, first + m)[0]
-            e = ops.rms_norm_1p(self._weight(p["embed_weight"])[tokens].astype(np.float32),
-                                self._weight(p["norm_embedding"]), p["eps"])
+            e = self._rms_norm(self._weight(p["embed_weight"])[tokens].astype(np.float32),
+                               self._weight(p["norm_embedding"]), p["eps"])
             hidden = ctx.read(w.buf_in, MAX_ROWS - m, MAX_ROWS, 0, w.k // 2)  # right-aligned rows
-            h = ops.rms_norm_1p(hidden, self._weight(p["norm_hidden"]), p["eps"])
+            h = self._rms_norm(hidden, self._weight(p["norm_hidden"]), p["eps"])
             return np.concatenate([e, h], axis=1)[:, k0:k1]  # the embedding half first
         a = ctx.read(w.buf_in, 0, m, k0, k1)
         if w.opcode == Op.GATED_NORM_GEMV_RESIDUAL:
@@ -255,7 +255,13 @@ class Interpreter:
     def _normed(self, ctx: _Tile, w) -> np.ndarray:
         """The RMSNorm prologue: the whole residual, normalised."""
         p = params(w)
-        return ops.rms_norm_1p(ctx.read(w.buf_in, 0, w.rows, 0, w.k), self._weight(p["norm_weight"]), p["eps"])
+        return self._rms_norm(ctx.read(w.buf_in, 0, w.rows, 0, w.k), self._weight(p["norm_weight"]), p["eps"])
+
+    def _rms_norm(self, x: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
+        """Every GEMV prologue's RMSNorm of whole residual rows, in one place: the GPU sums the squares in
+        another order, and tests/gpu/per_word.py substitutes that order here to compare a word's GEMV
+        with the GPU's from the same normalised input."""
+        return ops.rms_norm_1p(x, weight, eps)
 
     def _slice_sums(self, ctx: _Tile, w, rg, segment: int, x: np.ndarray, b0: int, b1: int) -> np.ndarray:
         """fp32 [M, rows] of k-slice blocks [b0, b1) for the row group's rows of one weight segment."""

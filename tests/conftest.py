@@ -1,31 +1,77 @@
 import functools
+import importlib.util
+import os
+from pathlib import Path
 
 import pytest
 
 from megakernel.config import preset
 from megakernel.synthetic import synthetic_weights
 
+GPU_TESTS = Path(__file__).resolve().parent / "gpu"
+# The CUDA runtime's answers that mean "no GPU here": cudaErrorInsufficientDriver (no driver loaded at all)
+# and cudaErrorNoDevice. Any other error is a broken set-up, and must not pass as a skip.
+NO_DEVICE_STATUS = (35, 100)
+
+
+def gpu_required() -> bool:
+    """MEGAKERNEL_REQUIRE_GPU=1 (experiments/gpu_run.sh sets it): a GPU test that is skipped fails instead."""
+    return os.environ.get("MEGAKERNEL_REQUIRE_GPU", "") == "1"
+
 
 @functools.cache
 def gpu_available() -> bool:
-    try:
-        import cupy
-
-        return cupy.cuda.runtime.getDeviceCount() > 0
-    except Exception:  # no CuPy, no driver, no device: all mean "no GPU here"
+    """Whether CuPy sees a device. False only where CuPy is not installed or the runtime says there is no
+    driver or no device; a CuPy that is installed but fails to import, or any other CUDA error, is raised."""
+    if importlib.util.find_spec("cupy") is None:
         return False
+    import cupy
+
+    try:
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except cupy.cuda.runtime.CUDARuntimeError as error:
+        if error.status in NO_DEVICE_STATUS:
+            return False
+        raise
+
+
+def is_gpu_test(path) -> bool:
+    return GPU_TESTS in Path(str(path)).resolve().parents
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if "/tests/gpu/" in str(item.fspath).replace("\\", "/"):
+        if is_gpu_test(item.path):
             item.add_marker(pytest.mark.gpu)
     if gpu_available():
         return
+    if gpu_required():
+        raise pytest.UsageError("MEGAKERNEL_REQUIRE_GPU=1, but CuPy sees no GPU on this machine")
     skip = pytest.mark.skip(reason="needs an NVIDIA GPU with CuPy")
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+def _skip_fails(report, what: str) -> None:
+    report.outcome = "failed"
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+    report.longrepr = f"MEGAKERNEL_REQUIRE_GPU=1: {what} was skipped ({reason})"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = (yield).get_result()
+    if report.skipped and gpu_required() and "gpu" in item.keywords:
+        _skip_fails(report, f"GPU test {item.nodeid}")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    """A GPU test module that skips itself (pytest.importorskip("cupy")) fails too where a GPU is required."""
+    report = (yield).get_result()
+    if report.skipped and gpu_required() and is_gpu_test(collector.path):
+        _skip_fails(report, f"GPU test module {collector.nodeid}")
 
 
 @pytest.fixture(scope="session")

@@ -2,6 +2,8 @@
 any schedule the counters allow."""
 
 import dataclasses
+import functools
+import types
 
 import numpy as np
 import pytest
@@ -10,7 +12,7 @@ import compiler.interpreter as interp_mod
 from compiler import lower
 from compiler.interpreter import AccessViolation, Deadlock, Interpreter
 from isa import Wait, WaitMode
-from megakernel.reference import Mode, ReferenceModel
+from megakernel.reference import Mode, ReferenceModel, ops
 
 CAPACITY = 80
 
@@ -45,7 +47,9 @@ def assert_same(a: list[np.ndarray], b: list[np.ndarray]) -> None:
         assert np.array_equal(x, y)
 
 
-def test_64_greedy_decode_steps_bit_identical_to_the_reference(weights, reference):
+def decode_beside_the_reference(weights, reference, steps):
+    """Greedy decode through the in-kernel token loop (HANDOFF feeds the chosen token back), a reference
+    pass beside each: the logits and tokens of every pass, then every session state, bit for bit."""
     c = weights.config
     program = lower(c, rows=1, sms=7, capacity=CAPACITY, debug_logits=True)
     interp = Interpreter(program, weights)
@@ -53,30 +57,59 @@ def test_64_greedy_decode_steps_bit_identical_to_the_reference(weights, referenc
     token = 9707
     interp.set_tokens([token])
     rng = np.random.default_rng(1)
-    for step in range(64):
-        interp.run(1, rng)  # HANDOFF feeds the chosen token back: the in-kernel token loop
+    for step in range(steps):
+        interp.run(1, rng)
         out = reference.forward(session, [token])
         assert np.array_equal(interp.buffer("logits"), out.logits), f"logits differ at step {step}"
         token = int(out.logits[0, :c.defined_vocab].argmax())
         assert interp.tokens_out() == [token]
-    assert interp.position == 64
+    assert interp.position == steps
     assert_same(states(interp, c), reference_states(session, c))
 
 
-@pytest.mark.parametrize("rows, sms", [(2, 7), (5, 132), (8, 3)])
-def test_m_row_passes_bit_identical_to_the_reference(weights, reference, rows, sms):
+def m_row_passes_beside_the_reference(weights, reference, rows, sms, passes):
+    """`passes` passes of `rows` random tokens, compared with the reference as decode_beside_the_reference does."""
     c = weights.config
     interp = Interpreter(lower(c, rows=rows, sms=sms, capacity=CAPACITY, debug_logits=True), weights)
     session = reference.new_session(CAPACITY)
     rng = np.random.default_rng(rows)
-    for _ in range(3):
+    for step in range(passes):
         tokens = [int(t) for t in rng.integers(0, c.defined_vocab, rows)]
         interp.set_tokens(tokens)
         interp.run(1, rng)
         out = reference.forward(session, tokens)
-        assert np.array_equal(interp.buffer("logits"), out.logits)
+        assert np.array_equal(interp.buffer("logits"), out.logits), f"logits differ at pass {step}"
         assert interp.tokens_out() == [int(r[:c.defined_vocab].argmax()) for r in out.logits]
     assert_same(states(interp, c), reference_states(session, c))
+
+
+def test_64_greedy_decode_steps_bit_identical_to_the_reference(weights, reference):
+    decode_beside_the_reference(weights, reference, steps=64)
+
+
+@pytest.mark.parametrize("rows, sms", [(2, 7), (5, 132), (8, 3)])
+def test_m_row_passes_bit_identical_to_the_reference(weights, reference, rows, sms):
+    m_row_passes_beside_the_reference(weights, reference, rows, sms, passes=3)
+
+
+def output_gate_one_ulp_off(o, gate):
+    """ops.output_gate with the first element of its result one bf16 ulp larger in magnitude (a float32
+    holding a bf16 value keeps it in its high 16 bits: +1 there)."""
+    out = ops.output_gate(o, gate)
+    out.reshape(-1).view(np.uint32)[0] += 1 << 16
+    return out
+
+
+@pytest.mark.parametrize("compare", [functools.partial(decode_beside_the_reference, steps=1),
+                                     functools.partial(m_row_passes_beside_the_reference, rows=2, sms=7, passes=1)],
+                         ids=["decode", "m-row"])
+def test_the_comparison_with_the_reference_sees_one_ulp_in_one_op(weights, reference, monkeypatch, compare):
+    """Negative control: the interpreter's attention output gate (not the reference's) one ulp off in one
+    element of each head's output."""
+    perturbed_ops = types.SimpleNamespace(**{**vars(ops), "output_gate": output_gate_one_ulp_off})
+    monkeypatch.setattr(interp_mod, "ops", perturbed_ops)
+    with pytest.raises(AssertionError, match="logits differ at (step|pass) 0"):
+        compare(weights, reference)
 
 
 def run_fuzzed(program, weights, seed, steps=3):

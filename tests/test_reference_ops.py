@@ -8,11 +8,16 @@ from megakernel import fp8
 from megakernel.reference import gdn, ops
 from megakernel.reference.numerics import Mode, bf16
 
-RNG = np.random.default_rng(0)
 
 
-def rand_bf16(*shape, scale=1.0):
-    return bf16(RNG.standard_normal(shape).astype(np.float32) * scale)
+@pytest.fixture
+def rng():
+    """A generator per test: a test's inputs do not depend on which tests ran before it."""
+    return np.random.default_rng(0)
+
+
+def rand_bf16(rng, *shape, scale=1.0):
+    return bf16(rng.standard_normal(shape).astype(np.float32) * scale)
 
 
 def bf16_ulp(x):
@@ -26,8 +31,8 @@ def assert_within_ulps(actual, exact, ulps=1, max_fraction=1.0):
     assert (err > 0.5).mean() <= max_fraction  # beyond plain rounding of the exact value
 
 
-def test_rms_norm_1p():
-    x, w = rand_bf16(5, 256, scale=3), rand_bf16(256, scale=0.1)
+def test_rms_norm_1p(rng):
+    x, w = rand_bf16(rng, 5, 256, scale=3), rand_bf16(rng, 256, scale=0.1)
     x64 = x.astype(np.float64)
     exact = x64 / np.sqrt((x64 ** 2).mean(-1, keepdims=True) + 1e-6) * (1 + w.astype(np.float64))
     out = ops.rms_norm_1p(x, w, 1e-6)
@@ -37,8 +42,8 @@ def test_rms_norm_1p():
                        x64 / np.sqrt((x64 ** 2).mean(-1, keepdims=True) + 1e-6), rtol=2 ** -8)
 
 
-def test_gated_rms_norm_plain_weight_and_silu_gate():
-    o, z, w = rand_bf16(6, 128), rand_bf16(6, 128, scale=2), rand_bf16(128, scale=0.1) + 1
+def test_gated_rms_norm_plain_weight_and_silu_gate(rng):
+    o, z, w = rand_bf16(rng, 6, 128), rand_bf16(rng, 6, 128, scale=2), rand_bf16(rng, 128, scale=0.1) + 1
     o64, z64 = o.astype(np.float64), z.astype(np.float64)
     # HF rounds to bf16 after the normalisation and after the weight product (SPEC 3.4), then once more
     xn = bf16(o64 / np.sqrt((o64 ** 2).mean(-1, keepdims=True) + 1e-6)).astype(np.float64)
@@ -48,10 +53,10 @@ def test_gated_rms_norm_plain_weight_and_silu_gate():
 
 
 @pytest.mark.parametrize("mode", [Mode.ORACLE, Mode.ENGINE])
-def test_fp8_linear_modes(mode):
-    w = RNG.standard_normal((256, 384)).astype(np.float32) * 0.02
+def test_fp8_linear_modes(mode, rng):
+    w = rng.standard_normal((256, 384)).astype(np.float32) * 0.02
     q, s = fp8.quantize(w)
-    x = rand_bf16(3, 384)
+    x = rand_bf16(rng, 3, 384)
     lin = ops.Linear(q, s, mode)
     deq = q.astype(np.float64) * np.repeat(np.repeat(s.astype(np.float64), 128, 0), 128, 1)
     if mode == Mode.ORACLE:  # HF multiplies bf16-dequantised weights
@@ -60,17 +65,17 @@ def test_fp8_linear_modes(mode):
     assert_within_ulps(lin(x), exact, ulps=1, max_fraction=0.01)
 
 
-def test_engine_and_oracle_linears_differ_only_by_weight_rounding():
-    w = RNG.standard_normal((256, 256)).astype(np.float32) * 0.02
+def test_engine_and_oracle_linears_differ_only_by_weight_rounding(rng):
+    w = rng.standard_normal((256, 256)).astype(np.float32) * 0.02
     q, s = fp8.quantize(w, pow2=True)  # bf16(fp8 x scale) is exact: both modes compute the same sum
-    x = rand_bf16(2, 256)
+    x = rand_bf16(rng, 2, 256)
     a, b = ops.Linear(q, s, Mode.ORACLE).accumulate(x), ops.Linear(q, s, Mode.ENGINE).accumulate(x)
     assert np.allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
-def test_linear_rows_do_not_depend_on_the_other_rows():
-    lin = ops.Linear(rand_bf16(512, 256), None, Mode.ORACLE)
-    x = rand_bf16(8, 256)
+def test_linear_rows_do_not_depend_on_the_other_rows(rng):
+    lin = ops.Linear(rand_bf16(rng, 512, 256), None, Mode.ORACLE)
+    x = rand_bf16(rng, 8, 256)
     together = lin(x)
     assert all(np.array_equal(together[m], lin(x[m:m + 1])[0]) for m in range(8))
 
@@ -83,28 +88,44 @@ def test_split_query_gate_is_per_head_interleaved():
     assert gate[0, :4].tolist() == [4, 5, 6, 7] and gate[0, 4:8].tolist() == [12, 13, 14, 15]
 
 
-def test_rope_pairs_and_theta():
+def test_rope_pairs_and_theta(rng):
     rot, theta = 64, 1e7
-    x = rand_bf16(3, 2, 256)
+    x = rand_bf16(rng, 3, 2, 256)
     positions = np.array([0, 5, 1000])
-    cos, sin = ops.rope_tables(positions, rot, theta)
-    out = ops.apply_rope(x, cos, sin)
+
+    def rope(x, theta):
+        return ops.apply_rope(x, *ops.rope_tables(positions, rot, theta))
+
+    out = rope(x, theta)
     assert np.array_equal(out[0], x[0])  # position 0 rotates by nothing
     assert np.array_equal(out[:, :, rot:], x[:, :, rot:])  # dims 64.. untouched
-    inv = theta ** (-np.arange(32) / 32)
-    ang = positions[:, None, None] * inv
-    x64 = x.astype(np.float64)
-    exact_lo = x64[..., :32] * np.cos(ang) - x64[..., 32:64] * np.sin(ang)  # pairs (i, i + 32)
-    exact_hi = x64[..., 32:64] * np.cos(ang) + x64[..., :32] * np.sin(ang)
-    err = np.abs(out[..., :64] - np.concatenate([exact_lo, exact_hi], -1))
-    assert err.max() < 0.04 * np.abs(x).max()  # three bf16 roundings and bf16 cos/sin
-    wrong = ops.apply_rope(x, *ops.rope_tables(positions, rot, 1e6))
-    assert np.abs(wrong[1:, :, :64] - out[1:, :, :64]).max() > 0.05
+    angle = positions[:, None, None] * theta ** (-np.arange(rot // 2) / (rot // 2))
+    cos, sin = np.cos(angle), np.sin(angle)
+    lo, hi = np.split(x[..., :rot].astype(np.float64), 2, axis=-1)  # pairs (i, i + 32)
+    exact = np.concatenate([lo * cos - hi * sin, hi * cos + lo * sin], -1)
+    # Per element, to first order in bf16's unit roundoff u = 2^-8: cos/sin rounded to bf16 and each
+    # product rounded, 2u|x cos| + 2u|y sin|; their sum rounded, u|exact|; the angles computed in fp32 (a
+    # few roundings of up to `position` radians), position * 2^-22 * (|x| + |y|).
+    u = 2.0 ** -8
+    products = np.concatenate([np.abs(lo * cos) + np.abs(hi * sin), np.abs(hi * cos) + np.abs(lo * sin)], -1)
+    angles = positions[:, None, None] * 2.0 ** -22 * np.tile(np.abs(lo) + np.abs(hi), 2)
+    bound = u * (2 * products + np.abs(exact)) + angles
+
+    def within_bound(rotated):
+        return bool((np.abs(rotated[..., :rot] - exact) <= bound).all())
+
+    assert within_bound(out)  # measured: the worst element at 0.58 of its bound (0.014 absolute)
+    assert not within_bound(rope(x, 1e6))  # the wrong theta
+    interleaved = np.r_[0:rot:2, 1:rot:2]  # the wrong pairs (2i, 2i + 1): rotate them as (i, i + 32)
+    paired = rope(np.concatenate([x[..., interleaved], x[..., rot:]], -1), theta)
+    wrong_pairs = out.copy()
+    wrong_pairs[..., interleaved] = paired[..., :rot]
+    assert not within_bound(wrong_pairs)
 
 
-def test_attention_gqa_mapping_and_math():
+def test_attention_gqa_mapping_and_math(rng):
     heads, kv_heads, d, T = 12, 2, 256, 7
-    q, keys, values = rand_bf16(heads, d), rand_bf16(T, kv_heads, d), rand_bf16(T, kv_heads, d)
+    q, keys, values = rand_bf16(rng, heads, d), rand_bf16(rng, T, kv_heads, d), rand_bf16(rng, T, kv_heads, d)
     out = ops.attend(q, keys, values, d ** -0.5)
     group = heads // kv_heads
     for h in range(heads):
@@ -114,21 +135,21 @@ def test_attention_gqa_mapping_and_math():
         exact = p @ values[:, h // group]
         assert np.abs(out[h] - exact).max() < 0.02 * np.abs(exact).max() + 0.02
     keys2 = keys.copy()
-    keys2[:, 1] = rand_bf16(T, d)  # kv head 1 serves query heads 6..11 only
+    keys2[:, 1] = rand_bf16(rng, T, d)  # kv head 1 serves query heads 6..11 only
     out2 = ops.attend(q, keys2, values, d ** -0.5)
     assert np.array_equal(out2[:6], out[:6]) and not np.array_equal(out2[6:], out[6:])
 
 
-def test_output_gate_is_sigmoid():
-    o, g = rand_bf16(10), rand_bf16(10)
+def test_output_gate_is_sigmoid(rng):
+    o, g = rand_bf16(rng, 10), rand_bf16(rng, 10)
     exact = o.astype(np.float64) / (1 + np.exp(-g.astype(np.float64)))
     assert_within_ulps(ops.output_gate(o, g), exact, ulps=2)
 
 
-def test_conv_step_is_a_causal_depthwise_conv():
+def test_conv_step_is_a_causal_depthwise_conv(rng):
     C, K, T = 40, 4, 9
-    w = rand_bf16(C, 1, K, scale=0.3)
-    xs = rand_bf16(T, C)
+    w = rand_bf16(rng, C, 1, K, scale=0.3)
+    xs = rand_bf16(rng, T, C)
     state = np.zeros((K - 1, C), np.float32)
     outs = []
     for t in range(T):
@@ -141,9 +162,9 @@ def test_conv_step_is_a_causal_depthwise_conv():
     assert np.array_equal(state, xs[-(K - 1):])  # raw pre-conv inputs, oldest first
 
 
-def test_gates():
-    b, a = rand_bf16(6), rand_bf16(6)
-    a_log, dt = np.log(np.linspace(1, 16, 6)).astype(np.float32), rand_bf16(6)
+def test_gates(rng):
+    b, a = rand_bf16(rng, 6), rand_bf16(rng, 6)
+    a_log, dt = np.log(np.linspace(1, 16, 6)).astype(np.float32), rand_bf16(rng, 6)
     beta, g = gdn.gates(b, a, a_log, dt)
     assert_within_ulps(beta, 1 / (1 + np.exp(-b.astype(np.float64))), ulps=1)
     exact_g = -np.exp(a_log.astype(np.float64)) * np.log1p(np.exp(a.astype(np.float64) + dt))
@@ -161,17 +182,17 @@ def delta_rule_f64(S, q, k, v, g, beta):
     return np.stack(outs), S
 
 
-def random_gdn_inputs(T, Hk=2, Hv=6, d=128):
-    q, k = gdn.prepare_qk(rand_bf16(T, Hk, d), rand_bf16(T, Hk, d), Hv)
-    v = rand_bf16(T, Hv, d)
-    g = -RNG.uniform(0.001, 1.5, (T, Hv)).astype(np.float32)
-    beta = bf16(RNG.uniform(0, 1, (T, Hv)))
+def random_gdn_inputs(rng, T, Hk=2, Hv=6, d=128):
+    q, k = gdn.prepare_qk(rand_bf16(rng, T, Hk, d), rand_bf16(rng, T, Hk, d), Hv)
+    v = rand_bf16(rng, T, Hv, d)
+    g = -rng.uniform(0.001, 1.5, (T, Hv)).astype(np.float32)
+    beta = bf16(rng.uniform(0, 1, (T, Hv)))
     return q, k, v, g, beta
 
 
-def test_prepare_qk_maps_value_head_j_to_key_head_j_div_3():
-    q = rand_bf16(2, 128)
-    k = rand_bf16(2, 128)
+def test_prepare_qk_maps_value_head_j_to_key_head_j_div_3(rng):
+    q = rand_bf16(rng, 2, 128)
+    k = rand_bf16(rng, 2, 128)
     qh, kh = gdn.prepare_qk(q, k, 6)
     x = q.astype(np.float64)
     expected = x / np.sqrt((x ** 2).sum(-1, keepdims=True) + 1e-6) / np.sqrt(128)
@@ -179,9 +200,9 @@ def test_prepare_qk_maps_value_head_j_to_key_head_j_div_3():
     assert np.allclose((kh.astype(np.float64) ** 2).sum(-1), 1, atol=1e-4)
 
 
-def test_recurrent_step_matches_float64_delta_rule():
+def test_recurrent_step_matches_float64_delta_rule(rng):
     T, Hv, d = 20, 6, 128
-    q, k, v, g, beta = random_gdn_inputs(T)
+    q, k, v, g, beta = random_gdn_inputs(rng, T)
     S = np.zeros((Hv, d, d), np.float32)
     outs = []
     for t in range(T):
@@ -194,9 +215,9 @@ def test_recurrent_step_matches_float64_delta_rule():
 
 
 @pytest.mark.parametrize("first_position, T", [(0, 150), (10, 100), (63, 2)])
-def test_chunked_matches_sequential(first_position, T):
-    q, k, v, g, beta = random_gdn_inputs(T)
-    S0 = RNG.standard_normal((6, 128, 128)).astype(np.float32) * 0.1
+def test_chunked_matches_sequential(first_position, T, rng):
+    q, k, v, g, beta = random_gdn_inputs(rng, T)
+    S0 = rng.standard_normal((6, 128, 128)).astype(np.float32) * 0.1
     o_chunk, S_chunk = gdn.chunked(S0, q, k, v, g, beta, first_position)
     S = S0
     seq = []
@@ -209,11 +230,11 @@ def test_chunked_matches_sequential(first_position, T):
     assert np.abs(o_chunk - seq).max() <= 2 * bf16_ulp(np.abs(seq).max())
 
 
-def test_engine_gemv_pieces_do_not_depend_on_how_the_work_is_cut():
+def test_engine_gemv_pieces_do_not_depend_on_how_the_work_is_cut(rng):
     """What a tile computes (a row range, a block range) equals the same rows/blocks of the whole."""
-    w = RNG.standard_normal((384, 768)).astype(np.float32) * 0.02
+    w = rng.standard_normal((384, 768)).astype(np.float32) * 0.02
     q, s = fp8.quantize(w)
-    x = rand_bf16(768)
+    x = rand_bf16(rng, 768)
     w3 = q.astype(np.float32).reshape(384, 6, 128)
     whole = ops.block_partials(w3, x)
     assert np.array_equal(ops.block_partials(w3[128:256, 2:5], x[256:640]), whole[128:256, 2:5])
@@ -225,10 +246,10 @@ def test_engine_gemv_pieces_do_not_depend_on_how_the_work_is_cut():
     assert not np.array_equal(ops.Linear(q, s, Mode.ENGINE, slices=1).accumulate(x)[0], by_slices)
 
 
-def test_partitioned_attention_matches_attend_closely_and_handles_short_rows():
+def test_partitioned_attention_matches_attend_closely_and_handles_short_rows(rng):
     heads, kv_heads, d = 12, 2, 256
     for T in (1, 5, 31, 200):  # fewer keys than partitions leaves some partitions empty
-        q, keys, values = rand_bf16(heads, d), rand_bf16(T, kv_heads, d), rand_bf16(T, kv_heads, d)
+        q, keys, values = rand_bf16(rng, heads, d), rand_bf16(rng, T, kv_heads, d), rand_bf16(rng, T, kv_heads, d)
         a = ops.attend(q, keys, values, d ** -0.5)
         b = ops.attend_partitioned(q, keys, values, d ** -0.5)
         assert np.isfinite(b).all()

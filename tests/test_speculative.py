@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from megakernel import speculative
-from megakernel.generate import InterpreterBackend
+from megakernel.generate import InterpreterBackend, ProgramBackend
 
 CAPACITY = 64
 PROMPT = [9707, 11, 1879, 0]
@@ -39,6 +39,12 @@ def session_state(backend, c) -> list[np.ndarray]:
     return out
 
 
+def assert_same_session(spec, plain, c) -> None:
+    assert spec.interpreter.position == plain.interpreter.position, "the sessions' positions differ"
+    for a, b in zip(session_state(spec, c), session_state(plain, c), strict=True):
+        assert np.array_equal(a, b), "the sessions' states differ"
+
+
 def drafters(reference, vocab):
     yield "oracle", speculative.oracle_drafts(reference), [K]
     yield "adversarial", (lambda emitted, k: [(reference[len(emitted) + i] + 1) % vocab for i in range(k)]), [0]
@@ -61,23 +67,56 @@ def test_speculative_greedy_equals_plain_greedy_and_rolls_back_exactly(tiny_weig
         plain.greedy_step(t)
     assert spec.interpreter.position == plain.interpreter.position == len(PROMPT) + len(tokens) - 1
     assert spec.greedy_step(tokens[-1]) == plain.greedy_step(tokens[-1]) == reference[len(tokens)]
-    for a, b in zip(session_state(spec, c), session_state(plain, c), strict=True):
-        assert np.array_equal(a, b)
+    assert_same_session(spec, plain, c)
 
 
-def test_a_verify_pass_keeps_its_rows_out_of_the_state_until_committed(tiny_weights, runs):
-    """Negative control: a verify pass whose rows were all rejected (commit(1)) differs from one whose
-    rows are kept (commit(K + 1)): the checker above can tell a rollback from none."""
+def sessions_after_a_partly_rejected_verify_pass(runs, vocab, kept):
+    """Speculative: a verify pass over [t0, d1..dK] whose first kept - 1 drafts are right and the others
+    wrong, commit(kept), one pass over the next token. Plain: one pass per kept token and the next. The
+    same tokens at the same positions: only the rejected rows left in the session can make them differ."""
+    plain, reference, spec = runs
+    spec.start(PROMPT)
+    spec.verify(reference[:kept] + [(t + 1) % vocab for t in reference[kept:K + 1]])
+    spec.commit(kept)
+    spec.greedy_step(reference[kept])
+    plain.start(PROMPT)
+    for t in reference[:kept + 1]:
+        plain.greedy_step(t)
+    return spec, plain
+
+
+@pytest.mark.parametrize("kept", range(1, K + 1))
+def test_a_verify_pass_keeps_its_rejected_rows_out_of_the_session(tiny_weights, runs, kept):
     c = tiny_weights.config
-    _, reference, spec = runs
-    states = []
-    for keep in (1, K + 1):
-        spec.start(PROMPT)
-        spec.verify(reference[:K + 1])
-        spec.commit(keep)
-        spec.greedy_step(reference[keep])
-        states.append(spec.interpreter.ssm_state(c.gdn_layers[0], c.linear_key_head_dim).copy())
-    assert not np.array_equal(*states)
+    assert_same_session(*sessions_after_a_partly_rejected_verify_pass(runs, c.defined_vocab, kept), c)
+
+
+def keep_every_verify_row(monkeypatch):
+    """No rollback at all: commit() keeps the whole verify pass, whatever the host accepted."""
+    commit = ProgramBackend.commit
+    monkeypatch.setattr(ProgramBackend, "commit", lambda self, rows: commit(self, self._verified[1]))
+
+
+def fold_every_verify_row_into_the_gdn_state(monkeypatch):
+    """The position rolls back but the GDN state does not: the verify pass folds all its rows as it runs
+    (not speculative) and commit() leaves none pending."""
+    run_pass, commit = ProgramBackend._pass, ProgramBackend.commit
+
+    def commit_without_pending(self, rows):
+        commit(self, rows)
+        self._pending = 0
+
+    monkeypatch.setattr(ProgramBackend, "_pass", lambda self, tokens, speculative=False: run_pass(self, tokens))
+    monkeypatch.setattr(ProgramBackend, "commit", commit_without_pending)
+
+
+@pytest.mark.parametrize("plant_bug, caught_by", [(keep_every_verify_row, "positions"),
+                                                  (fold_every_verify_row_into_the_gdn_state, "states")])
+def test_the_rollback_check_catches_a_broken_rollback(tiny_weights, runs, monkeypatch, plant_bug, caught_by):
+    c = tiny_weights.config
+    plant_bug(monkeypatch)
+    with pytest.raises(AssertionError, match=f"sessions' {caught_by} differ"):
+        assert_same_session(*sessions_after_a_partly_rejected_verify_pass(runs, c.defined_vocab, kept=1), c)
 
 
 def test_the_models_own_mtp_head_drafts_and_the_tokens_stay_those_of_plain_greedy(tiny_weights, runs):
@@ -95,8 +134,7 @@ def test_the_models_own_mtp_head_drafts_and_the_tokens_stay_those_of_plain_greed
     for t in reference[:len(tokens) - 1]:
         plain.greedy_step(t)
     assert spec.greedy_step(tokens[-1]) == plain.greedy_step(tokens[-1])
-    for a, b in zip(session_state(spec, c), session_state(plain, c), strict=True):
-        assert np.array_equal(a, b)
+    assert_same_session(spec, plain, c)
 
 
 def test_mtp_over_kept_rows_equals_the_reference_head(tiny_weights, runs):
@@ -195,8 +233,7 @@ def test_sampled_speculation_leaves_the_session_plain_decoding_of_its_tokens_wou
         plain.step(t)
     spec.step(tokens[-1])
     plain.step(tokens[-1])
-    for a, b in zip(session_state(spec, c), session_state(plain, c), strict=True):
-        assert np.array_equal(a, b)
+    assert_same_session(spec, plain, c)
     assert run()[0] == tokens
 
 

@@ -1,22 +1,21 @@
 """The discrete build (discrete/, megakernel/cuda/*.cuh) on the GPU, tiny preset:
 
 * every instruction of the compiled Program against the CPU interpreter from the same arena
-  (interpreter state after a few steps; outputs poisoned; every element of every written buffer
-  checked: integers exactly, bf16 within 2 ulps, fp32 within a relative bound);
+  (interpreter state after a few steps; outputs poisoned; the whole arena compared after each word:
+  every element of every written buffer within the op tolerance (integers exactly, bf16 within 2 ulps,
+  fp32 within a relative bound), every other byte exactly; tests/gpu/per_word.py);
 * eager vs graph and run to run bit-identical; an M-row pass bit-identical to M one-row passes;
 * teacher-forced against the oracle goldens (power-of-two checkpoint) with the calibrated checker.
 """
 
 from pathlib import Path
 
-import ml_dtypes
 import numpy as np
 import pytest
 
 cupy = pytest.importorskip("cupy")
 
 from compiler import lower  # noqa: E402
-from compiler.access import accesses  # noqa: E402
 from compiler.interpreter import Interpreter  # noqa: E402
 from discrete.launcher import DiscreteProgram  # noqa: E402
 from discrete.observe import observe_device  # noqa: E402
@@ -24,6 +23,7 @@ from isa import DType, Kind  # noqa: E402
 from isa.opcodes import CTRL_LANE, CTRL_POSITION  # noqa: E402
 from megakernel.checker import Goldens, check  # noqa: E402
 from megakernel.device import DeviceSession, DeviceWeights  # noqa: E402
+from per_word import check_word, diff_arena, interpret_word, poison_write_only, word_accesses  # noqa: E402
 from program_tools import session_state  # noqa: E402
 
 pytestmark = pytest.mark.gpu
@@ -37,91 +37,11 @@ def build(weights, rows, capacity=64, debug_logits=True):
     return program, DiscreteProgram(program, DeviceWeights.from_weightset(program, weights, progress=False), session)
 
 
-def ulps(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """bf16 bit patterns -> distance in units in the last place (monotone integer mapping)."""
-    def key(x):
-        x = x.astype(np.int32)
-        return np.where(x & 0x8000, 0x8000 - x, x + 0x8000)
-    return np.abs(key(a) - key(b))
-
-
-def compare(program, name, gpu: np.ndarray, cpu: np.ndarray) -> str | None:
-    """None if the GPU buffer matches the interpreter's within the op tolerance, else a description."""
-    b = next(b for b in program.buffers if b.name == name)
-    if b.dtype == DType.BF16:
-        g, c = gpu.view(np.uint16), cpu.view(np.uint16)
-        nan_g, nan_c = np.isnan(g.view(ml_dtypes.bfloat16)), np.isnan(c.view(ml_dtypes.bfloat16))
-        if (nan_g != nan_c).any():
-            return f"{name}: NaN pattern differs ({nan_g.sum()} vs {nan_c.sum()})"
-        # within 2 ulps, except where a result is tiny next to the buffer's scale (cancellation in an fp32 sum
-        # makes its bf16 rounding differ by more ulps): there within 2^-12 of the largest value, and rarely
-        d = ulps(g, c)[~nan_c]
-        if d.size == 0:
-            return None
-        gf, cf = (x.view(ml_dtypes.bfloat16).astype(np.float32)[~nan_c] for x in (g, c))
-        far = (d > 2) & (np.abs(gf - cf) > np.abs(cf).max() * 2.0 ** -12)
-        rare = (d > 2).mean() <= 1e-3
-        return None if not far.any() and rare else \
-            f"{name}: {int(d.max())} ulps, {int((d > 2).sum())} beyond 2 ulps, {int(far.sum())} beyond 2^-12 of max"
-    if b.dtype == DType.F32:
-        g, c = gpu.view(np.float32), cpu.view(np.float32)
-        if (np.isnan(g) != np.isnan(c)).any():
-            return f"{name}: NaN pattern differs"
-        ok = ~np.isnan(c)
-        scale = max(float(np.abs(c[ok & np.isfinite(c)]).max(initial=0)), 1e-30)
-        with np.errstate(invalid="ignore"):
-            err = np.abs(np.where(np.isfinite(c), g - c, 0))[ok].max(initial=0) / scale
-        inf_ok = np.array_equal(g[~np.isfinite(c) & ok], c[~np.isfinite(c) & ok])
-        return None if err < 1e-4 and inf_ok else f"{name}: relative error {err:.3g}"
-    g, c = gpu.view(np.int32), cpu.view(np.int32)
-    if name.endswith("head_candidates"):  # (fp32 value bits, id) pairs: ids may differ on near-ties only
-        gv, cv = g[:, 0::2].view(np.float32), c[:, 0::2].view(np.float32)
-        close = np.isclose(gv, cv, rtol=1e-4, atol=1e-4) | (gv == cv)
-        same_id = g[:, 1::2] == c[:, 1::2]
-        return None if close.all() and same_id.mean() > 0.99 else f"{name}: candidates differ"
-    return None if np.array_equal(g, c) else f"{name}: int32 values differ at {np.argwhere(g != c)[:5].tolist()}"
-
-
-def word_accesses(program, i):
-    w = program.words[i]
-    return [a for stage in ((0, 1) if w.reduce_tiles else (0,)) for t in range(w.reduce_tiles if stage else w.tiles)
-            for a in accesses(program, i, stage, t)]
-
-
-def poison_write_only(arena: np.ndarray, program, i):
-    """NaN bytes (int32 -1) over every activation region the word declares it writes, in buffers it does not
-    also read (state buffers are updated in place at run-time positions). Applied to the interpreter's arena
-    before the GPU copies it, so elements neither side writes stay equal and an element the GPU fails to
-    write cannot match."""
-    word = word_accesses(program, i)
-    read = {a.buffer for a in word if not a.write}
-    for a in word:
-        b = program.buffers[a.buffer]
-        if a.write and a.buffer not in read and b.kind == Kind.ACTIVATION:
-            size = b.dtype.size
-            rows = arena[b.offset:b.offset + b.nbytes].reshape(b.rows, b.cols * size)
-            rows[a.r0:a.r1, a.c0 * size:a.c1 * size] = 0xFF
-
-
 def interpreter_step_by_word(interp, runner, program, failures):
-    """One pass, word by word: the GPU starts each word from the interpreter's arena, its outputs poisoned."""
-    for i, w in enumerate(program.words):
-        poison_write_only(interp.arena, program, i)
-        runner.session.load(interp.arena)
-        runner.run_word(i)
-        for stage in (0, 1) if w.reduce_tiles else (0,):
-            for tile in range(w.reduce_tiles if stage else w.tiles):
-                interp._execute(i, stage, tile)
-        written = {a.buffer for a in word_accesses(program, i) if a.write}
-        gpu_arena = runner.session.arena.get()
-        for buf in sorted(written):
-            b = program.buffers[buf]
-            lo, hi = b.offset, b.offset + b.nbytes
-            got = gpu_arena[lo:hi].reshape(b.rows, -1)
-            want = interp.arena[lo:hi].reshape(b.rows, -1)
-            problem = compare(program, b.name, got, want)
-            if problem:
-                failures.append(f"word {i} {w.opcode.name}: {problem}")
+    """One pass, word by word: the GPU starts each word from the interpreter's arena, its outputs poisoned,
+    and the whole arena is compared after it (per_word.check_word)."""
+    for i in range(len(program.words)):
+        failures += check_word(interp, runner, program, i)
 
 
 @pytest.mark.parametrize("rows", [1, 3])
@@ -201,37 +121,36 @@ def test_every_instruction_matches_the_interpreter_on_random_state(tiny_weights,
 
 
 def test_the_per_word_comparison_rejects_a_wrong_word(tiny_weights):
-    """Negative controls: the comparison must flag a word the GPU did not run (its outputs stay poison) and a
-    single output element 8 ulps off."""
+    """Negative controls of the whole-arena comparison (per_word.diff_arena): it must flag a word the GPU
+    did not run (its outputs stay poison), a single output element 8 ulps off, and one byte written outside
+    the buffers the word declares."""
     program, runner = build(tiny_weights, 1)
     interp = Interpreter(program, tiny_weights)
     interp.set_tokens([TOKENS[0]])
     i = next(i for i, w in enumerate(program.words) if w.opcode.name == "GDN_CORE")
     for j in range(i):
-        interp_word(interp, program, j)
+        interpret_word(interp, program, j)
     poison_write_only(interp.arena, program, i)
     runner.session.load(interp.arena)
-    interp_word(interp, program, i)
-    out = next(a.buffer for a in word_accesses(program, i) if a.write and program.buffers[a.buffer].kind == Kind.ACTIVATION)
-    b = program.buffers[out]
+    interpret_word(interp, program, i)
 
-    def problem():
-        gpu = runner.session.arena[b.offset:b.offset + b.nbytes].get().reshape(b.rows, -1)
-        return compare(program, b.name, gpu, interp.arena[b.offset:b.offset + b.nbytes].reshape(b.rows, -1))
+    def problems():
+        return diff_arena(program, i, runner.session.arena.get(), interp.arena)
 
-    assert problem(), "an unrun word's poisoned output passed the comparison"
+    assert problems(), "an unrun word's poisoned output passed the comparison"
     runner.run_word(i)
-    assert problem() is None
-    element = runner.session.arena[b.offset + 2 * 7:b.offset + 2 * 8].view(cupy.uint16)
+    assert problems() == []
+    written = {a.buffer for a in word_accesses(program, i) if a.write}
+    out = program.buffers[next(b for b in sorted(written) if program.buffers[b].kind == Kind.ACTIVATION)]
+    element = runner.session.arena[out.offset + 2 * 7:out.offset + 2 * 8].view(cupy.uint16)
     element += 8  # same sign, 8 ulps further from zero
-    assert problem(), "an output 8 ulps off passed the comparison"
-
-
-def interp_word(interp, program, i):
-    w = program.words[i]
-    for stage in (0, 1) if w.reduce_tiles else (0,):
-        for tile in range(w.reduce_tiles if stage else w.tiles):
-            interp._execute(i, stage, tile)
+    assert any(out.name in p for p in problems()), "an output 8 ulps off passed the comparison"
+    element -= 8
+    assert problems() == []
+    other = next(b for n, b in enumerate(program.buffers) if n not in written and b.kind == Kind.STATE)
+    byte = runner.session.arena[other.offset + other.nbytes // 2:other.offset + other.nbytes // 2 + 1]
+    byte ^= 1
+    assert any("does not declare" in p and other.name in p for p in problems()), "a stray write passed"
 
 
 def run_steps(runner, tokens, graph):

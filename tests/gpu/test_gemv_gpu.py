@@ -11,16 +11,15 @@ from megakernel import fp8, plan  # noqa: E402
 from megakernel.reference import ops  # noqa: E402
 from megakernel.reference.numerics import bf16  # noqa: E402
 
-RNG = np.random.default_rng(0)
-
-
 def bits(a: np.ndarray, dtype) -> np.ndarray:
     return np.ascontiguousarray(a.astype(dtype)).view(np.uint16 if dtype == fp8.BF16 else np.uint8)
 
 
-def case(n, k, m, is_fp8=True):
-    w = (RNG.standard_normal((n, k)) * 0.02).astype(np.float32)
-    x = bf16(RNG.standard_normal((m, k)).astype(np.float32))
+def case(n, k, m, is_fp8=True, seed=0):
+    """Random weights and rows from a generator of this case's own (no state shared between tests)."""
+    rng = np.random.default_rng([n, k, m, seed])
+    w = (rng.standard_normal((n, k)) * 0.02).astype(np.float32)
+    x = bf16(rng.standard_normal((m, k)).astype(np.float32))
     if is_fp8:
         q, s = fp8.quantize(w)
         return q, s, x
@@ -45,9 +44,15 @@ def numpy_slices(q, s, x, slices):
 
 
 def run(q, s, x, slices):
+    """The kernel's slices into an output filled with NaN first: a launch that writes nothing cannot
+    match anything (CuPy's pool would otherwise hand back a block still holding an earlier result)."""
     wq = cupy.asarray(bits(q, fp8.E4M3) if s is not None else bits(q, fp8.BF16))
     sc = None if s is None else cupy.asarray(bits(s, fp8.BF16))
-    return cupy.asnumpy(gemv_slices(wq, sc, cupy.asarray(bits(x, fp8.BF16)), slices))
+    out = cupy.full((slices, x.shape[0], q.shape[0]), np.nan, dtype=cupy.float32)
+    gemv_slices(wq, sc, cupy.asarray(bits(x, fp8.BF16)), slices, out=out)
+    got = cupy.asnumpy(out)
+    assert np.isfinite(got).all(), "the kernel left outputs unwritten"
+    return got
 
 
 @pytest.mark.parametrize("is_fp8", [True, False])
@@ -56,7 +61,6 @@ def test_gemv_matches_the_engine_sum_within_fp32_rounding(n, k, m, slices, is_fp
     q, s, x = case(n, k, m, is_fp8)
     got = run(q, s, x, slices)
     want, magnitude = numpy_slices(q, s, x, slices)
-    assert np.isfinite(got).all()
     err = np.abs(got - want) / np.maximum(magnitude, 1e-30)
     assert err.max() < 1e-6, err.max()  # fp32 accumulation of 128-term blocks: ~2^-24 x sqrt(terms)
 
@@ -72,7 +76,10 @@ def test_each_input_row_is_bit_identical_whatever_the_other_rows():
 
 def test_run_to_run_bit_identical():
     q, s, x = case(1024, 5120, 8)
-    assert np.array_equal(run(q, s, x, 2), run(q, s, x, 2))
+    first = run(q, s, x, 2)
+    assert np.array_equal(first, run(q, s, x, 2))
+    # negative control: other inputs give other bits (the comparison can fail)
+    assert not np.array_equal(first, run(q, s, case(1024, 5120, 8, seed=1)[2], 2))
 
 
 def test_subnormal_sums_are_kept_not_flushed():

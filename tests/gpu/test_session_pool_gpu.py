@@ -28,9 +28,14 @@ def greedy(runner, token: int, passes: int, vocab: int) -> list[int]:
     return out
 
 
-def state(session, program) -> np.ndarray:
-    """The session's buffers (everything but activations), as host bytes."""
-    return session.arena[:program.state_end].get()
+def state(session, program, without: str | None = None) -> np.ndarray:
+    """The session's buffers (everything but activations), as host bytes; `without`: that buffer's bytes
+    left out."""
+    arena = session.arena[:program.state_end].get()
+    if without is None:
+        return arena
+    b = next(b for b in program.buffers if b.name == without)
+    return np.concatenate([arena[:b.offset], arena[b.offset + b.nbytes:]])
 
 
 @pytest.fixture(scope="module")
@@ -72,13 +77,18 @@ def test_a_fork_continues_as_its_parent(setup):
     assert np.array_equal(state(child, program), state(parent, program))
     assert greedy(run_child, last, 10, vocab) == greedy(run_parent, last, 10, vocab)
     assert np.array_equal(state(child, program), state(parent, program))
-    # negative control: a fork with one GDN state value changed is told apart after the same passes
+    # negative control: a fork with one GDN state value changed is told apart after the same passes, by
+    # the bytes those passes wrote (the changed buffer itself left out: the difference must come from the
+    # runs, not from the planted value)
     pool.evict(child)
     bad = pool.fork(parent)
-    ssm = bad.view(f"L{config.gdn_layers[0]}.ssm")
-    ssm[0, 0] += 1.0
+    planted = f"L{config.gdn_layers[0]}.ssm"
+    assert np.array_equal(state(bad, program), state(parent, program))
+    bad.view(planted)[0, 0] += 1.0
+    assert np.array_equal(state(bad, program, without=planted), state(parent, program, without=planted))
     run_bad = Megakernel(program, weights, bad)
     last = run_parent.session.tokens_out()[0]
     greedy(run_bad, last, 3, vocab)
     greedy(run_parent, last, 3, vocab)
-    assert not np.array_equal(state(bad, program), state(parent, program))
+    assert bad.position == parent.position == 33
+    assert not np.array_equal(state(bad, program, without=planted), state(parent, program, without=planted))

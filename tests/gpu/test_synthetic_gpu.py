@@ -105,8 +105,8 @@ def test_seed_and_name_change_the_bytes_and_repeats_do_not():
 
 
 @pytest.mark.slow
-def test_full_27b_generation_speed(capsys):
-    """Every 27B tensor once, each checksummed and freed; prints GB/s (about 30 GB in all)."""
+def test_every_27b_tensor_generates_on_the_gpu(capsys):
+    """Every 27B tensor once, each checksummed and freed (about 30 GB in all); prints the GB/s, asserts no time."""
     pool = cupy.get_default_memory_pool()
     config = preset(BIG)
     synthesize_gpu(tensor_specs(config)[1], 0)  # compile (and warm up) outside the timed region
@@ -124,4 +124,3 @@ def test_full_27b_generation_speed(capsys):
         print(f"\n27B synthetic weights on the GPU: {count} tensors, {total_bytes / 1e9:.2f} GB in "
               f"{seconds:.2f} s = {total_bytes / 1e9 / seconds:.1f} GB/s (checksum {checksum:#x})")
     assert total_bytes > 29e9
-    assert seconds < 60

@@ -1,0 +1,164 @@
+"""One instruction word on the GPU against the CPU interpreter, from the same arena (tests/gpu).
+
+The GPU session is loaded with the interpreter's arena, the word's write-only activation outputs
+poisoned first (so an output the GPU fails to write cannot match); the word runs on both sides; then
+the whole arena is compared: every buffer the word declares it writes within the op tolerance, every
+other byte (other buffers, padding between them) exactly, so a stray write anywhere shows.
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+from compiler.access import accesses
+from isa import DType, Kind, Program
+from megakernel import fp8, synthetic
+from megakernel.tensors import scale_name, tensor_specs
+
+import device_order
+
+
+def ulps(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """bf16 bit patterns -> distance in units in the last place (monotone integer mapping)."""
+    def key(x):
+        x = x.astype(np.int32)
+        return np.where(x & 0x8000, 0x8000 - x, x + 0x8000)
+    return np.abs(key(a) - key(b))
+
+
+def compare(program: Program, name: str, gpu: np.ndarray, cpu: np.ndarray) -> str | None:
+    """None if the GPU buffer matches the interpreter's within the op tolerance, else a description."""
+    b = next(b for b in program.buffers if b.name == name)
+    if b.dtype == DType.BF16:
+        g, c = gpu.view(np.uint16), cpu.view(np.uint16)
+        nan_g, nan_c = np.isnan(g.view(ml_dtypes.bfloat16)), np.isnan(c.view(ml_dtypes.bfloat16))
+        if (nan_g != nan_c).any():
+            return f"{name}: NaN pattern differs ({nan_g.sum()} vs {nan_c.sum()})"
+        # within 2 ulps, except where a result is tiny next to the buffer's scale (cancellation in an fp32 sum
+        # makes its bf16 rounding differ by more ulps): there within 2^-12 of the largest value, and rarely
+        d = ulps(g, c)[~nan_c]
+        if d.size == 0:
+            return None
+        gf, cf = (x.view(ml_dtypes.bfloat16).astype(np.float32)[~nan_c] for x in (g, c))
+        far = (d > 2) & (np.abs(gf - cf) > np.abs(cf).max() * 2.0 ** -12)
+        rare = (d > 2).mean() <= 1e-3
+        return None if not far.any() and rare else \
+            f"{name}: {int(d.max())} ulps, {int((d > 2).sum())} beyond 2 ulps, {int(far.sum())} beyond 2^-12 of max"
+    if b.dtype == DType.F32:
+        g, c = gpu.view(np.float32), cpu.view(np.float32)
+        if (np.isnan(g) != np.isnan(c)).any():
+            return f"{name}: NaN pattern differs"
+        ok = ~np.isnan(c)
+        scale = max(float(np.abs(c[ok & np.isfinite(c)]).max(initial=0)), 1e-30)
+        with np.errstate(invalid="ignore"):
+            err = np.abs(np.where(np.isfinite(c), g - c, 0))[ok].max(initial=0) / scale
+        inf_ok = np.array_equal(g[~np.isfinite(c) & ok], c[~np.isfinite(c) & ok])
+        return None if err < 1e-4 and inf_ok else f"{name}: relative error {err:.3g}"
+    g, c = gpu.view(np.int32), cpu.view(np.int32)
+    if name.endswith("head_candidates"):  # (fp32 value bits, id) pairs: ids may differ on near-ties only
+        gv, cv = g[:, 0::2].view(np.float32), c[:, 0::2].view(np.float32)
+        close = np.isclose(gv, cv, rtol=1e-4, atol=1e-4) | (gv == cv)
+        same_id = g[:, 1::2] == c[:, 1::2]
+        return None if close.all() and same_id.mean() > 0.99 else f"{name}: candidates differ"
+    return None if np.array_equal(g, c) else f"{name}: int32 values differ at {np.argwhere(g != c)[:5].tolist()}"
+
+
+def word_accesses(program: Program, i: int):
+    w = program.words[i]
+    return [a for stage in ((0, 1) if w.reduce_tiles else (0,)) for t in range(w.reduce_tiles if stage else w.tiles)
+            for a in accesses(program, i, stage, t)]
+
+
+def poison_write_only(arena: np.ndarray, program: Program, i: int) -> None:
+    """NaN bytes (int32 -1) over every activation region the word declares it writes, in buffers it does not
+    also read (state buffers are updated in place at run-time positions). Applied to the interpreter's arena
+    before the GPU copies it, so elements neither side writes stay equal and an element the GPU fails to
+    write cannot match."""
+    word = word_accesses(program, i)
+    read = {a.buffer for a in word if not a.write}
+    for a in word:
+        b = program.buffers[a.buffer]
+        if a.write and a.buffer not in read and b.kind == Kind.ACTIVATION:
+            size = b.dtype.size
+            rows = arena[b.offset:b.offset + b.nbytes].reshape(b.rows, b.cols * size)
+            rows[a.r0:a.r1, a.c0 * size:a.c1 * size] = 0xFF
+
+
+def interpret_word(interp, program: Program, i: int) -> None:
+    """Every stage and tile of word i on the CPU interpreter, in order (no waits: one word alone)."""
+    w = program.words[i]
+    for stage in (0, 1) if w.reduce_tiles else (0,):
+        for tile in range(w.reduce_tiles if stage else w.tiles):
+            interp._execute(i, stage, tile)
+
+
+def diff_arena(program: Program, i: int, gpu: np.ndarray, cpu: np.ndarray) -> list[str]:
+    """Word i's problems: its written buffers beyond the op tolerance, and any other byte that differs."""
+    if gpu.shape != cpu.shape:
+        return [f"arenas of {gpu.size} and {cpu.size} bytes"]
+    written = sorted({a.buffer for a in word_accesses(program, i) if a.write})
+    problems = []
+    untouched = np.ones(gpu.size, bool)
+    for buf in written:
+        b = program.buffers[buf]
+        lo, hi = b.offset, b.offset + b.nbytes
+        untouched[lo:hi] = False
+        problem = compare(program, b.name, gpu[lo:hi].reshape(b.rows, -1), cpu[lo:hi].reshape(b.rows, -1))
+        if problem:
+            problems.append(problem)
+    stray = np.flatnonzero((gpu != cpu) & untouched)
+    if stray.size:
+        problems.append(f"{stray.size} bytes the word does not declare were written, first in "
+                        f"{sorted({owner(program, int(x)) for x in stray[:1000]})}")
+    return problems
+
+
+def owner(program: Program, byte: int) -> str:
+    for b in program.buffers:
+        if b.offset <= byte < b.offset + b.nbytes:
+            return b.name
+    return f"padding at byte {byte}"
+
+
+def check_word(interp, runner, program: Program, i: int) -> list[str]:
+    """Word i on the GPU and on the interpreter from the interpreter's arena (its outputs poisoned); the
+    interpreter's arena moves on with its own result. The interpreter's GEMV prologues normalise in the
+    device's summation order (tests/device_order.py), so both sides multiply the same bf16 rows."""
+    poison_write_only(interp.arena, program, i)
+    runner.session.load(interp.arena)
+    runner.run_word(i)
+    interp._rms_norm = device_order.rms_norm_1p
+    try:
+        interpret_word(interp, program, i)
+    finally:
+        del interp._rms_norm
+    w = program.words[i]
+    return [f"word {i} {w.opcode.name} (layer {w.layer}): {p}"
+            for p in diff_arena(program, i, runner.session.arena.get(), interp.arena)]
+
+
+class HostWeightsFromGpu(dict):
+    """name -> host array of synthetic:<preset>:<seed>, each tensor made on the GPU (the bytes of
+    synthetic.synthesize) when the interpreter first asks for it: the 27B's 30 GB never sit on the host,
+    only the tensors of the words a test samples."""
+
+    def __init__(self, config, seed: int = 0):
+        super().__init__()
+        self.specs = {s.name: s for s in tensor_specs(config) if not s.is_scale}
+        self.weight_of_scale = {scale_name(n): n for n, s in self.specs.items() if s.is_fp8}
+        self.seed = seed
+
+    def __missing__(self, name: str) -> np.ndarray:
+        import cupy
+
+        from megakernel.gpu_synthetic import synthesize_gpu
+
+        spec = self.specs[self.weight_of_scale.get(name, name)]
+        if spec.init not in synthetic.NORMAL_INIT:  # a few float64-made values: the CPU generator itself
+            self.update(synthetic.synthesize(spec, self.seed))
+        else:
+            for n, raw in synthesize_gpu(spec, self.seed).items():
+                host = cupy.asnumpy(raw)
+                self[n] = host.view(fp8.E4M3) if host.dtype == np.uint8 else host.view(fp8.BF16)
+        return self[name]
