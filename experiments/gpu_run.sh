@@ -68,6 +68,7 @@ for step in "$@"; do
     racecheck) MEGAKERNEL_LINEINFO=1 timeout "${SANITIZE_TIMEOUT:-540}" compute-sanitizer --tool racecheck \
         --error-exitcode 1 --print-limit 50 python3 experiments/sanitize.py --tokens 3 --modes "${SANITIZE_MODES:-eager,megakernel}" \
         2>&1 | tee "$out/sanitize_racecheck.log" ;;
+    norm-order) python3 experiments/norm_order.py --out "$out" 2>&1 | tee "$out/norm_order.log" ;;
     stress) python3 experiments/stress.py --out "$out" 2>&1 | tee "$out/stress.log" ;;
     soak) python3 experiments/soak.py --out "$out" 2>&1 | tee "$out/soak.log" ;;
     bench-tiling) python3 experiments/bench_tiling.py --out "$out" 2>&1 | tee "$out/bench_tiling.log" ;;

@@ -103,3 +103,13 @@ def test_given_out_buffer_gets_the_same_bits_and_is_checked():
     assert np.array_equal(cupy.asnumpy(out), run(q, s, x, 2))
     with pytest.raises(ValueError, match="out must be"):
         gemv_slices(wq, sc, xb, 2, out=cupy.empty((2, 3, 128), dtype=cupy.float32))
+
+
+def test_a_launch_that_writes_nothing_cannot_pass(monkeypatch):
+    """Negative control of run(): with the kernel replaced by one that writes nothing, the NaN-filled output
+    is caught instead of an earlier result left in a reused pool block."""
+    q, s, x = case(1024, 5120, 8)
+    run(q, s, x, 2)  # a real result, freed to CuPy's pool
+    monkeypatch.setitem(globals(), "gemv_slices", lambda *args, out=None: out)
+    with pytest.raises(AssertionError, match="left outputs unwritten"):
+        run(q, s, x, 2)
