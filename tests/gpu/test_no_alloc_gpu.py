@@ -1,9 +1,9 @@
 """No device allocation after start-up (issue 8): once a backend has built what a generation uses
 (ProgramBackend.prepare: every Program compiled, loaded and, in the graph build, captured), a 1,000-token
 decode loop allocates and frees nothing: CuPy's memory hooks see no pool malloc or free and no
-cudaMalloc, and the process's device pools hold the same bytes (all device memory of this package comes
-from CuPy; the driver's device-wide free-memory figure is not used: other processes move it). Plain greedy decoding in each build, and
-speculative decoding (MTP drafts over the full and the working-vocabulary head, verify passes,
+cudaMalloc, and CuPy's pool holds the same bytes (all of this package's device memory comes from it; the
+driver's device-wide free-memory figure is not used: other processes move it). Plain greedy decoding in
+each build, and speculative decoding (MTP drafts over the full and the working-vocabulary head, verify passes,
 re-folds, the hidden rows moved) in the graph build and the megakernel."""
 
 import numpy as np
