@@ -21,7 +21,6 @@ import numpy as np
 
 sys.path[:0] = [os.path.join(os.path.dirname(__file__), "..", "tests"),
                 os.path.join(os.path.dirname(__file__), "..", "tests", "gpu")]
-TOKENS = [9707, 11, 1879, 0, 151, 77, 3000, 42, 5, 248000, 17, 1, 60, 61, 62, 63]
 
 
 def gate_up_sums(arena: np.ndarray, program, w) -> np.ndarray:
@@ -60,10 +59,10 @@ def main() -> None:
     from megakernel.config import preset
     from megakernel.device import DeviceSession, DeviceWeights
     from megakernel.provenance import git_commit
+    from megakernel import fp8
     from megakernel.reference import ops
-    from megakernel.tensors import scale_name
     from megakernel.weights import WeightSet
-    from per_word import HostWeightsFromGpu, interpret_word, poison_write_only
+    from per_word import HostWeightsFromGpu, interpret_word, poison_write_only, start_pass
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True)
@@ -76,10 +75,7 @@ def main() -> None:
     host = WeightSet(config, HostWeightsFromGpu(config, seed=0), "synthetic:qwen3.5-27b:0")
     runner = DiscreteProgram(program, DeviceWeights.synthetic(program, config, seed=0, progress=False),
                              DeviceSession(program))
-    for step in range(2):  # the history of tests/gpu/test_per_word_27b_gpu.py
-        runner.session.set_tokens(TOKENS[step * rows:(step + 1) * rows], config.vocab_size)
-        runner.step()
-    runner.session.set_tokens(TOKENS[-rows:], config.vocab_size)
+    start_pass(runner, config)  # the history of tests/gpu/test_per_word_27b_gpu.py
     words = []
     for i, w in enumerate(program.words):
         if not (w.opcode.name == "NORM_GATE_UP" and w.layer in layers):
@@ -105,8 +101,7 @@ def main() -> None:
                 x = interp.view(w.buf_in)[:rows].astype(np.float32)
                 normed = ops.rms_norm_1p(x, interp._weight(p["norm_weight"]), p["eps"])
                 gate, up = (program.weights[w.weight_first + s].name for s in (0, 1))
-                dense = np.concatenate([host[n].astype(np.float32) * np.repeat(np.repeat(
-                    host[scale_name(n)].astype(np.float32), 128, 0), 128, 1) for n in (gate, up)])
+                dense = np.concatenate([fp8.dequantize(*host.fp8(n)) for n in (gate, up)])
                 record["orders"][order]["rows_fitted"] = {
                     r: {**single_ulp_fit(diff[r], dense, normed[r]), "row_max": float(scale[r])}
                     for r in range(rows) if np.abs(diff[r]).max() > 2e-6 * scale[r]}

@@ -11,7 +11,7 @@ GPU from the same normalised input therefore needs the device's order, not a loo
 
 import numpy as np
 
-from megakernel.cuda_build import CUDA_DIR, define
+from megakernel.cuda_build import tile_threads
 from megakernel.reference.numerics import F32, as_f32, bf16, rsqrt
 
 WARP = 32
@@ -31,7 +31,7 @@ def sum_of_squares(x: np.ndarray) -> np.ndarray:
     """fp32 sum of x^2 over the last axis in gemv_tile.cuh rms_factor's order: thread t of the block
     accumulates elements t, t + T, t + 2T, ... in order; block_sum adds each warp's lanes by the butterfly,
     then the warps' sums (lanes past the warp count hold 0, and adding 0 is exact) by the butterfly."""
-    threads = define(CUDA_DIR / "common.cuh", "TILE_THREADS")
+    threads = tile_threads()
     squares = as_f32(x) * as_f32(x)
     k = squares.shape[-1]
     padded = np.zeros(squares.shape[:-1] + (-(-k // threads) * threads,), F32)

@@ -5,14 +5,14 @@ elements one bf16 ulp apart."""
 import numpy as np
 
 import device_order
-from megakernel.cuda_build import CUDA_DIR, define
+from megakernel.cuda_build import tile_threads
 from megakernel.reference import ops
 from megakernel.reference.numerics import bf16
 
 
 def device_loops(x: np.ndarray) -> np.float32:
     """gemv_tile.cuh rms_factor and common.cuh block_sum / warp_sum, thread by thread, lane by lane."""
-    threads = define(CUDA_DIR / "common.cuh", "TILE_THREADS")
+    threads = tile_threads()
     ss = [np.float32(0)] * threads
     for t in range(threads):
         for c in range(t, x.size, threads):

@@ -15,12 +15,11 @@ from discrete.launcher import DiscreteProgram  # noqa: E402
 from megakernel.config import preset  # noqa: E402
 from megakernel.device import DeviceSession, DeviceWeights  # noqa: E402
 from megakernel.weights import WeightSet  # noqa: E402
-from per_word import HostWeightsFromGpu, check_word  # noqa: E402
+from per_word import HISTORY_TOKENS, HostWeightsFromGpu, check_word, start_pass  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 BIG = preset("qwen3.5-27b")
 CAPACITY = 64
-TOKENS = [9707, 11, 1879, 0, 151, 77, 3000, 42, 5, 248000, 17, 1, 60, 61, 62, 63]
 
 
 @pytest.fixture(scope="module")
@@ -56,10 +55,7 @@ def test_27b_words_of_every_opcode_match_the_interpreter(big, rows):
     device_weights, host = big
     program = lower(BIG, rows=rows, sms=132, capacity=CAPACITY, debug_logits=True)
     runner = DiscreteProgram(program, device_weights, DeviceSession(program))
-    for step in range(2):  # some history on the GPU: non-zero position, GDN states, KV rows
-        runner.session.set_tokens(TOKENS[step * rows:(step + 1) * rows], BIG.vocab_size)
-        runner.step()
-    runner.session.set_tokens(TOKENS[-rows:], BIG.vocab_size)
+    start_pass(runner, BIG)
     sampled = first_and_last_of_each_opcode(program)
     assert {program.words[i].opcode for i in sampled} == {w.opcode for w in program.words}
     failures = gpu_then_checked(runner, Interpreter(program, host), program, sampled)
@@ -72,10 +68,10 @@ def test_27b_mtp_draft_words_match_the_interpreter(big):
     mtp = lower_mtp(BIG, rows=3, sms=132, capacity=CAPACITY, debug_logits=True)
     arena = max(target.arena_bytes, mtp.arena_bytes)
     session = DeviceSession(target, arena_bytes=arena)
-    session.set_tokens(TOKENS[:8], BIG.vocab_size)
+    session.set_tokens(HISTORY_TOKENS[:8], BIG.vocab_size)
     DiscreteProgram(target, device_weights, session).step()  # hidden rows, KV and states for the MTP head
     runner = DiscreteProgram(mtp, device_weights, session)
-    session.set_tokens(TOKENS[8:11], BIG.vocab_size, mtp)
+    session.set_tokens(HISTORY_TOKENS[8:11], BIG.vocab_size, mtp)
     interp = Interpreter(mtp, host, arena_bytes=arena)
     failures = gpu_then_checked(runner, interp, mtp, list(range(len(mtp.words))))
     assert not failures, "\n".join(failures)
