@@ -36,6 +36,7 @@ def main() -> None:
     import numpy as np
 
     from discrete.kernels import gemv_slices
+    from megakernel import fp8 as fp8mod
     from megakernel.config import preset
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -63,11 +64,7 @@ def main() -> None:
         scales = [(cupy.random.randint(0x3A00, 0x3B00, size=(n // 128, k // 128))).astype(cupy.uint16)
                   for _ in range(copies)]
         # float64 truth for copy 0
-        w64 = cupy.asarray(weights[0].view(cupy.uint8))
-        import ml_dtypes  # noqa: F401  (numpy fp8 dtypes, a dependency of the project)
-        from megakernel import fp8 as fp8mod
-
-        wf = cupy.asarray(np.asarray(cupy.asnumpy(w64)).view(fp8mod.E4M3).astype(np.float64))
+        wf = cupy.asarray(cupy.asnumpy(weights[0]).view(fp8mod.E4M3).astype(np.float64))
         sf = cupy.asarray(cupy.asnumpy(scales[0]).view(fp8mod.BF16).astype(np.float64))
         wf *= cupy.repeat(cupy.repeat(sf, 128, axis=0), 128, axis=1)
         for m in (1, 8):
