@@ -273,7 +273,7 @@ class Interpreter:
             blocks, scale = self._blocked(w.weight_first + segment)
             wb = blocks[lr0:lr1, b0:b1]
             sc = None if scale is None else scale[lr0:lr1, b0:b1]
-        return np.stack([ops.slice_sum(ops.block_partials(wb, np.ascontiguousarray(row)), sc) for row in x])
+        return np.stack([ops.engine_slice_sum(wb, np.ascontiguousarray(row), sc) for row in x])
 
     def _gemv(self, ctx: _Tile, index: int, w, stage: int, tile: int) -> None:
         m, S = w.rows, w.k_slices

@@ -21,9 +21,10 @@ __device__ __forceinline__ void gemv_slices(const unsigned char* weight, const _
     for (int i = threadIdx.x; i < m * width; i += mk::TILE_THREADS)
         sm.x[i] = x[static_cast<size_t>(i / width) * k + b0 * mk::K_BLOCK + i % width];
     __syncthreads();
+    if (FP8) mk::f16_operand(sm.x, m, width, b1 - b0, sm.x_p);
     float acc[4];
-    mk::gemv_block_rows(acc, FP8, weight, scale, k, blockIdx.x * mk::ROW_BLOCK, mk::ROW_BLOCK, b0, b1, sm.x, width, m,
-                        sm.ring(m * width), sm.ring_bytes(m * width), sm.scales, sm.partner);
+    mk::gemv_block_rows(acc, FP8, weight, scale, k, blockIdx.x * mk::ROW_BLOCK, mk::ROW_BLOCK, b0, b1, sm.x, sm.x_p,
+                        width, m, sm.ring(m * width), sm.ring_bytes(m * width), sm.scales, sm.partner);
     if (warp >= 8) return;
 #pragma unroll
     for (int r = 0; r < 4; ++r) {
@@ -58,7 +59,7 @@ extern "C" __global__ void __launch_bounds__(512) read_bandwidth(const uint4* da
 #define PROGRAM_ARGS unsigned char *arena, const unsigned char *weights, const unsigned char *program, int word
 
 // Every GEMV word (fp8 and bf16 segments take the same path).
-extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS) tile_gemv(PROGRAM_ARGS, int stage) {
+extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS, 1) tile_gemv(PROGRAM_ARGS, int stage) {
     extern __shared__ __align__(16) unsigned char smem[];
     const mk::Ctx ctx{arena, weights, program};
     if (stage == 0) mk::gemv_main_tile(ctx, ctx.word(word), blockIdx.x, smem);

@@ -87,7 +87,7 @@ def main() -> None:
 
             report("project", lambda i: gemv_slices(weights[i % copies], scales[i % copies], x, slices, out=out))
             width = -(-(k // 128) // slices) * 128
-            lean = 21568 + 2 * m * (width + 32) + 256  # GEMV_SMEM_FIXED + staged rows: no ring (2 blocks per SM)
+            lean = 23616 + 2 * m * (width + 32) + 256  # GEMV_SMEM_FIXED + staged rows: no ring (2 blocks per SM)
             for v in variants:
                 grid, kern, sh = (n // 128, slices), kernels[v.split("@")[0]], lean if v.endswith("@lean") else smem
                 report(v, lambda i, kern=kern, sh=sh: kern(grid, (512,), (units[i % copies], scales[i % copies], x, out,

@@ -246,6 +246,31 @@ def test_engine_gemv_pieces_do_not_depend_on_how_the_work_is_cut(rng):
     assert not np.array_equal(ops.Linear(q, s, Mode.ENGINE, slices=1).accumulate(x)[0], by_slices)
 
 
+def test_f16_operand_is_exact_within_2_to_the_32_of_the_block_top_and_rounds_below(rng):
+    x = rand_bf16(rng, 384)
+    x[128:256] = 0.0  # an all-zero block stays zero
+    x[256] = bf16(np.float32(65000.0))  # already at f16's top binade: P = 0
+    x16, unscale = ops.f16_operand(x)
+    assert np.array_equal(x16 * np.repeat(unscale, 128), x)
+    assert unscale[2] == 1.0 and not x16[128:256].any()
+    assert np.abs(x16[:128]).max() >= 2.0 ** 15 and np.abs(x16).max() < 65504
+    # negative control: a value 2^34 below its block's top loses bits to f16's subnormal grid
+    y = x.copy()
+    y[1] = np.float32(2.0 ** (np.floor(np.log2(np.abs(x[:128]).max())) - 34) * 1.9921875)  # 8 bits set
+    y16, u = ops.f16_operand(y)
+    assert y16[1] * u[0] != y[1]
+
+
+def test_engine_sum_over_the_f16_operand_is_the_bf16_sum_when_the_operand_is_exact(rng):
+    """Powers of two commute with fp32 rounding: an exact operand gives the plain engine sum bit for bit."""
+    w = rng.standard_normal((256, 512)).astype(np.float32) * 0.02
+    q, s = fp8.quantize(w)
+    x = rand_bf16(rng, 512)
+    w3 = q.astype(np.float32).reshape(256, 4, 128)
+    scale = np.repeat(s.astype(np.float32), 128, axis=0)
+    assert np.array_equal(ops.engine_slice_sum(w3, x, scale), ops.slice_sum(ops.block_partials(w3, x), scale))
+
+
 def test_partitioned_attention_matches_attend_closely_and_handles_short_rows(rng):
     heads, kv_heads, d = 12, 2, 256
     for T in (1, 5, 31, 200):  # fewer keys than partitions leaves some partitions empty

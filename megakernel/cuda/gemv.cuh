@@ -11,8 +11,11 @@
 // mma step j, element e maps to the matching k; the activations are read in the same permuted order, so
 // the products are the true ones. The weights reach the lanes through shared memory (below).
 //
-// fp8 e4m3 weights are widened exactly: e4m3 -> f16 (hardware cvt, exact) -> f32 -> bf16 (exact for
-// every e4m3 value; e4m3 subnormals are normal in f16, f32 and bf16).
+// fp8 e4m3 weights are widened exactly to f16 (one hardware cvt per two weights) and multiply an f16
+// copy of the input: per (input row, k-block) a power of two 2^P moves the block's largest binade to 2^15
+// and x' = f16(x 2^P) (f16_operand below; megakernel/reference/ops.py f16_operand is the same rule), so
+// the block partial is of x' and the warp accumulates (scale x partial) x 2^-P. bf16 weights multiply the
+// bf16 input as it is.
 //
 // Used by the discrete kernels (discrete/kernels.cu) and the megakernel (megakernel.cu): one implementation.
 #pragma once
@@ -34,20 +37,27 @@ __device__ __forceinline__ uint4 load_stream(const void* p) {
     return r;
 }
 
-__device__ __forceinline__ u32 e4m3x2_to_bf16x2(u32 two_bytes) {
-    __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(two_bytes & 0xFFFFu), __NV_E4M3);
-    const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&h));
-    __nv_bfloat162 b = __floats2bfloat162_rn(f.x, f.y);
-    return *reinterpret_cast<const u32*>(&b);
+__device__ __forceinline__ u32 e4m3x2_to_f16x2(u32 two_bytes) {
+    const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(two_bytes & 0xFFFFu), __NV_E4M3);
+    return *reinterpret_cast<const u32*>(&h);
 }
 
-// d += a (16 x 16, row-major fragment) x b (16 x 8, column-major fragment), fp32 accumulate.
+// d += a (16 x 16, row-major fragment) x b (16 x 8, column-major fragment), fp32 accumulate; F16: f16
+// operands (widened fp8 weights), else bf16.
+template <bool F16>
 __device__ __forceinline__ void mma_16816(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2]) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    if (F16)
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+            "{%0, %1, %2, %3};\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    else
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+            "{%0, %1, %2, %3};\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
 // --- weights staged through shared memory ------------------------------------------------------------
@@ -60,6 +70,42 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const u32 (&a)[4], cons
 constexpr int PIECE = 16;
 constexpr int MAX_DEPTH = 6;           // k-blocks in flight per warp
 constexpr int MAX_SLICE_BLOCKS = 256;  // k-blocks of one k-slice (k <= 32768)
+
+// --- the f16 operand of an fp8 GEMV ------------------------------------------------------------------
+// In place: the bf16 input rows x [m][x_stride] over `blocks` k-blocks become f16(x 2^P), P per (row,
+// block) = 142 - max(E, 17) for the block's largest biased exponent E, kept in p[row * MAX_SLICE_BLOCKS
+// + block] (blocks <= MAX_SLICE_BLOCKS). A warp per (row, block); lane l converts elements 4l .. 4l + 3.
+// All threads; ends synced.
+constexpr int F16_TOP_BINADE = 15;
+
+__device__ __forceinline__ u32 f16x2_scaled(u32 bf16x2, float two_p) {
+    const float lo = mul_rn(__uint_as_float(bf16x2 << 16), two_p);
+    const float hi = mul_rn(__uint_as_float(bf16x2 & 0xFFFF0000u), two_p);
+    const __half2 h = __halves2half2(__float2half_rn(lo), __float2half_rn(hi));
+    return *reinterpret_cast<const u32*>(&h);
+}
+
+// Called, not inlined: inlined into the GEMV tiles it pushed ptxas into spills.
+__device__ inline void f16_operand(bf16* x, int m, int x_stride, int blocks, signed char* p) {
+    const int lane = threadIdx.x & 31;
+    for (int pair = threadIdx.x >> 5; pair < m * blocks; pair += TILE_WARPS) {
+        const int row = pair / blocks, block = pair % blocks;
+        uint2* at = reinterpret_cast<uint2*>(x + static_cast<size_t>(row) * x_stride + block * K_BLOCK) + lane;
+        const uint2 v = *at;
+        const u32 e = max(max((v.x >> 7) & 0xFFu, (v.x >> 23) & 0xFFu), max((v.y >> 7) & 0xFFu, (v.y >> 23) & 0xFFu));
+        u32 top = e;
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) top = max(top, __shfl_xor_sync(0xFFFFFFFFu, top, o));
+        const int P = 127 + F16_TOP_BINADE - max(static_cast<int>(top), 17);
+        const float two_p = __int_as_float((127 + P) << 23);
+        *at = make_uint2(f16x2_scaled(v.x, two_p), f16x2_scaled(v.y, two_p));
+        if (lane == 0) p[row * MAX_SLICE_BLOCKS + block] = static_cast<signed char>(P);
+    }
+    __syncthreads();
+}
+
+// 2^-P of a kept P (P in [-113, 125]: a normal float).
+__device__ __forceinline__ float unscale_of(signed char P) { return __int_as_float((127 - P) << 23); }
 
 __device__ __forceinline__ u32 smem_addr(const void* p) {
     return static_cast<u32>(__cvta_generic_to_shared(p));
@@ -129,10 +175,10 @@ __device__ __forceinline__ void chunk_steps(float (&c)[4], const Chunk& w, bool 
         if (!fp8 && j >= 4) break;
         u32 a[4];
         if (fp8) {  // elements 4j .. 4j+3 of this lane's 32 are byte-word j
-            a[0] = e4m3x2_to_bf16x2(rg[j]);
-            a[1] = e4m3x2_to_bf16x2(rg8[j]);
-            a[2] = e4m3x2_to_bf16x2(rg[j] >> 16);
-            a[3] = e4m3x2_to_bf16x2(rg8[j] >> 16);
+            a[0] = e4m3x2_to_f16x2(rg[j]);
+            a[1] = e4m3x2_to_f16x2(rg8[j]);
+            a[2] = e4m3x2_to_f16x2(rg[j] >> 16);
+            a[3] = e4m3x2_to_f16x2(rg8[j] >> 16);
         } else {  // bf16: words 2j and 2j + 1
             a[0] = rg[2 * j];
             a[1] = rg8[2 * j];
@@ -146,7 +192,8 @@ __device__ __forceinline__ void chunk_steps(float (&c)[4], const Chunk& w, bool 
             b[0] = xv.x;
             b[1] = xv.y;
         }
-        mma_16816(c, a, b);
+        if (fp8) mma_16816<true>(c, a, b);
+        else mma_16816<false>(c, a, b);
     }
 }
 
@@ -180,15 +227,17 @@ __device__ __forceinline__ void gemv_pair_combine(float (&acc)[4], float* partne
 
 // All TILE_THREADS threads: the sums of `rows` (<= 128) rows of W [.., k] from row0 (fp8 with bf16 block
 // scales, or bf16 with scale nullptr) over the k-blocks [b0, b1), for input rows x [m, x_stride] (shared
-// memory, k-blocks b0 onwards, m <= 8). Warp (strip, parity) computes 16 rows over the blocks of its
-// parity: each block's 8 mma steps sum into a fresh fp32 partial, acc += scale x partial in block order;
+// memory, k-blocks b0 onwards, m <= 8; fp8: the f16 operand, with its P per (row, block) in x_p [row *
+// MAX_SLICE_BLOCKS + block - b0]). Warp (strip, parity) computes 16 rows over the blocks of its parity:
+// each block's 8 mma steps sum into a fresh fp32 partial, acc += (scale x partial) x 2^-P in block order;
 // then (even) + (odd). Lane (g, t) of an even warp returns acc[0..3] = (row g, input 2t), (g, 2t + 1),
 // (g + 8, 2t), (g + 8, 2t + 1) of its strip; the odd warps' acc is undefined. `ring`: shared memory for
 // the 16 warps' slots (at least one 16-row block each); `scales`: MAX_SLICE_BLOCKS floats;
 // `partner`: 8 x 128 floats. fp8: row0 must be a multiple of 128 (one scale row per tile).
 __device__ inline void gemv_block_rows(float (&acc)[4], bool fp8, const u8* weight, const __nv_bfloat16* scale,
                                        int k, int row0, int rows, int b0, int b1, const __nv_bfloat16* x,
-                                       int x_stride, int m, u8* ring, int ring_bytes, float* scales, float* partner) {
+                                       const signed char* x_p, int x_stride, int m, u8* ring, int ring_bytes,
+                                       float* scales, float* partner) {
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, warp = threadIdx.x >> 5;
     const int strip = warp & 7, parity = warp >> 3, blocks = b1 - b0;
     const int row_bytes = K_BLOCK * (fp8 ? 1 : 2), slot_bytes = WARP_ROWS * row_bytes;
@@ -224,9 +273,16 @@ __device__ inline void gemv_block_rows(float (&acc)[4], bool fp8, const u8* weig
                 read_chunk(w, slot, row_bytes, g, h, t);
                 chunk_steps(c, w, fp8, h, x_row, has_row, n, t);
             }
-            const float s = fp8 ? scales[n] : 1.0f;
+            if (fp8) {
+                const float s = scales[n];
+                const signed char* p = x_p + 2 * t * MAX_SLICE_BLOCKS + n;
 #pragma unroll
-            for (int q = 0; q < 4; ++q) acc[q] = add_rn(acc[q], fp8 ? mul_rn(s, c[q]) : c[q]);
+                for (int q = 0; q < 4; ++q)
+                    acc[q] = add_rn(acc[q], mul_rn(mul_rn(s, c[q]), unscale_of(p[(q & 1) * MAX_SLICE_BLOCKS])));
+            } else {
+#pragma unroll
+                for (int q = 0; q < 4; ++q) acc[q] = add_rn(acc[q], c[q]);
+            }
             if (issued < mine) {  // the slot is free again: the block `depth` ahead goes into it
                 stage_block(slots + (j % depth) * slot_bytes, row_g, g8_delta, row_bytes, parity + 2 * issued, g, t);
                 ++issued;

@@ -16,9 +16,10 @@ constexpr int MAX_TILE_ROWS = 256;  // NORM_GEMV_QKV row groups are one head (he
 constexpr int Y_FLOATS = 2 * MAX_ROWS * MAX_TILE_ROWS;  // [half (gate, up)][row][output row]
 constexpr int PARTNER_FLOATS = 8 * 32 * 4;
 // Bytes of dynamic shared memory before the input rows: Y_FLOATS + PARTNER_FLOATS + TILE_WARPS +
-// MAX_SLICE_BLOCKS floats.
-constexpr int GEMV_SMEM_FIXED = 21568;
-static_assert(GEMV_SMEM_FIXED == 4 * (Y_FLOATS + PARTNER_FLOATS + TILE_WARPS + MAX_SLICE_BLOCKS), "GEMV_SMEM_FIXED");
+// MAX_SLICE_BLOCKS floats, then the f16 operand's exponents (MAX_ROWS x MAX_SLICE_BLOCKS bytes).
+constexpr int GEMV_SMEM_FIXED = 23616;
+static_assert(GEMV_SMEM_FIXED == 4 * (Y_FLOATS + PARTNER_FLOATS + TILE_WARPS + MAX_SLICE_BLOCKS) + MAX_ROWS * MAX_SLICE_BLOCKS,
+              "GEMV_SMEM_FIXED");
 // The least weight ring: one k-block per warp, per byte of weight element (x 2 for bf16). The 8-row lm_head
 // gets no more than that (its input rows take 80 KB); every M = 1 word gets at least three.
 constexpr int GEMV_MIN_RING = 32768;
@@ -36,6 +37,7 @@ struct GemvSmem {
     float* partner;
     float* red;
     float* scales;
+    signed char* x_p;  // the f16 operand's P per (row, k-block) (gemv.cuh f16_operand)
     bf16* x;
     __device__ explicit GemvSmem(u8* base)
         : base(base),
@@ -43,7 +45,8 @@ struct GemvSmem {
           partner(y + Y_FLOATS),
           red(partner + PARTNER_FLOATS),
           scales(red + TILE_WARPS),
-          x(reinterpret_cast<bf16*>(scales + MAX_SLICE_BLOCKS)) {}
+          x_p(reinterpret_cast<signed char*>(scales + MAX_SLICE_BLOCKS)),
+          x(reinterpret_cast<bf16*>(x_p + MAX_ROWS * MAX_SLICE_BLOCKS)) {}
     __device__ float* y_at(int half, int row) const { return y + (half * MAX_ROWS + row) * MAX_TILE_ROWS; }
     // The weight ring: after `x_elems` input elements, 128-byte aligned, to the end of dynamic memory.
     __device__ u8* ring(int x_elems) const {
@@ -199,7 +202,7 @@ __device__ inline void gemv_rows(const GemvSmem& sm, const Weight& W, int k, int
     const int strip = warp & 7;
     float acc[4];
     gemv_block_rows(acc, W.dtype == DT_FP8, W.base, reinterpret_cast<const bf16*>(W.scale), k, row0, rows, b0, b1, sm.x,
-                    x_stride, m, sm.ring(m * x_stride), sm.ring_bytes(m * x_stride), sm.scales,
+                    sm.x_p, x_stride, m, sm.ring(m * x_stride), sm.ring_bytes(m * x_stride), sm.scales,
                     sm.partner);
     if (warp < 8) {
 #pragma unroll
@@ -306,16 +309,35 @@ __device__ inline void gemv_epilogue(const Ctx& ctx, const Word& w, const RowGro
 }
 
 // --- tiles ---------------------------------------------------------------------------------------------
-__device__ inline void gemv_main_tile(const Ctx& ctx, const Word& w, int tile, u8* smem) {
+// A main-stage tile in two parts that share nothing but (ctx, w, tile): the input rows (prologue, then for
+// fp8 weights the f16 operand), and the GEMV passes with their epilogue. Few values live across the seam
+// keeps the megakernel within its 128 registers.
+struct MainTile {
+    int groups, s, S, k, m, b0, b1, width;
+    bool gate_up;
+    __device__ MainTile(const Ctx& ctx, const Word& w, int tile)
+        : groups(row_group_count(ctx, w)), s(tile / groups), S(w.k_slices()), k(w.k()), m(w.rows()),
+          b0(s * (k / K_BLOCK) / S), b1((s + 1) * (k / K_BLOCK) / S), width((b1 - b0) * K_BLOCK),
+          gate_up(w.opcode() == OP_NORM_GATE_UP) {}
+};
+
+__device__ inline void gemv_main_input(const Ctx& ctx, const Word& w, int tile, u8* smem) {
     const GemvSmem sm(smem);
-    const int groups = row_group_count(ctx, w), s = tile / groups;
-    const RowGroup rg = row_group(ctx, w, tile % groups);
-    const int S = w.k_slices(), k = w.k(), m = w.rows(), blocks = k / K_BLOCK;
-    const int b0 = s * blocks / S, b1 = (s + 1) * blocks / S, width = (b1 - b0) * K_BLOCK;
-    const bool gate_up = w.opcode() == OP_NORM_GATE_UP;
+    const MainTile mt(ctx, w, tile);
     if (w.opcode() == OP_NORM_HEAD && tile == 0 && w.buf_aux1() != NO_BUFFER) keep_hidden(ctx, w, sm.red);
-    gemv_prologue(ctx, w, b0 * K_BLOCK, b1 * K_BLOCK, sm.x, sm.red);
+    gemv_prologue(ctx, w, mt.b0 * K_BLOCK, mt.b1 * K_BLOCK, sm.x, sm.red);
     __syncthreads();
+    // one dtype per tile (a row group lies in one segment; gate and up are both fp8)
+    const int segment = mt.gate_up ? 0 : row_group(ctx, w, tile % mt.groups).segment;
+    if (gemv_weight(ctx, w, segment).dtype == DT_FP8) f16_operand(sm.x, mt.m, mt.width, mt.b1 - mt.b0, sm.x_p);
+}
+
+__device__ inline void gemv_main_passes(const Ctx& ctx, const Word& w, int tile, u8* smem) {
+    const GemvSmem sm(smem);
+    const MainTile mt(ctx, w, tile);
+    const RowGroup rg = row_group(ctx, w, tile % mt.groups);
+    const int S = mt.S, k = mt.k, m = mt.m, b0 = mt.b0, b1 = mt.b1, width = mt.width, s = mt.s;
+    const bool gate_up = mt.gate_up;
     const int rows = rg.r1 - rg.r0;
     const int passes = gate_up ? 2 : (rows + ROW_BLOCK - 1) / ROW_BLOCK;
     for (int p = 0; p < passes; ++p) {
@@ -334,6 +356,11 @@ __device__ inline void gemv_main_tile(const Ctx& ctx, const Word& w, int tile, u
         return;
     }
     gemv_epilogue(ctx, w, rg, sm);
+}
+
+__device__ inline void gemv_main_tile(const Ctx& ctx, const Word& w, int tile, u8* smem) {
+    gemv_main_input(ctx, w, tile, smem);
+    gemv_main_passes(ctx, w, tile, smem);
 }
 
 __device__ inline void gemv_reduce_tile(const Ctx& ctx, const Word& w, int tile, u8* smem) {

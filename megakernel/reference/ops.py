@@ -38,12 +38,43 @@ def block_partials(w_blocks: np.ndarray, x: np.ndarray) -> np.ndarray:
     return np.einsum("nbk,bk->nb", w_blocks, x.reshape(-1, K_BLOCK))
 
 
-def slice_sum(partials: np.ndarray, scale: np.ndarray | None) -> np.ndarray:
-    """Second level: accumulate scale x partial over a slice's blocks in order (fp32)."""
+F16_TOP_BINADE = 15  # the largest binade f16 holds whole: bf16 values below 2^16 are at most 65,280
+
+
+def f16_operand(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The input of an fp8 GEMV as the tensor cores take it (f16, like the widened weights): per 128-wide
+    block a power of two 2^P moves the block's largest binade to 2^15 and x' = f16(x 2^P). Every value
+    within 2^32 of the block's largest is exact; smaller ones round to f16's subnormal grid (NUMERICS.md).
+    P = 142 - max(E, 17) from the largest biased exponent E of the block's values (bit arithmetic, as the
+    device does it). Returns x' [blocks * 128] (float32 holding f16 values) and 2^-P per block."""
+    xb = as_f32(x).reshape(-1, K_BLOCK)
+    top = (xb.view(np.uint32) >> 23 & 0xFF).max(axis=1).astype(np.int32)
+    p = 127 + F16_TOP_BINADE - np.maximum(top, 17)
+    x16 = (xb * np.ldexp(F32(1), p).astype(F32)[:, None]).astype(np.float16).astype(F32)
+    return x16.reshape(-1), np.ldexp(F32(1), -p).astype(F32)
+
+
+def slice_sum(partials: np.ndarray, scale: np.ndarray | None, unscale: np.ndarray | None = None) -> np.ndarray:
+    """Second level: accumulate scale x partial over a slice's blocks in order (fp32); an fp8 GEMV's
+    partials are of the f16 operand (f16_operand): acc += (scale x partial) x 2^-P."""
     acc = np.zeros(partials.shape[0], dtype=F32)
     for b in range(partials.shape[1]):
-        acc += partials[:, b] if scale is None else scale[:, b] * partials[:, b]
+        if scale is None:
+            acc += partials[:, b]
+        elif unscale is None:
+            acc += scale[:, b] * partials[:, b]
+        else:
+            acc += (scale[:, b] * partials[:, b]) * unscale[b]
     return acc
+
+
+def engine_slice_sum(w_blocks: np.ndarray, x: np.ndarray, scale: np.ndarray | None) -> np.ndarray:
+    """One k-slice of the engine GEMV for one input row: w_blocks [rows, blocks, 128], x [blocks * 128]
+    (bf16 values), scale [rows, blocks] (fp8) or None (bf16 weights, bf16 operand) -> fp32 [rows]."""
+    if scale is None:
+        return slice_sum(block_partials(w_blocks, x), None)
+    x16, unscale = f16_operand(x)
+    return slice_sum(block_partials(w_blocks, x16), scale, unscale)
 
 
 def combine_slices(slice_sums: list[np.ndarray]) -> np.ndarray:
@@ -57,7 +88,8 @@ def combine_slices(slice_sums: list[np.ndarray]) -> np.ndarray:
 class Linear:
     """y = W x for each row. bf16 weights: fp32 accumulate, bf16 out. Per mode:
     ORACLE multiplies bf16(fp8 x scale) weights with one BLAS product per row; ENGINE widens fp8
-    exactly, applies each 128 x 128 block scale once to the block's fp32 partial and sums in the
+    exactly, takes x as its f16 operand (f16_operand), applies each 128 x 128 block scale once to the
+    block's fp32 partial and sums in the
     order of megakernel/plan.py with `slices` k-slices (bf16 weights: the same order, no scale)."""
 
     def __init__(self, weight: np.ndarray, scale: np.ndarray | None, mode: Mode, slices: int = 1):
@@ -85,11 +117,11 @@ class Linear:
         x = np.ascontiguousarray(x)
         if not self.engine:
             return self.w @ x
-        partials = block_partials(self.w, x)
         sums = []
         for s in range(self.slices):
             b0, b1 = plan.slice_blocks(self.in_features, self.slices, s)
-            sums.append(slice_sum(partials[:, b0:b1], None if self.scale is None else self.scale[:, b0:b1]))
+            sums.append(engine_slice_sum(self.w[:, b0:b1], x[b0 * K_BLOCK:b1 * K_BLOCK],
+                                         None if self.scale is None else self.scale[:, b0:b1]))
         return combine_slices(sums)
 
 

@@ -33,13 +33,14 @@ def numpy_slices(q, s, x, slices):
     out = np.empty((slices, x.shape[0], n), np.float32)
     bound = np.empty_like(out)
     for m, row in enumerate(x):
-        partials = ops.block_partials(w3, row)
-        magnitude = np.einsum("nbk,bk->nb", np.abs(w3), np.abs(row).reshape(-1, plan.K_BLOCK))
         for sl in range(slices):
             b0, b1 = plan.slice_blocks(k, slices, sl)
             sc = None if scale is None else scale[:, b0:b1]
-            out[sl, m] = ops.slice_sum(partials[:, b0:b1], sc)
-            bound[sl, m] = ops.slice_sum(magnitude[:, b0:b1], None if sc is None else np.abs(sc))
+            part = row[b0 * plan.K_BLOCK:b1 * plan.K_BLOCK]
+            out[sl, m] = ops.engine_slice_sum(w3[:, b0:b1], part, sc)
+            operand, unscale = (part, None) if sc is None else ops.f16_operand(part)
+            magnitude = np.einsum("nbk,bk->nb", np.abs(w3[:, b0:b1]), np.abs(operand).reshape(-1, plan.K_BLOCK))
+            bound[sl, m] = ops.slice_sum(magnitude, None if sc is None else np.abs(sc), unscale)
     return out, bound
 
 
@@ -93,6 +94,25 @@ def test_subnormal_sums_are_kept_not_flushed():
     want, _ = numpy_slices(q, s, x.astype(np.float32), 1)
     assert (want == np.float32(2.0 ** -127)).all()
     assert np.array_equal(got, want)
+
+
+def test_the_f16_operand_rounds_what_the_reference_rounds():
+    """A block whose small inputs lie 2^34 below its largest: f16 holds them only to its subnormal grid. The
+    kernel matches the engine model that rounds them (ops.f16_operand) and not the sum of the bf16 values
+    (the negative control: the rounding is visible, ~1e-2 relative)."""
+    n, k = 128, 256
+    rng = np.random.default_rng(7)
+    q = np.ones((n, k), np.float32)
+    q[:, 0] = 0.0  # the large input's weight: the sum is all small inputs
+    q = q.astype(fp8.E4M3)
+    s = np.ones((1, 2), np.float32).astype(fp8.BF16)
+    x = bf16((2.0 ** -14 * (1 + rng.random((1, k)))).astype(np.float32))
+    x[0, 0] = 2.0 ** 20
+    got = run(q, s, x, 1)
+    want, magnitude = numpy_slices(q, s, x, 1)
+    assert (np.abs(got - want) / magnitude).max() < 1e-6
+    plain = ops.slice_sum(ops.block_partials(q.astype(np.float32).reshape(n, 2, 128), x[0]), np.ones((n, 2), np.float32))
+    assert (np.abs(got[0, 0] - plain) / np.abs(plain)).max() > 1e-3
 
 
 def test_given_out_buffer_gets_the_same_bits_and_is_checked():
