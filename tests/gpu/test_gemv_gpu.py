@@ -99,7 +99,7 @@ def test_subnormal_sums_are_kept_not_flushed():
 def test_the_f16_operand_rounds_what_the_reference_rounds():
     """A block whose small inputs lie 2^34 below its largest: f16 holds them only to its subnormal grid. The
     kernel matches the engine model that rounds them (ops.f16_operand) and not the sum of the bf16 values
-    (the negative control: the rounding is visible, ~1e-2 relative)."""
+    (the negative control: the rounding is visible, ~5e-4 relative on the H200, 500x the tolerance)."""
     n, k = 128, 256
     rng = np.random.default_rng(7)
     q = np.ones((n, k), np.float32)
@@ -112,7 +112,7 @@ def test_the_f16_operand_rounds_what_the_reference_rounds():
     want, magnitude = numpy_slices(q, s, x, 1)
     assert (np.abs(got - want) / magnitude).max() < 1e-6
     plain = ops.slice_sum(ops.block_partials(q.astype(np.float32).reshape(n, 2, 128), x[0]), np.ones((n, 2), np.float32))
-    assert (np.abs(got[0, 0] - plain) / np.abs(plain)).max() > 1e-3
+    assert (np.abs(got[0, 0] - plain) / np.abs(plain)).max() > 1e-4
 
 
 def test_given_out_buffer_gets_the_same_bits_and_is_checked():
