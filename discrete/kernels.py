@@ -13,6 +13,7 @@ import numpy as np
 
 from isa.opcodes import MAX_ROWS
 from megakernel import cuda_build, plan
+from megakernel.weight_layout import to_units
 
 SOURCE = Path(__file__).with_name("kernels.cu")
 GEMV_HEADER = cuda_build.CUDA_DIR / "gemv.cuh"
@@ -46,13 +47,16 @@ def _module_on(device_id: int):
     return cuda_build.module(SOURCE, device_id)
 
 
-def gemv_slices(weight, scale, x, slices: int, out=None):
+def gemv_slices(weight, scale, x, slices: int, out=None, in_units: bool = False):
     """fp32 slice sums [S, M, N] of weight [N, K] (uint8 e4m3 with uint16 bf16 scales, or uint16 bf16 with
     scale None) times x [M, K] (uint16 bf16 bits), M <= MAX_ROWS; into `out` when given (no allocation,
-    so the launch can be captured in a CUDA graph)."""
+    so the launch can be captured in a CUDA graph). fp8 weights are row-major and laid out in units here,
+    or already in units (`in_units`, weight_layout.to_units: what a timed loop passes)."""
     import cupy
 
     n, k = weight.shape
+    if scale is not None and not in_units:
+        weight = to_units(weight)
     m = x.shape[0]
     if n % plan.ROW_BLOCK or k % plan.K_BLOCK or not 1 <= m <= MAX_ROWS:
         raise ValueError(f"GEMV shape {weight.shape} x {x.shape} not supported")

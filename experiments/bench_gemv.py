@@ -97,7 +97,7 @@ def bench_shape(name, n, k, slices, is_fp8, iters, bandwidth, ms=(1, 8)):
     elem = 1 if is_fp8 else 2
     nbytes = n * k * elem
     copies = max(2, -(-ROTATE_BYTES // nbytes))
-    if is_fp8:
+    if is_fp8:  # random bytes: the unit layout of random bytes is random bytes (gemv_slices in_units)
         weights = [random_fp8((n, k)) for _ in range(copies)]
         scales = [cupy.full((n // 128, k // 128), 0x3A80, dtype=cupy.uint16) for _ in range(copies)]  # bf16 ~1e-3
     else:
@@ -109,7 +109,7 @@ def bench_shape(name, n, k, slices, is_fp8, iters, bandwidth, ms=(1, 8)):
         out = cupy.empty((slices, m, n), dtype=cupy.float32)
 
         def launch(i, x=x, out=out):
-            gemv_slices(weights[i % copies], scales[i % copies], x, slices, out=out)
+            gemv_slices(weights[i % copies], scales[i % copies], x, slices, out=out, in_units=True)
 
         us, p10, p90 = graph_us(launch, iters)
         eager, _, _ = median_us(launch, iters)

@@ -85,7 +85,8 @@ def main() -> None:
                              "bandwidth_fraction": round(frac, 4), "rel_error_vs_f64": err})
                 print(f"{name:<10} M={m} S={slices} {variant:<11} {us:8.1f} us  {frac:6.1%}  err {err:.1e}", flush=True)
 
-            report("project", lambda i: gemv_slices(weights[i % copies], scales[i % copies], x, slices, out=out))
+            report("project", lambda i: gemv_slices(weights[i % copies], scales[i % copies], x, slices, out=out,
+                                                    in_units=True))
             width = -(-(k // 128) // slices) * 128
             lean = 23616 + 2 * m * (width + 32) + 256  # GEMV_SMEM_FIXED + staged rows: no ring (2 blocks per SM)
             for v in variants:

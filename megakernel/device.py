@@ -1,7 +1,8 @@
 """The GPU runtime's memory: a Program's weight arena and a session arena, in device memory.
 
 * `DeviceWeights`: one allocation holding every weight-table entry of a Program at its offset, bytes
-  exactly as stored (fp8 e4m3, bf16, fp32) and the fp8 block scales in the table's dtype. Filled from a
+  exactly as stored (fp8 e4m3, bf16, fp32) and the fp8 block scales in the table's dtype; fp8 weights
+  in the 16-row unit order the GEMV streams (weight_layout.py), everything else row-major. Filled from a
   WeightSet (a checkpoint, memory-mapped: one tensor at a time crosses to the GPU) or generated on the
   GPU for `synthetic:<preset>[:seed]` with bytes identical to the CPU generator (gpu_synthetic.py).
 * `DeviceSession`: the arena of docs/ISA.md: control block, state (KV caches, GDN states, conv rings,
@@ -32,6 +33,7 @@ from . import fp8
 from .config import ModelConfig
 from .errors import InputError
 from .tensors import scale_name, tensor_specs
+from .weight_layout import from_units, to_units
 from .weights import WeightSet
 
 _STORED = {DType.FP8_E4M3: np.dtype(fp8.E4M3), DType.BF16: np.dtype(fp8.BF16), DType.F32: np.dtype(np.float32)}
@@ -66,16 +68,28 @@ class DeviceWeights:
                                    for w in program.weights)
 
     def tensor(self, program: Program, name: str):
-        """Weight `name` of `program`'s table as a CuPy array [rows, cols] of its raw dtype (bf16 as uint16)."""
+        """Weight `name` of `program`'s table as a CuPy array [rows, cols] of its raw dtype (bf16 as uint16):
+        a view, or for fp8 weights (stored in units) a row-major copy."""
         e = next(e for e in program.weights if e.name == name)
         nbytes = e.rows * e.cols * e.dtype.size
-        return self.data[e.offset:e.offset + nbytes].view(_NUMPY_OF[e.dtype]).reshape(e.rows, e.cols)
+        raw = self.data[e.offset:e.offset + nbytes]
+        if e.dtype == DType.FP8_E4M3:
+            return from_units(raw, e.rows, e.cols)
+        return raw.view(_NUMPY_OF[e.dtype]).reshape(e.rows, e.cols)
 
     def _put(self, offset: int, raw) -> None:
         import cupy
 
         flat = cupy.asarray(raw).view(cupy.uint8).ravel()
         self.data[offset:offset + flat.size] = flat
+
+    def _put_weight(self, e, raw) -> None:
+        """A weight's bytes at its offset; fp8 weights reordered into units on the GPU."""
+        import cupy
+
+        if e.dtype == DType.FP8_E4M3:
+            raw = to_units(cupy.asarray(raw).view(cupy.uint8).reshape(e.rows, e.cols))
+        self._put(e.offset, raw)
 
     @classmethod
     def from_weightset(cls, program: Program, weights: WeightSet, progress: bool = True) -> DeviceWeights:
@@ -87,7 +101,7 @@ class DeviceWeights:
             if a.dtype != _STORED[e.dtype] or a.size != e.rows * e.cols:
                 raise ValueError(f"{e.name}: the program expects {e.dtype.name} [{e.rows}, {e.cols}], "
                                  f"the weights hold {a.dtype} {a.shape}")
-            dev._put(e.offset, np.ascontiguousarray(a).view(np.uint8))
+            dev._put_weight(e, np.ascontiguousarray(a).view(np.uint8))
             advance(a.nbytes)
             if e.scale_dtype != DType.NONE:
                 dev._put(e.scale_offset, _scales_as(weights[scale_name(e.name)], e.scale_dtype, e.name))
@@ -104,7 +118,7 @@ class DeviceWeights:
         advance = _progress(program.weight_bytes) if progress else (lambda n: None)
         for e in program.weights:
             arrays = synthesize_gpu(specs[e.name], seed, pow2_scales)
-            dev._put(e.offset, arrays[e.name])
+            dev._put_weight(e, arrays[e.name])
             if e.scale_dtype != DType.NONE:
                 scales = arrays[scale_name(e.name)]
                 if e.scale_dtype != DType.BF16:

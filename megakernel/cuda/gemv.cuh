@@ -6,10 +6,9 @@
 // block's products into a fresh fp32 partial; a warp accumulates scale[row / 128, block] x partial over
 // every other block of the slice in order (mul_rn, add_rn: no contraction, no flush), its partner warp the
 // other blocks, and the two sums are added in a fixed order (gemv_pair_combine); bf16 weights have no
-// scale. Inside a block the reduction axis is permuted so that a warp's 16-byte pieces of a row are 64
-// contiguous bytes: lane (g, t) owns the pieces at i * 64 + 16t (i = 0, 1 for fp8; 0..3 for bf16), and
-// mma step j, element e maps to the matching k; the activations are read in the same permuted order, so
-// the products are the true ones. The weights reach the lanes through shared memory (below).
+// scale. Inside a block the reduction axis is permuted (fp8: by the unit layout below; bf16: a lane owns
+// a row's 16-byte pieces at 64 i + 16 t) and the activations are read in the same permuted order, so the
+// products are the true ones. The weights reach the lanes through a per-warp ring in shared memory.
 //
 // fp8 e4m3 weights are widened exactly to f16 (one hardware cvt per two weights) and multiply an f16
 // copy of the input: per (input row, k-block) a power of two 2^P moves the block's largest binade to 2^15
@@ -142,8 +141,46 @@ __device__ __forceinline__ int swizzled(int piece, int row) {
     return piece ^ ((row & 1) << 2);
 }
 
-// A lane's 2 x 16 bytes of rows g and g + 8 of one 128-byte chunk of a k-block (fp8: the block; bf16:
-// half h of it), at bytes 64 i + 16 t of the chunk.
+// --- fp8 weights: 16-row units (megakernel/weight_layout.py) ------------------------------------------
+// Unit (strip, k-block) is 2 KB contiguous, strips in order and k-blocks in order within a strip; lane
+// L = 4 g + t reads its 16-byte vector i (i = 0..3) at 512 i + 16 L: for mma steps 2i and 2i + 1 the
+// words (4 weights each) of rows g, g + 8 at k = 32 i + 8 t + 4 h + e, as [step 2i: row g, row g + 8 |
+// step 2i + 1: row g, row g + 8]. A warp's copy of a unit is 4 fully used 512-byte lines, and the x
+// fragment of two steps is one 16-byte read (x[32 i + 8 t .. + 7]).
+constexpr int UNIT_BYTES = WARP_ROWS * K_BLOCK;
+
+// This lane's four vectors of a unit into its slot (`unit` and `slot` already at the lane's 16 L), one
+// commit; the lane alone reads them back, so it needs no barrier.
+__device__ __forceinline__ void stage_unit(u32 slot, const u8* unit) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) copy_async16(slot + 512 * i, unit + 512 * i);
+    copies_commit();
+}
+
+// The 8 mma steps of one staged unit into the block partial c; x_block: the f16 operand's 128 values of
+// this k-block for the lane's input row g (read only when has_row).
+__device__ __forceinline__ void unit_steps(float (&c)[4], u32 slot, const __nv_bfloat16* x_block, bool has_row,
+                                           int t) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const uint4 v = load_shared16(slot + 512 * i);
+        uint4 xv = make_uint4(0u, 0u, 0u, 0u);
+        if (has_row) xv = *reinterpret_cast<const uint4*>(x_block + 32 * i + 8 * t);
+        u32 a[4] = {e4m3x2_to_f16x2(v.x), e4m3x2_to_f16x2(v.y), e4m3x2_to_f16x2(v.x >> 16), e4m3x2_to_f16x2(v.y >> 16)};
+        const u32 b0[2] = {xv.x, xv.y};
+        mma_16816<true>(c, a, b0);
+        a[0] = e4m3x2_to_f16x2(v.z);
+        a[1] = e4m3x2_to_f16x2(v.w);
+        a[2] = e4m3x2_to_f16x2(v.z >> 16);
+        a[3] = e4m3x2_to_f16x2(v.w >> 16);
+        const u32 b1[2] = {xv.z, xv.w};
+        mma_16816<true>(c, a, b1);
+    }
+}
+
+// --- bf16 weights: row-major ------------------------------------------------------------------------
+// A lane's 2 x 16 bytes of rows g and g + 8 of one 128-byte chunk (half h of a 256-byte bf16 k-block),
+// at bytes 64 i + 16 t of the chunk.
 struct Chunk {
     uint4 row_g[2];
     uint4 row_g8[2];
@@ -158,42 +195,22 @@ __device__ __forceinline__ void read_chunk(Chunk& w, u32 slot, int row_bytes, in
     }
 }
 
-// The k index (within the 128-wide block) of element e of mma step j (0..7) for lane t: fp8 lanes hold
-// 16-element runs at 64 i + 16 t of the block; bf16 lanes 8-element runs at 32 i + 8 t.
-__device__ __forceinline__ int element_k(bool fp8, int j, int t) {
-    return fp8 ? (j >> 2) * 64 + 16 * t + 4 * (j & 3) : (j >> 1) * 32 + 8 * t + 4 * (j & 1);
-}
-
-// The mma steps of one chunk into the block partial c: fp8, steps 0..7 of its block; bf16, steps
-// 4 h .. 4 h + 3 of its block.
-__device__ __forceinline__ void chunk_steps(float (&c)[4], const Chunk& w, bool fp8, int h,
-                                            const __nv_bfloat16* x_row, bool has_row, int x_block, int t) {
+// Steps 4 h .. 4 h + 3 of a bf16 block into the block partial c: lane t's 8-element runs at 32 i + 8 t.
+__device__ __forceinline__ void chunk_steps(float (&c)[4], const Chunk& w, int h, const __nv_bfloat16* x_row,
+                                            bool has_row, int x_block, int t) {
     const u32* rg = reinterpret_cast<const u32*>(w.row_g);
     const u32* rg8 = reinterpret_cast<const u32*>(w.row_g8);
 #pragma unroll
-    for (int j = 0; j < 8; ++j) {
-        if (!fp8 && j >= 4) break;
-        u32 a[4];
-        if (fp8) {  // elements 4j .. 4j+3 of this lane's 32 are byte-word j
-            a[0] = e4m3x2_to_f16x2(rg[j]);
-            a[1] = e4m3x2_to_f16x2(rg8[j]);
-            a[2] = e4m3x2_to_f16x2(rg[j] >> 16);
-            a[3] = e4m3x2_to_f16x2(rg8[j] >> 16);
-        } else {  // bf16: words 2j and 2j + 1
-            a[0] = rg[2 * j];
-            a[1] = rg8[2 * j];
-            a[2] = rg[2 * j + 1];
-            a[3] = rg8[2 * j + 1];
-        }
+    for (int j = 0; j < 4; ++j) {
+        const u32 a[4] = {rg[2 * j], rg8[2 * j], rg[2 * j + 1], rg8[2 * j + 1]};
         u32 b[2] = {0u, 0u};
         if (has_row) {
-            const int k = element_k(fp8, fp8 ? j : 4 * h + j, t);
+            const int k = (h * 4 + j) / 2 * 32 + 8 * t + 4 * (j & 1);
             const uint2 xv = *reinterpret_cast<const uint2*>(x_row + x_block * K_BLOCK + k);
             b[0] = xv.x;
             b[1] = xv.y;
         }
-        if (fp8) mma_16816<true>(c, a, b);
-        else mma_16816<false>(c, a, b);
+        mma_16816<false>(c, a, b);
     }
 }
 
@@ -253,6 +270,9 @@ __device__ inline void gemv_block_rows(float (&acc)[4], bool fp8, const u8* weig
     const int mine = blocks > parity ? (blocks - parity + 1) / 2 : 0;  // this warp's blocks: parity, parity + 2, ..
     if (valid > 0 && mine > 0) {
         const size_t row_bytes_global = static_cast<size_t>(k) * (fp8 ? 1 : 2);
+        // fp8: the lane's bytes of the strip's first unit of the slice; bf16: rows g and g + 8
+        const u8* units = weight + (static_cast<size_t>((row0 + strip * WARP_ROWS) / WARP_ROWS) * (k / K_BLOCK) + b0) *
+                                       UNIT_BYTES + PIECE * lane;
         const u8* base = weight + static_cast<size_t>(row0 + strip * WARP_ROWS) * row_bytes_global +
                          static_cast<size_t>(b0) * row_bytes;
         const u8* row_g = base + static_cast<size_t>(min(g, valid - 1)) * row_bytes_global;
@@ -260,31 +280,34 @@ __device__ inline void gemv_block_rows(float (&acc)[4], bool fp8, const u8* weig
         const u32 slots = smem_addr(ring) + static_cast<u32>(warp * depth * slot_bytes);
         const __nv_bfloat16* x_row = x + static_cast<size_t>(g) * x_stride;
         const bool has_row = g < m;
+        auto stage = [&](int slot, int j) {  // this warp's block j (block parity + 2 j of the slice)
+            if (fp8) stage_unit(slots + slot * slot_bytes + PIECE * lane, units + static_cast<size_t>(parity + 2 * j) * UNIT_BYTES);
+            else stage_block(slots + slot * slot_bytes, row_g, g8_delta, row_bytes, parity + 2 * j, g, t);
+        };
         int issued = 0;
-        for (; issued < min(depth, mine); ++issued)
-            stage_block(slots + issued * slot_bytes, row_g, g8_delta, row_bytes, parity + 2 * issued, g, t);
+        for (; issued < min(depth, mine); ++issued) stage(issued, issued);
         for (int j = 0; j < mine; ++j) {
             copies_wait(issued - j - 1);  // block j has landed (this lane's pieces: all it reads)
-            const u32 slot = slots + (j % depth) * slot_bytes;
-            const int n = parity + 2 * j;
+            const int slot = j % depth, n = parity + 2 * j;
             float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-            for (int h = 0; h < (fp8 ? 1 : 2); ++h) {
-                Chunk w;
-                read_chunk(w, slot, row_bytes, g, h, t);
-                chunk_steps(c, w, fp8, h, x_row, has_row, n, t);
-            }
             if (fp8) {
+                unit_steps(c, slots + slot * slot_bytes + PIECE * lane, x_row + n * K_BLOCK, has_row, t);
                 const float s = scales[n];
                 const signed char* p = x_p + 2 * t * MAX_SLICE_BLOCKS + n;
 #pragma unroll
                 for (int q = 0; q < 4; ++q)
                     acc[q] = add_rn(acc[q], mul_rn(mul_rn(s, c[q]), unscale_of(p[(q & 1) * MAX_SLICE_BLOCKS])));
             } else {
+                for (int h = 0; h < 2; ++h) {
+                    Chunk w;
+                    read_chunk(w, slots + slot * slot_bytes, row_bytes, g, h, t);
+                    chunk_steps(c, w, h, x_row, has_row, n, t);
+                }
 #pragma unroll
                 for (int q = 0; q < 4; ++q) acc[q] = add_rn(acc[q], c[q]);
             }
             if (issued < mine) {  // the slot is free again: the block `depth` ahead goes into it
-                stage_block(slots + (j % depth) * slot_bytes, row_g, g8_delta, row_bytes, parity + 2 * issued, g, t);
+                stage(slot, issued);
                 ++issued;
             }
         }

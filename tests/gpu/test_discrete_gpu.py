@@ -232,6 +232,21 @@ def test_device_weights_generated_on_the_gpu_equal_the_cpu_bytes(tiny_weights):
     assert int(cupy.count_nonzero(on_gpu.data)) > program.weight_bytes // 2  # not an empty arena
 
 
+def test_fp8_weights_sit_in_the_arena_in_units_and_read_back_row_major(tiny_weights):
+    from megakernel.weight_layout import to_units
+
+    program = lower(tiny_weights.config, rows=1, sms=132, capacity=16)
+    dev = DeviceWeights.from_weightset(program, tiny_weights, progress=False)
+    fp8s = [e for e in program.weights if e.dtype == DType.FP8_E4M3]
+    assert fp8s
+    for e in fp8s[:4]:
+        host = np.ascontiguousarray(tiny_weights[e.name]).view(np.uint8)
+        stored = cupy.asnumpy(dev.data[e.offset:e.offset + host.size]).reshape(host.shape)
+        assert np.array_equal(stored, to_units(host))
+        assert not np.array_equal(stored, host)  # the layout is not the identity on these bytes
+        assert np.array_equal(cupy.asnumpy(dev.tensor(program, e.name)), host)
+
+
 def test_a_pass_past_capacity_is_refused(tiny_weights):
     program, runner = build(tiny_weights, 2, capacity=4)
     runner.session.set_tokens([1, 2], tiny_weights.config.vocab_size)
