@@ -37,12 +37,13 @@ def compare(program: Program, name: str, gpu: np.ndarray, cpu: np.ndarray) -> st
             return f"{name}: NaN pattern differs ({nan_g.sum()} vs {nan_c.sum()})"
         # within 2 ulps, except where a result is tiny next to the buffer's scale (cancellation in an fp32 sum
         # makes its bf16 rounding differ by more ulps): there within 2^-12 of the largest value, and rarely
+        # (one element of a small buffer: a residual row of the tiny model has 256)
         d = ulps(g, c)[~nan_c]
         if d.size == 0:
             return None
         gf, cf = (x.view(ml_dtypes.bfloat16).astype(np.float32)[~nan_c] for x in (g, c))
         far = (d > 2) & (np.abs(gf - cf) > np.abs(cf).max() * 2.0 ** -12)
-        rare = (d > 2).mean() <= 1e-3
+        rare = (d > 2).sum() <= max(1, 1e-3 * d.size)
         return None if not far.any() and rare else \
             f"{name}: {int(d.max())} ulps, {int((d > 2).sum())} beyond 2 ulps, {int(far.sum())} beyond 2^-12 of max"
     if b.dtype == DType.F32:
