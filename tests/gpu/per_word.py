@@ -35,17 +35,18 @@ def compare(program: Program, name: str, gpu: np.ndarray, cpu: np.ndarray) -> st
         nan_g, nan_c = np.isnan(g.view(ml_dtypes.bfloat16)), np.isnan(c.view(ml_dtypes.bfloat16))
         if (nan_g != nan_c).any():
             return f"{name}: NaN pattern differs ({nan_g.sum()} vs {nan_c.sum()})"
-        # within 2 ulps, except where a result is tiny next to the buffer's scale (cancellation in an fp32 sum
-        # makes its bf16 rounding differ by more ulps): there within 2^-12 of the largest value, and rarely
-        # (one element of a small buffer: a residual row of the tiny model has 256)
+        # within 2 ulps, except where a result is small next to the buffer's scale: a sum whose fp32 order
+        # differs can round an intermediate bf16 (a GEMV's y before the residual add) one ulp the other way,
+        # and cancellation then shows it as several ulps of the result. Such elements must be rare (one of a
+        # small buffer: a tiny-model row has 256) and within one bf16 ulp of the buffer's largest value.
         d = ulps(g, c)[~nan_c]
         if d.size == 0:
             return None
         gf, cf = (x.view(ml_dtypes.bfloat16).astype(np.float32)[~nan_c] for x in (g, c))
-        far = (d > 2) & (np.abs(gf - cf) > np.abs(cf).max() * 2.0 ** -12)
+        far = (d > 2) & (np.abs(gf - cf) > np.abs(cf).max() * 2.0 ** -8)
         rare = (d > 2).sum() <= max(1, 1e-3 * d.size)
         return None if not far.any() and rare else \
-            f"{name}: {int(d.max())} ulps, {int((d > 2).sum())} beyond 2 ulps, {int(far.sum())} beyond 2^-12 of max"
+            f"{name}: {int(d.max())} ulps, {int((d > 2).sum())} beyond 2 ulps, {int(far.sum())} beyond 2^-8 of max"
     if b.dtype == DType.F32:
         g, c = gpu.view(np.float32), cpu.view(np.float32)
         if (np.isnan(g) != np.isnan(c)).any():
@@ -53,8 +54,14 @@ def compare(program: Program, name: str, gpu: np.ndarray, cpu: np.ndarray) -> st
         ok = ~np.isnan(c)
         scale = max(float(np.abs(c[ok & np.isfinite(c)]).max(initial=0)), 1e-30)
         with np.errstate(invalid="ignore"):
-            err = np.abs(np.where(np.isfinite(c), g - c, 0))[ok].max(initial=0) / scale
+            errs = np.abs(np.where(np.isfinite(c), g - c, 0))[ok] / scale
+        err = errs.max(initial=0)
         inf_ok = np.array_equal(g[~np.isfinite(c) & ok], c[~np.isfinite(c) & ok])
+        if name.endswith("softmax_stats"):
+            # sums of exp over bf16 scores: a score rounded one bf16 ulp the other way (its fp32 dot product
+            # in another order) moves its exp term by up to ~2^-8 x |score|: rare, and within 1e-2
+            rare = (errs > 1e-4).sum() <= max(1, 1e-3 * errs.size)
+            return None if err < 1e-2 and rare and inf_ok else f"{name}: relative error {err:.3g}"
         return None if err < 1e-4 and inf_ok else f"{name}: relative error {err:.3g}"
     g, c = gpu.view(np.int32), cpu.view(np.int32)
     if name.endswith("head_candidates"):  # (fp32 value bits, id) pairs: ids may differ on near-ties only
