@@ -1,7 +1,8 @@
 """GEMV kernel bandwidth on the GPU for every distinct GEMV shape of the 27B decode step and MTP head,
 M = 1 and 8, as fractions of the measured pure-read bandwidth. Writes gemv_bench.json (DESIGN.md
 results contract, `kernels`: device time per launch from CUDA-graph replay, and `us_eager`, back-to-back
-eager launches with the host's launch cost), plus the registers and resident blocks per SM of each kernel and a k-slice sweep
+eager launches with the host's launch cost; `fit`: stream fraction and fixed cost per launch from the fp8
+shapes at M = 1), plus the registers and resident blocks per SM of each kernel and a k-slice sweep
 of every fp8 shape at M = 1 (`slice_sweep`: grid tiles and waves against the SM count).
 
   python experiments/bench_gemv.py --out DIR [--iters 50] [--shapes in_proj,down] [--no-sweep]
@@ -142,6 +143,21 @@ def gemv_shapes(c) -> list[tuple[str, int, int, int, bool]]:
     return out
 
 
+def stream_fit(kernels: list[dict], bandwidth: float) -> dict:
+    """Least squares over the fp8 shapes at M = 1: t = fixed_us + bytes / (stream_fraction x read
+    bandwidth). The slope is how fast a running kernel streams; the intercept what each launch loses
+    (launch gap, ramp-up, tail)."""
+    import numpy as np
+
+    pts = [(k["bytes"], k["us"]) for k in kernels if k["dtype"] == "fp8" and k["rows"] == 1]
+    if len(pts) < 2:
+        return {}
+    b, t = np.array(pts, dtype=np.float64).T
+    slope, fixed = np.polyfit(b, t, 1)  # us per byte, us
+    return {"stream_fraction": round(float(1 / (slope * 1e3 * bandwidth)), 4), "fixed_us": round(float(fixed), 2),
+            "shapes": len(pts)}
+
+
 def kernel_facts() -> dict:
     """Registers and resident blocks per SM of the GEMV kernels: the wave arithmetic behind the numbers."""
     import cupy
@@ -205,7 +221,8 @@ def main() -> None:
         "git_commit": git_commit(),
         "command": "python " + " ".join(sys.argv), "created": datetime.datetime.now(datetime.UTC).isoformat(),
         "model": "synthetic:qwen3.5-27b shapes (random weights)", "read_bandwidth_gbps": round(bandwidth, 1),
-        "sms": sms, "kernel_facts": facts, "kernels": kernels, "slice_sweep": sweep,
+        "sms": sms, "kernel_facts": facts, "kernels": kernels, "fit": stream_fit(kernels, bandwidth),
+        "slice_sweep": sweep,
     }
     with open(os.path.join(args.out, "gemv_bench.json"), "w") as f:
         json.dump(result, f, indent=2)
