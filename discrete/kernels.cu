@@ -7,7 +7,8 @@
 
 #define GEMV_THREADS 512  // 16 warps: two per 16-row strip of a 128-row group (even / odd k-blocks)
 
-// The GEMV core alone (bench and tests): block (row group r, k-slice s) writes the fp32 slice sums of rows
+// The GEMV core alone (bench and tests; fp8 weights in 16-row units, megakernel/weight_layout.py): block
+// (row group r, k-slice s) writes the fp32 slice sums of rows
 // [128 r, 128 r + 128) for the m input rows to out[(s * m + row) * n + output row]. Dynamic shared memory:
 // a GemvSmem (the slice's input rows copied in, then the weight ring).
 template <bool FP8>  // a constant dtype: the bench kernels compile one path each
@@ -58,7 +59,8 @@ extern "C" __global__ void __launch_bounds__(512) read_bandwidth(const uint4* da
 // --- one kernel per op family: block b runs tile b of the instruction's stage --------------------------
 #define PROGRAM_ARGS unsigned char *arena, const unsigned char *weights, const unsigned char *program, int word
 
-// Every GEMV word (fp8 and bf16 segments take the same path).
+// Every GEMV word (fp8 segments from their 16-row units, bf16 ones row-major: gemv.cuh). One block per SM
+// stated: without it ptxas aims at two and caps the registers at 64, which spills this tile.
 extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS, 1) tile_gemv(PROGRAM_ARGS, int stage) {
     extern __shared__ __align__(16) unsigned char smem[];
     const mk::Ctx ctx{arena, weights, program};
