@@ -59,9 +59,9 @@ extern "C" __global__ void __launch_bounds__(512) read_bandwidth(const uint4* da
 // --- one kernel per op family: block b runs tile b of the instruction's stage --------------------------
 #define PROGRAM_ARGS unsigned char *arena, const unsigned char *weights, const unsigned char *program, int word
 
-// Every GEMV word (fp8 segments from their 16-row units, bf16 ones row-major: gemv.cuh). One block per SM
-// stated: without it ptxas aims at two and caps the registers at 64, which spills this tile.
-extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS, 1) tile_gemv(PROGRAM_ARGS, int stage) {
+// Every GEMV word (fp8 segments from their 16-row units, bf16 ones row-major: gemv.cuh). Two blocks per SM
+// (64 registers, no spill): the launcher gives a word's tiles a ring small enough for two where it can.
+extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS, 2) tile_gemv(PROGRAM_ARGS, int stage) {
     extern __shared__ __align__(16) unsigned char smem[];
     const mk::Ctx ctx{arena, weights, program};
     if (stage == 0) mk::gemv_main_tile(ctx, ctx.word(word), blockIdx.x, smem);

@@ -52,13 +52,23 @@ class DiscreteProgram:
             if w.opcode == Op.NOP:
                 continue
             if w.opcode in GEMV_OPS:
-                self.launches.append((i, gemv, w.tiles, self.smem, 0))
+                smem = self._gemv_smem(w)
+                self.launches.append((i, gemv, w.tiles, smem, 0))
                 if w.reduce_tiles:
-                    self.launches.append((i, gemv, w.reduce_tiles, self.smem, 1))
+                    self.launches.append((i, gemv, w.reduce_tiles, smem, 1))
             else:
                 self.launches.append((i, mod.get_function(KERNEL_OF[w.opcode]), w.tiles, 0, None))
         self.graph = None
         self.threads = cuda_build.tile_threads()
+
+    TWO_BLOCK_RING = 2  # k-blocks per warp in flight when two tiles share an SM (D23)
+
+    def _gemv_smem(self, w) -> int:
+        """Two tiles per SM where a ring two k-blocks deep lets them share its shared memory (a 1 KB
+        reserve each), else one with all the device offers (the deepest ring). The ring's depth orders
+        nothing: the sums are the same either way."""
+        lean = cuda_build.gemv_word_smem(self.program, w, self.TWO_BLOCK_RING)
+        return lean if 2 * (lean + 1024) <= cuda_build.smem_per_sm() else self.smem
 
     @property
     def graph_nodes(self) -> int:

@@ -84,18 +84,37 @@ def tile_threads() -> int:
 
 def gemv_smem_bytes(program) -> int:
     """Least dynamic shared memory of a Program's GEMV tiles: the fixed part, the k-slice's bf16 input rows,
-    then a weight ring of two k-blocks per warp (gemv_tile.cuh), for the neediest word. Launches give them
-    the device's maximum (the ring takes the rest)."""
-    from isa import GEMV_OPS, DType
+    then a weight ring of one k-block per warp (gemv_tile.cuh), for the neediest word."""
+    from isa import GEMV_OPS
+
+    return max([gemv_word_smem(program, w, 1) for w in program.words if w.opcode in GEMV_OPS] or [0])
+
+
+def gemv_word_smem(program, word, depth: int) -> int:
+    """Dynamic shared memory of one GEMV word's tiles with a weight ring `depth` k-blocks deep per warp:
+    the fixed part, the k-slice's bf16 input rows, then the ring (gemv_tile.cuh)."""
+    from isa import DType
 
     from . import plan
 
     tile = CUDA_DIR / "gemv_tile.cuh"
     fixed, ring = define(tile, "GEMV_SMEM_FIXED"), define(tile, "GEMV_MIN_RING")
-    need = 0
-    for w in program.words:
-        if w.opcode in GEMV_OPS:
-            width = max(b1 - b0 for b0, b1 in (plan.slice_blocks(w.k, w.k_slices, s) for s in range(w.k_slices)))
-            elem = max(2 if e.dtype == DType.BF16 else 1 for e in program.gemv_weights(w))
-            need = max(need, fixed + 2 * program.rows * width * plan.K_BLOCK + 128 + ring * elem)
-    return need
+    w = word
+    width = max(b1 - b0 for b0, b1 in (plan.slice_blocks(w.k, w.k_slices, s) for s in range(w.k_slices)))
+    elem = max(2 if e.dtype == DType.BF16 else 1 for e in program.gemv_weights(w))
+    return fixed + 2 * program.rows * width * plan.K_BLOCK + 128 + depth * ring * elem
+
+
+@functools.cache
+def _smem_per_sm(device_id: int) -> int:
+    import cupy
+
+    return cupy.cuda.runtime.deviceGetAttribute(cupy.cuda.runtime.cudaDevAttrMaxSharedMemoryPerMultiprocessor,
+                                                device_id)
+
+
+def smem_per_sm() -> int:
+    """Shared memory of one SM of the current device (228 KB on the H200), blocks' reserves included."""
+    import cupy
+
+    return _smem_per_sm(cupy.cuda.Device().id)
