@@ -62,10 +62,11 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const u32 (&a)[4], cons
 // --- weights staged through shared memory ------------------------------------------------------------
 // Each warp streams its own 16 rows through a private ring of `depth` slots in shared memory, one k-block
 // per slot: every lane copies, with cp.async, exactly the 16-byte pieces it will later feed the mma
-// (rows g and g + 8, pieces t and t + 4 of each 128-byte chunk), so it needs no barrier, only its own
-// copy groups (cp.async.wait_group). Bytes in flight then cost no registers (the register-buffered v2
+// (fp8: its four vectors of the unit; bf16: rows g and g + 8, pieces t and t + 4 of each 128-byte chunk),
+// so it needs no barrier, only its own copy groups (cp.async.wait_group). Bytes in flight then cost no registers (the register-buffered v2
 // held 64 per thread, which the megakernel cannot afford beside the other ops: D16). Within a slot, row
-// r's piece c sits at piece c ^ 4 (r & 1), so the two rows a quarter-warp reads at once use all 32 banks.
+// r's piece c of a bf16 block sits at piece c ^ 4 (r & 1), so the two rows a quarter-warp reads at once
+// use all 32 banks (an fp8 unit's vectors are read back where they were written: no conflict).
 constexpr int PIECE = 16;
 constexpr int MAX_DEPTH = 6;           // k-blocks in flight per warp
 constexpr int MAX_SLICE_BLOCKS = 256;  // k-blocks of one k-slice (k <= 32768)
@@ -84,7 +85,7 @@ __device__ __forceinline__ u32 f16x2_scaled(u32 bf16x2, float two_p) {
     return *reinterpret_cast<const u32*>(&h);
 }
 
-// Called, not inlined: inlined into the GEMV tiles it pushed ptxas into spills.
+// The tiles run it between their prologue and their passes (gemv_tile.cuh gemv_main_input).
 __device__ inline void f16_operand(bf16* x, int m, int x_stride, int blocks, signed char* p) {
     const int lane = threadIdx.x & 31;
     for (int pair = threadIdx.x >> 5; pair < m * blocks; pair += TILE_WARPS) {
