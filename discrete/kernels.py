@@ -13,6 +13,7 @@ import numpy as np
 
 from isa.opcodes import MAX_ROWS
 from megakernel import cuda_build, plan
+from megakernel.reference import ops
 from megakernel.weight_layout import to_units
 
 SOURCE = Path(__file__).with_name("kernels.cu")
@@ -28,6 +29,8 @@ def gemv_threads() -> int:
 def check_shared_constants() -> None:
     """The layout constants the CUDA device functions and the Python plan must agree on."""
     for header, name, value in ((GEMV_HEADER, "K_BLOCK", plan.K_BLOCK), (GEMV_HEADER, "ROW_BLOCK", plan.ROW_BLOCK),
+                                (GEMV_HEADER, "F16_TOP_BINADE", ops.F16_TOP_BINADE),
+                                (GEMV_HEADER, "TOP_EXPONENT_FLOOR", ops.TOP_EXPONENT_FLOOR),
                                 (COMMON_HEADER, "MAX_ROWS", MAX_ROWS)):
         if cuda_build.define(header, name) != value:
             raise RuntimeError(f"{header.name} has {name} = {cuda_build.define(header, name)}, Python has {value}")

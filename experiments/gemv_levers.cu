@@ -16,36 +16,25 @@ using namespace mk;
 
 constexpr int UNIT = 2048;
 
-__device__ __forceinline__ u32 f16x2_of(u32 two) {
-    __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(two & 0xFFFFu), __NV_E4M3);
-    return *reinterpret_cast<const u32*>(&h);
-}
-
 // f16 bits of a widened e4m3 (exponent >= 6 or zero) -> bf16 bits of the value x 2^-112: exact.
 __device__ __forceinline__ u32 shifted_bf16x2(u32 h) { return ((h & 0x7FFF7FFFu) >> 3) | (h & 0x80008000u); }
 
 template <int WIDEN>
 __device__ __forceinline__ u32 widen(u32 two) {
-    const u32 h = f16x2_of(two);
+    const u32 h = e4m3x2_to_f16x2(two);  // gemv.cuh
     return WIDEN == 0 ? shifted_bf16x2(h) : h;
 }
 
 template <int WIDEN>
 __device__ __forceinline__ void mma(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
-    if (WIDEN == 0)
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-    else
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    const u32 b[2] = {b0, b1};
+    mma_16816<WIDEN == 1>(d, a, b);  // gemv.cuh
 }
 
 // One unit's 8 mma steps into a fresh partial: v[i] = this lane's vector i; x_block: the staged input
 // row's 128 values of this k-block (16-bit each).
 template <int WIDEN>
-__device__ __forceinline__ void unit_steps(float (&c)[4], const uint4 (&v)[4], const unsigned short* x_block,
+__device__ __forceinline__ void register_unit_steps(float (&c)[4], const uint4 (&v)[4], const unsigned short* x_block,
                                            bool has_row, int t) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
@@ -113,7 +102,7 @@ __device__ void levers(const u8* weight, const bf16* scale, const bf16* x, float
                 if (j + d < mine) {
                     float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
                     const int nb = parity + 2 * (j + d);
-                    unit_steps<WIDEN>(c, v[d], x_row + nb * K_BLOCK, has_row, t);
+                    register_unit_steps<WIDEN>(c, v[d], x_row + nb * K_BLOCK, has_row, t);
                     if (j + d + DEPTH < mine) load(v[d], j + d + DEPTH);
                     accumulate(acc, c, sm.scales[nb]);
                 }
@@ -138,7 +127,7 @@ __device__ void levers(const u8* weight, const bf16* scale, const bf16* x, float
 #pragma unroll
             for (int i = 0; i < 4; ++i) v[i] = load_shared16(slots + slot * UNIT + 512 * i);
             float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-            unit_steps<WIDEN>(c, v, x_row + nb * K_BLOCK, has_row, t);
+            register_unit_steps<WIDEN>(c, v, x_row + nb * K_BLOCK, has_row, t);
             accumulate(acc, c, sm.scales[nb]);
             if (issued < mine) {
                 stage(slot, issued);

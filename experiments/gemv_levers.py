@@ -49,6 +49,7 @@ def main() -> None:
     print(f"read bandwidth {bandwidth:.0f} GB/s", flush=True)
     mod = cuda_build.module(SOURCE, cupy.cuda.Device().id)
     smem = cuda_build.max_dynamic_smem()
+    fixed = cuda_build.define(cuda_build.CUDA_DIR / "gemv_tile.cuh", "GEMV_SMEM_FIXED")
     kernels = {}
     for name in {v.split("@")[0] for v in variants}:
         kernels[name] = mod.get_function(name)
@@ -88,7 +89,7 @@ def main() -> None:
             report("project", lambda i: gemv_slices(weights[i % copies], scales[i % copies], x, slices, out=out,
                                                     in_units=True))
             width = -(-(k // 128) // slices) * 128
-            lean = 23616 + 2 * m * (width + 32) + 256  # GEMV_SMEM_FIXED + staged rows: no ring (2 blocks per SM)
+            lean = fixed + 2 * m * (width + 32) + 256  # staged rows, no ring: 2 blocks per SM
             for v in variants:
                 grid, kern, sh = (n // 128, slices), kernels[v.split("@")[0]], lean if v.endswith("@lean") else smem
                 report(v, lambda i, kern=kern, sh=sh: kern(grid, (512,), (units[i % copies], scales[i % copies], x, out,

@@ -90,7 +90,7 @@ def gemv_smem_bytes(program) -> int:
     return max([gemv_word_smem(program, w, 1) for w in program.words if w.opcode in GEMV_OPS] or [0])
 
 
-def gemv_word_smem(program, word, depth: int) -> int:
+def gemv_word_smem(program, w, depth: int) -> int:
     """Dynamic shared memory of one GEMV word's tiles with a weight ring `depth` k-blocks deep per warp:
     the fixed part, the k-slice's bf16 input rows, then the ring (gemv_tile.cuh)."""
     from isa import DType
@@ -99,7 +99,6 @@ def gemv_word_smem(program, word, depth: int) -> int:
 
     tile = CUDA_DIR / "gemv_tile.cuh"
     fixed, ring = define(tile, "GEMV_SMEM_FIXED"), define(tile, "GEMV_MIN_RING")
-    w = word
     width = max(b1 - b0 for b0, b1 in (plan.slice_blocks(w.k, w.k_slices, s) for s in range(w.k_slices)))
     elem = max(2 if e.dtype == DType.BF16 else 1 for e in program.gemv_weights(w))
     return fixed + 2 * program.rows * width * plan.K_BLOCK + 128 + depth * ring * elem

@@ -76,7 +76,8 @@ constexpr int MAX_SLICE_BLOCKS = 256;  // k-blocks of one k-slice (k <= 32768)
 // block) = 142 - max(E, 17) for the block's largest biased exponent E, kept in p[row * MAX_SLICE_BLOCKS
 // + block] (blocks <= MAX_SLICE_BLOCKS). A warp per (row, block); lane l converts elements 4l .. 4l + 3.
 // All threads; ends synced.
-constexpr int F16_TOP_BINADE = 15;
+constexpr int F16_TOP_BINADE = 15;      // megakernel/reference/ops.py, checked by discrete/kernels.py
+constexpr int TOP_EXPONENT_FLOOR = 17;  // 2^P stays <= 2^125, a normal float
 
 __device__ __forceinline__ u32 f16x2_scaled(u32 bf16x2, float two_p) {
     const float lo = mul_rn(__uint_as_float(bf16x2 << 16), two_p);
@@ -96,7 +97,7 @@ __device__ inline void f16_operand(bf16* x, int m, int x_stride, int blocks, sig
         u32 top = e;
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1) top = max(top, __shfl_xor_sync(0xFFFFFFFFu, top, o));
-        const int P = 127 + F16_TOP_BINADE - max(static_cast<int>(top), 17);
+        const int P = 127 + F16_TOP_BINADE - max(static_cast<int>(top), TOP_EXPONENT_FLOOR);
         const float two_p = __int_as_float((127 + P) << 23);
         *at = make_uint2(f16x2_scaled(v.x, two_p), f16x2_scaled(v.y, two_p));
         if (lane == 0) p[row * MAX_SLICE_BLOCKS + block] = static_cast<signed char>(P);

@@ -39,6 +39,7 @@ def block_partials(w_blocks: np.ndarray, x: np.ndarray) -> np.ndarray:
 
 
 F16_TOP_BINADE = 15  # the largest binade f16 holds whole: bf16 values below 2^16 are at most 65,280
+TOP_EXPONENT_FLOOR = 17  # a block's top exponent counts as at least this: 2^P stays <= 2^125, a normal float
 
 
 def f16_operand(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -49,7 +50,7 @@ def f16_operand(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     device does it). Returns x' [blocks * 128] (float32 holding f16 values) and 2^-P per block."""
     xb = as_f32(x).reshape(-1, K_BLOCK)
     top = (xb.view(np.uint32) >> 23 & 0xFF).max(axis=1).astype(np.int32)
-    p = 127 + F16_TOP_BINADE - np.maximum(top, 17)
+    p = 127 + F16_TOP_BINADE - np.maximum(top, TOP_EXPONENT_FLOOR)
     x16 = (xb * np.ldexp(F32(1), p).astype(F32)[:, None]).astype(np.float16).astype(F32)
     return x16.reshape(-1), np.ldexp(F32(1), -p).astype(F32)
 
