@@ -19,10 +19,16 @@ __device__ __forceinline__ void gemv_slices(const unsigned char* weight, const _
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, warp = threadIdx.x >> 5;
     const int s = blockIdx.y, blocks = k / mk::K_BLOCK;
     const int b0 = s * blocks / slices, b1 = (s + 1) * blocks / slices, width = (b1 - b0) * mk::K_BLOCK;
-    for (int i = threadIdx.x; i < m * width; i += mk::TILE_THREADS)
-        sm.x[i] = x[static_cast<size_t>(i / width) * k + b0 * mk::K_BLOCK + i % width];
-    __syncthreads();
-    if (FP8) mk::f16_operand(sm.x, m, width, b1 - b0, sm.x_p);
+    // the slice's input rows into shared memory as a GEMV_RESIDUAL tile takes them (gemv_tile.cuh)
+    const __nv_bfloat16* x_slice = x + b0 * mk::K_BLOCK;
+    if (FP8) {
+        mk::f16_operand(x_slice, k, sm.x, width, m, b1 - b0, sm.x_p);
+    } else {
+        const int pieces = width / 8;
+        for (int i = threadIdx.x; i < m * pieces; i += mk::TILE_THREADS)
+            reinterpret_cast<uint4*>(sm.x)[i] = *reinterpret_cast<const uint4*>(x_slice + static_cast<size_t>(i / pieces) * k + 8 * (i % pieces));
+        __syncthreads();
+    }
     float acc[4];
     mk::gemv_block_rows(acc, FP8, weight, scale, k, blockIdx.x * mk::ROW_BLOCK, mk::ROW_BLOCK, b0, b1, sm.x, sm.x_p,
                         width, m, sm.ring(m * width), sm.ring_bytes(m * width), sm.scales, sm.partner);

@@ -72,10 +72,11 @@ constexpr int MAX_DEPTH = 6;           // k-blocks in flight per warp
 constexpr int MAX_SLICE_BLOCKS = 256;  // k-blocks of one k-slice (k <= 32768)
 
 // --- the f16 operand of an fp8 GEMV ------------------------------------------------------------------
-// In place: the bf16 input rows x [m][x_stride] over `blocks` k-blocks become f16(x 2^P), P per (row,
-// block) = 142 - max(E, 17) for the block's largest biased exponent E, kept in p[row * MAX_SLICE_BLOCKS
-// + block] (blocks <= MAX_SLICE_BLOCKS). A warp per (row, block); lane l converts elements 4l .. 4l + 3.
-// All threads; ends synced.
+// The bf16 input rows src [m][src_stride] (global or shared memory) over `blocks` k-blocks become x [m][
+// x_stride] = f16(src 2^P) in shared memory (x may be src: in place), P per (row, block) = 142 - max(E, 17)
+// for the block's largest biased exponent E, kept in p[row * MAX_SLICE_BLOCKS + block] (blocks <=
+// MAX_SLICE_BLOCKS). A half-warp per (row, block); lane l converts elements 8 l .. 8 l + 7. All threads;
+// ends synced.
 constexpr int F16_TOP_BINADE = 15;      // megakernel/reference/ops.py, checked by discrete/kernels.py
 constexpr int TOP_EXPONENT_FLOOR = 17;  // 2^P stays <= 2^125, a normal float
 
@@ -86,21 +87,30 @@ __device__ __forceinline__ u32 f16x2_scaled(u32 bf16x2, float two_p) {
     return *reinterpret_cast<const u32*>(&h);
 }
 
-// The tiles run it between their prologue and their passes (gemv_tile.cuh gemv_main_input).
-__device__ inline void f16_operand(bf16* x, int m, int x_stride, int blocks, signed char* p) {
-    const int lane = threadIdx.x & 31;
-    for (int pair = threadIdx.x >> 5; pair < m * blocks; pair += TILE_WARPS) {
+__device__ __forceinline__ u32 top_exponent(u32 bf16x2) { return max((bf16x2 >> 7) & 0xFFu, (bf16x2 >> 23) & 0xFFu); }
+
+// The tiles run it after their prologue (gemv_tile.cuh gemv_main_input).
+__device__ inline void f16_operand(const bf16* src, int src_stride, bf16* x, int x_stride, int m, int blocks,
+                                   signed char* p) {
+    const int lane = threadIdx.x & 31, l = lane & 15, pairs = m * blocks;
+    // warp w takes pairs 2 w + (0, 1), then 2 (w + TILE_WARPS) + ..: the same trip count on all its lanes,
+    // so the shuffles (within each half-warp) always have all 32
+    for (int pair = 2 * (threadIdx.x >> 5) + (lane >> 4); pair - (lane >> 4) < pairs; pair += 2 * TILE_WARPS) {
+        const bool on = pair < pairs;
         const int row = pair / blocks, block = pair % blocks;
-        uint2* at = reinterpret_cast<uint2*>(x + static_cast<size_t>(row) * x_stride + block * K_BLOCK) + lane;
-        const uint2 v = *at;
-        const u32 e = max(max((v.x >> 7) & 0xFFu, (v.x >> 23) & 0xFFu), max((v.y >> 7) & 0xFFu, (v.y >> 23) & 0xFFu));
-        u32 top = e;
+        uint4 v = make_uint4(0u, 0u, 0u, 0u);
+        if (on) v = reinterpret_cast<const uint4*>(src + static_cast<size_t>(row) * src_stride + block * K_BLOCK)[l];
+        u32 top = max(max(top_exponent(v.x), top_exponent(v.y)), max(top_exponent(v.z), top_exponent(v.w)));
 #pragma unroll
-        for (int o = 16; o > 0; o >>= 1) top = max(top, __shfl_xor_sync(0xFFFFFFFFu, top, o));
+        for (int o = 8; o > 0; o >>= 1) top = max(top, __shfl_xor_sync(0xFFFFFFFFu, top, o));
         const int P = 127 + F16_TOP_BINADE - max(static_cast<int>(top), TOP_EXPONENT_FLOOR);
         const float two_p = __int_as_float((127 + P) << 23);
-        *at = make_uint2(f16x2_scaled(v.x, two_p), f16x2_scaled(v.y, two_p));
-        if (lane == 0) p[row * MAX_SLICE_BLOCKS + block] = static_cast<signed char>(P);
+        if (on) {
+            reinterpret_cast<uint4*>(x + static_cast<size_t>(row) * x_stride + block * K_BLOCK)[l] =
+                make_uint4(f16x2_scaled(v.x, two_p), f16x2_scaled(v.y, two_p), f16x2_scaled(v.z, two_p),
+                           f16x2_scaled(v.w, two_p));
+            if (l == 0) p[row * MAX_SLICE_BLOCKS + block] = static_cast<signed char>(P);
+        }
     }
     __syncthreads();
 }
@@ -244,6 +254,45 @@ __device__ __forceinline__ void gemv_pair_combine(float (&acc)[4], float* partne
     }
 }
 
+// One warp's share of a GEMV pass over `rows` (<= 128) rows of W [.., k] from row0 and the k-blocks [b0, b1):
+// warp (strip, parity) streams the 16 rows of its strip over the blocks of its parity through its own ring
+// of `depth` slots.
+struct StripStream {
+    const u8* units;   // fp8: the lane's bytes of the strip's first unit of the slice
+    const u8* row_g;   // bf16: the lane's row g at block b0 (rows past the last valid one repeat it)
+    u32 g8_delta, slots;
+    int depth, mine, parity;
+    bool fp8;
+    __device__ int row_bytes() const { return K_BLOCK * (fp8 ? 1 : 2); }
+    __device__ int slot_bytes() const { return WARP_ROWS * row_bytes(); }
+    __device__ StripStream(bool fp8, const u8* weight, int k, int row0, int rows, int b0, int b1, u8* ring,
+                           int ring_bytes)
+        : fp8(fp8) {
+        const int lane = threadIdx.x & 31, g = lane >> 2, warp = threadIdx.x >> 5, strip = warp & 7;
+        const int blocks = b1 - b0, valid = rows - strip * WARP_ROWS;
+        parity = warp >> 3;
+        depth = min(MAX_DEPTH, ring_bytes / (TILE_WARPS * slot_bytes()));
+        mine = valid > 0 && blocks > parity ? (blocks - parity + 1) / 2 : 0;  // blocks parity, parity + 2, ..
+        const size_t row_bytes_global = static_cast<size_t>(k) * (fp8 ? 1 : 2);
+        units = weight + (static_cast<size_t>((row0 + strip * WARP_ROWS) / WARP_ROWS) * (k / K_BLOCK) + b0) * UNIT_BYTES +
+                PIECE * lane;
+        const int last = max(valid, 1) - 1;
+        row_g = weight + static_cast<size_t>(row0 + strip * WARP_ROWS + min(g, last)) * row_bytes_global +
+                static_cast<size_t>(b0) * row_bytes();
+        g8_delta = static_cast<u32>((min(g + 8, last) - min(g, last)) * row_bytes_global);
+        slots = smem_addr(ring) + static_cast<u32>(warp * depth * slot_bytes());
+    }
+    __device__ u32 slot_at(int slot) const { return slots + slot * slot_bytes(); }
+    // This warp's block j (block parity + 2 j of the slice) into `slot`: one copy group.
+    __device__ void stage(int slot, int j) const {
+        const int lane = threadIdx.x & 31;
+        if (fp8) stage_unit(slot_at(slot) + PIECE * lane, units + static_cast<size_t>(parity + 2 * j) * UNIT_BYTES);
+        else stage_block(slot_at(slot), row_g, g8_delta, row_bytes(), parity + 2 * j, lane >> 2, lane & 3);
+    }
+    // Blocks staged before the first is consumed (a full ring).
+    __device__ int ahead() const { return min(depth, mine); }
+};
+
 // All TILE_THREADS threads: the sums of `rows` (<= 128) rows of W [.., k] from row0 (fp8 with bf16 block
 // scales, or bf16 with scale nullptr) over the k-blocks [b0, b1), for input rows x [m, x_stride] (shared
 // memory, k-blocks b0 onwards, m <= 8; fp8: the f16 operand, with its P per (row, block) in x_p [row *
@@ -258,9 +307,7 @@ __device__ inline void gemv_block_rows(float (&acc)[4], bool fp8, const u8* weig
                                        const signed char* x_p, int x_stride, int m, u8* ring, int ring_bytes,
                                        float* scales, float* partner) {
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, warp = threadIdx.x >> 5;
-    const int strip = warp & 7, parity = warp >> 3, blocks = b1 - b0;
-    const int row_bytes = K_BLOCK * (fp8 ? 1 : 2), slot_bytes = WARP_ROWS * row_bytes;
-    const int depth = min(MAX_DEPTH, ring_bytes / (TILE_WARPS * slot_bytes));
+    const int blocks = b1 - b0;
     // The rows' block scales for the slice, into shared memory once (one L2 read per block would stall it).
     if (fp8) {
         const __nv_bfloat16* scale_row = scale + static_cast<size_t>(row0 / ROW_BLOCK) * (k / K_BLOCK) + b0;
@@ -268,32 +315,18 @@ __device__ inline void gemv_block_rows(float (&acc)[4], bool fp8, const u8* weig
     }
     __syncthreads();
     acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
-    const int valid = rows - strip * WARP_ROWS;
-    const int mine = blocks > parity ? (blocks - parity + 1) / 2 : 0;  // this warp's blocks: parity, parity + 2, ..
-    if (valid > 0 && mine > 0) {
-        const size_t row_bytes_global = static_cast<size_t>(k) * (fp8 ? 1 : 2);
-        // fp8: the lane's bytes of the strip's first unit of the slice; bf16: rows g and g + 8
-        const u8* units = weight + (static_cast<size_t>((row0 + strip * WARP_ROWS) / WARP_ROWS) * (k / K_BLOCK) + b0) *
-                                       UNIT_BYTES + PIECE * lane;
-        const u8* base = weight + static_cast<size_t>(row0 + strip * WARP_ROWS) * row_bytes_global +
-                         static_cast<size_t>(b0) * row_bytes;
-        const u8* row_g = base + static_cast<size_t>(min(g, valid - 1)) * row_bytes_global;
-        const u32 g8_delta = static_cast<u32>((min(g + 8, valid - 1) - min(g, valid - 1)) * row_bytes_global);
-        const u32 slots = smem_addr(ring) + static_cast<u32>(warp * depth * slot_bytes);
+    const StripStream st(fp8, weight, k, row0, rows, b0, b1, ring, ring_bytes);
+    if (st.mine > 0) {
         const __nv_bfloat16* x_row = x + static_cast<size_t>(g) * x_stride;
         const bool has_row = g < m;
-        auto stage = [&](int slot, int j) {  // this warp's block j (block parity + 2 j of the slice)
-            if (fp8) stage_unit(slots + slot * slot_bytes + PIECE * lane, units + static_cast<size_t>(parity + 2 * j) * UNIT_BYTES);
-            else stage_block(slots + slot * slot_bytes, row_g, g8_delta, row_bytes, parity + 2 * j, g, t);
-        };
         int issued = 0;
-        for (; issued < min(depth, mine); ++issued) stage(issued, issued);
-        for (int j = 0; j < mine; ++j) {
+        for (; issued < st.ahead(); ++issued) st.stage(issued, issued);
+        for (int j = 0; j < st.mine; ++j) {
             copies_wait(issued - j - 1);  // block j has landed (this lane's pieces: all it reads)
-            const int slot = j % depth, n = parity + 2 * j;
+            const int slot = j % st.depth, n = st.parity + 2 * j;
             float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
             if (fp8) {
-                unit_steps(c, slots + slot * slot_bytes + PIECE * lane, x_row + n * K_BLOCK, has_row, t);
+                unit_steps(c, st.slot_at(slot) + PIECE * lane, x_row + n * K_BLOCK, has_row, t);
                 const float s = scales[n];
                 const signed char* p = x_p + 2 * t * MAX_SLICE_BLOCKS + n;
 #pragma unroll
@@ -302,19 +335,19 @@ __device__ inline void gemv_block_rows(float (&acc)[4], bool fp8, const u8* weig
             } else {
                 for (int h = 0; h < 2; ++h) {
                     Chunk w;
-                    read_chunk(w, slots + slot * slot_bytes, row_bytes, g, h, t);
+                    read_chunk(w, st.slot_at(slot), st.row_bytes(), g, h, t);
                     chunk_steps(c, w, h, x_row, has_row, n, t);
                 }
 #pragma unroll
                 for (int q = 0; q < 4; ++q) acc[q] = add_rn(acc[q], c[q]);
             }
-            if (issued < mine) {  // the slot is free again: the block `depth` ahead goes into it
-                stage(slot, issued);
+            if (issued < st.mine) {  // the slot is free again: the block `depth` ahead goes into it
+                st.stage(slot, issued);
                 ++issued;
             }
         }
     }
-    gemv_pair_combine(acc, partner + strip * 128, parity == 1);
+    gemv_pair_combine(acc, partner + (warp & 7) * 128, st.parity == 1);
 }
 
 }  // namespace mk

@@ -123,9 +123,10 @@ __device__ __forceinline__ float norm_1p(float x, float r, float w) { return rou
 __device__ inline void gemv_prologue(const Ctx& ctx, const Word& w, int k0, int k1, bf16* x, float* red) {
     const int op = w.opcode(), m = w.rows(), width = k1 - k0, k = w.k();
     const Buffer in = ctx.buffer(w.buf_in());
-    if (op == OP_GEMV_RESIDUAL) {
-        for (int i = threadIdx.x; i < m * width; i += TILE_THREADS)
-            x[i] = *in.at<bf16>(i / width, k0 + i % width);
+    if (op == OP_GEMV_RESIDUAL) {  // 16-byte pieces (k0 and width are multiples of 128)
+        const int pieces = width / 8;
+        for (int i = threadIdx.x; i < m * pieces; i += TILE_THREADS)
+            reinterpret_cast<uint4*>(x)[i] = *reinterpret_cast<const uint4*>(in.at<bf16>(i / pieces, k0 + 8 * (i % pieces)));
         return;
     }
     if (op == OP_GATED_NORM_GEMV_RESIDUAL) {
@@ -325,11 +326,17 @@ __device__ inline void gemv_main_input(const Ctx& ctx, const Word& w, int tile, 
     const GemvSmem sm(smem);
     const MainTile mt(ctx, w, tile);
     if (w.opcode() == OP_NORM_HEAD && tile == 0 && w.buf_aux1() != NO_BUFFER) keep_hidden(ctx, w, sm.red);
-    gemv_prologue(ctx, w, mt.b0 * K_BLOCK, mt.b1 * K_BLOCK, sm.x, sm.red);
-    __syncthreads();
     // one dtype per tile (a row group lies in one segment; gate and up are both fp8)
     const int segment = mt.gate_up ? 0 : row_group(ctx, w, tile % mt.groups).segment;
-    if (gemv_weight(ctx, w, segment).dtype == DT_FP8) f16_operand(sm.x, mt.m, mt.width, mt.b1 - mt.b0, sm.x_p);
+    const bool fp8 = gemv_weight(ctx, w, segment).dtype == DT_FP8;
+    if (fp8 && w.opcode() == OP_GEMV_RESIDUAL) {  // no prologue: the input rows go straight into the operand
+        const Buffer in = ctx.buffer(w.buf_in());
+        f16_operand(in.at<bf16>(0, mt.b0 * K_BLOCK), in.cols, sm.x, mt.width, mt.m, mt.b1 - mt.b0, sm.x_p);
+        return;
+    }
+    gemv_prologue(ctx, w, mt.b0 * K_BLOCK, mt.b1 * K_BLOCK, sm.x, sm.red);
+    __syncthreads();
+    if (fp8) f16_operand(sm.x, mt.width, sm.x, mt.width, mt.m, mt.b1 - mt.b0, sm.x_p);
 }
 
 __device__ inline void gemv_main_passes(const Ctx& ctx, const Word& w, int tile, u8* smem) {
