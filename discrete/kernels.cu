@@ -68,17 +68,17 @@ extern "C" __global__ void __launch_bounds__(512) read_bandwidth(const uint4* da
 // A k-sliced GEMV word's slice tiles count their arrivals per row group; the last to arrive runs the
 // group's reduce tile, so the word is one launch (the sum is the reduce tile's: slices in order, whoever
 // runs it). The counter goes back to zero for the next pass; nothing else touches it in this launch.
-// (No static shared memory: the launch gives the tile all the dynamic shared memory the device allows.)
 __device__ inline bool last_slice_arrived(unsigned int* arrivals, int slices) {
+    __shared__ int last;
     __syncthreads();  // the tile's scratch rows are written
-    bool last = false;
     if (threadIdx.x == 0) {
         unsigned int seen;  // acq_rel: releases this tile's rows, acquires those of the slices before it
         asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(seen) : "l"(arrivals) : "memory");
         last = seen == static_cast<unsigned int>(slices - 1);
         if (last) *arrivals = 0u;
     }
-    return __syncthreads_or(last);  // thread 0's answer, to every thread
+    __syncthreads();
+    return last;
 }
 
 // Every GEMV word (fp8 segments from their 16-row units, bf16 ones row-major: gemv.cuh), one launch:
