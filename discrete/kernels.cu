@@ -65,38 +65,13 @@ extern "C" __global__ void __launch_bounds__(512) read_bandwidth(const uint4* da
 // --- one kernel per op family: block b runs tile b of the instruction's stage --------------------------
 #define PROGRAM_ARGS unsigned char *arena, const unsigned char *weights, const unsigned char *program, int word
 
-// A k-sliced GEMV word's slice tiles count their arrivals per row group; the last to arrive runs the
-// group's reduce tile, so the word is one launch (the sum is the reduce tile's: slices in order, whoever
-// runs it). The counter goes back to zero for the next pass; nothing else touches it in this launch.
-__device__ inline bool last_slice_arrived(unsigned int* arrivals, int slices) {
-    __shared__ int last;
-    __syncthreads();  // the tile's scratch rows are written
-    if (threadIdx.x == 0) {
-        unsigned int seen;  // acq_rel: releases this tile's rows, acquires those of the slices before it
-        asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(seen) : "l"(arrivals) : "memory");
-        last = seen == static_cast<unsigned int>(slices - 1);
-        if (last) *arrivals = 0u;
-    }
-    __syncthreads();
-    return last;
-}
-
-// Every GEMV word (fp8 segments from their 16-row units, bf16 ones row-major: gemv.cuh), one launch:
-// block b runs main tile b, and the last slice of a row group to finish runs its reduce tile. Two blocks
-// per SM (64 registers, no spill): the launcher gives a word's tiles a ring small enough for two where
-// it can. arrivals: one zeroed u32 per Program counter (the word's arrival counters).
-// Called, not inlined: inlined after the main tile it costs tile_gemv spills at 64 registers.
-__device__ __noinline__ void reduce_if_last(const mk::Ctx ctx, const mk::Word w, unsigned int* arrivals,
-                                            unsigned char* smem) {
-    const int group = blockIdx.x % mk::row_group_count(ctx, w);
-    if (last_slice_arrived(arrivals + w.arrival_base() + group, w.k_slices())) mk::gemv_reduce_tile(ctx, w, group, smem);
-}
-
-extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS, 2) tile_gemv(PROGRAM_ARGS, unsigned int* arrivals) {
+// Every GEMV word (fp8 segments from their 16-row units, bf16 ones row-major: gemv.cuh). Two blocks per SM
+// (64 registers, no spill): the launcher gives a word's tiles a ring small enough for two where it can.
+extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS, 2) tile_gemv(PROGRAM_ARGS, int stage) {
     extern __shared__ __align__(16) unsigned char smem[];
     const mk::Ctx ctx{arena, weights, program};
-    mk::gemv_main_tile(ctx, ctx.word(word), blockIdx.x, smem);
-    if (ctx.word(word).reduce_tiles()) reduce_if_last(ctx, ctx.word(word), arrivals, smem);
+    if (stage == 0) mk::gemv_main_tile(ctx, ctx.word(word), blockIdx.x, smem);
+    else mk::gemv_reduce_tile(ctx, ctx.word(word), blockIdx.x, smem);
 }
 
 extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS) tile_gdn(PROGRAM_ARGS) {

@@ -1,12 +1,10 @@
-"""The discrete build: a compiled Program run as one kernel launch per instruction word, eagerly or
+"""The discrete build: a compiled Program run as one kernel launch per instruction stage, eagerly or
 replayed from a CUDA graph captured once.
 
-Launch i of a step runs every main tile of one word (grid = its tiles, block b = tile b; a k-sliced
-GEMV word's reduce tiles run in the same launch, each by the last of its slices to finish), so stream
-order gives every dependency the Program's counters encode; the counters themselves are the
-megakernel's business, except the GEMV arrival counts (one zeroed u32 per counter here). Nothing a
-launch reads changes between steps except device memory (the control block holds step, position and
-tokens), so the captured graph replays unchanged.
+Launch i of a step runs every tile of one stage of one word (grid = the stage's tiles, block b = tile
+b), so stream order gives every dependency the Program's counters encode; the counters themselves
+are the megakernel's business. Nothing a launch reads changes between steps except device memory
+(the control block holds step, position and tokens), so the captured graph replays unchanged.
 """
 
 from __future__ import annotations
@@ -49,18 +47,17 @@ class DiscreteProgram:
             raise ValueError(f"GEMV tiles need {need} bytes of shared memory, the device offers {self.smem}")
         gemv = mod.get_function(GEMV_KERNEL)
         gemv.max_dynamic_shared_size_bytes = self.smem
-        # A k-sliced GEMV word is one launch: the last slice tile of a row group to finish reduces it,
-        # counted in these (one per Program counter; only the words' arrival counters are used, and each
-        # goes back to zero when its group is reduced).
-        self.arrivals = cupy.zeros(max(1, len(program.counters)), dtype=cupy.uint32)
-        self.launches = []  # (word index, kernel, tiles, shared bytes, GEMV?)
+        self.launches = []  # (word index, kernel, tiles, shared bytes, GEMV stage or None)
         for i, w in enumerate(program.words):
             if w.opcode == Op.NOP:
                 continue
             if w.opcode in GEMV_OPS:
-                self.launches.append((i, gemv, w.tiles, self._gemv_smem(w), True))
+                smem = self._gemv_smem(w)
+                self.launches.append((i, gemv, w.tiles, smem, 0))
+                if w.reduce_tiles:
+                    self.launches.append((i, gemv, w.reduce_tiles, smem, 1))
             else:
-                self.launches.append((i, mod.get_function(KERNEL_OF[w.opcode]), w.tiles, 0, False))
+                self.launches.append((i, mod.get_function(KERNEL_OF[w.opcode]), w.tiles, 0, None))
         self.graph = None
         self.threads = cuda_build.tile_threads()
 
@@ -78,9 +75,9 @@ class DiscreteProgram:
         return len(self.launches)
 
     def _launch(self, launch) -> None:
-        i, kernel, tiles, smem, gemv = launch
+        i, kernel, tiles, smem, stage = launch
         args = (self.session.arena, self.weights.data, self.bytes, np.int32(i))
-        kernel((tiles,), (self.threads,), args + ((self.arrivals,) if gemv else ()), shared_mem=smem)
+        kernel((tiles,), (self.threads,), args + (() if stage is None else (np.int32(stage),)), shared_mem=smem)
 
     def launch_eager(self) -> None:
         """One pass, launch by launch, on the current stream; no host-side checks (benchmarks time this)."""
@@ -88,7 +85,7 @@ class DiscreteProgram:
             self._launch(launch)
 
     def run_word(self, index: int) -> None:
-        """Word `index` alone (tests compare single instructions with the interpreter)."""
+        """Every stage of word `index` alone (tests compare single instructions with the interpreter)."""
         for launch in self.launches:
             if launch[0] == index:
                 self._launch(launch)

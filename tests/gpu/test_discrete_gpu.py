@@ -177,25 +177,6 @@ def test_graph_equals_eager_and_runs_repeat_bit_for_bit(tiny_weights):
     assert eager[-1]["ctrl"].view(np.int32)[1] == 6  # position advanced by HANDOFF
 
 
-def test_k_sliced_gemv_arrival_counts_return_to_zero(tiny_weights):
-    """A k-sliced GEMV word is one launch whose last slice tile per row group reduces it (discrete/
-    kernels.cu): after every pass, eager or from the graph, each arrival count is back at zero, so the next
-    pass counts afresh (a count left behind would make the wrong tile reduce, too early)."""
-    program, runner = build(tiny_weights, 1)
-    sliced = [w for w in program.words if w.reduce_tiles]
-    assert sliced, "the tiny Program has no k-sliced GEMV: nothing here would test the arrivals"
-    used = sorted({w.arrival_base + g for w in sliced for g in range(w.reduce_tiles)})
-    for graph in (False, True, True):
-        run_steps(runner, TOKENS[:2], graph)
-        counts = runner.arrivals.get()
-        assert not counts.any(), f"arrival counts left at {np.flatnonzero(counts).tolist()} after a pass"
-    # negative control: a count left behind (1) makes the group's second-to-last slice reduce and the
-    # last one leave a count again, which the check above sees
-    runner.arrivals[used[0]] = 1
-    run_steps(runner, TOKENS[:1], graph=False)
-    assert runner.arrivals.get()[used[0]] == 1
-
-
 @pytest.mark.parametrize("m", [2, 5, 8])
 def test_m_row_pass_equals_m_one_row_passes(tiny_weights, m):
     one, runner1 = build(tiny_weights, 1)
