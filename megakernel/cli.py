@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import os
 import re
 import sys
 
@@ -16,6 +17,8 @@ from .models import DEFAULT_MODEL, model_config
 
 MODEL_HELP = f"checkpoint directory or synthetic:<preset>[:seed], presets: {', '.join(PRESETS)} (default {DEFAULT_MODEL})"
 DEFAULT_CONTEXT = 4096  # generate's session capacity, and the context `info --device` sizes sessions for
+INTERRUPTED_STATUS = 128 + 2  # Ctrl-C (SIGINT), as a shell reports an interrupted command
+CLOSED_PIPE_STATUS = 128 + 13  # the reader went away (SIGPIPE), as for a tool the signal killed
 
 
 class _Parser(argparse.ArgumentParser):
@@ -41,9 +44,24 @@ def _device_capacity(cupy, config, context: int) -> dict:
             "reserve_bytes": DEVICE_RESERVE_BYTES, "sessions_that_fit": fit}
 
 
+# The device code keeps positions and KV rows in 32-bit signed integers, a pass's rows past the last one.
+MAX_CONTEXT = 2**31 - 1 - 8
+
+
 def _check_context(context: int) -> None:
     if context < 1:
         raise InputError(f"--context must be at least 1 token, got {context}")
+    if context > MAX_CONTEXT:
+        raise InputError(f"--context must be at most {MAX_CONTEXT:,} tokens (32-bit positions), got {context:,}")
+
+
+def _check_out_path(path: str) -> None:
+    """An output file's folder exists and the file is not a folder: said before any work is done."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise InputError(f"--out {path}: no such folder {folder}")
+    if os.path.isdir(path):
+        raise InputError(f"--out {path} is a folder; give a file name")
 
 
 def cmd_info(args: argparse.Namespace) -> None:
@@ -145,8 +163,8 @@ def cmd_detokenize(args: argparse.Namespace) -> None:
     sys.stdout.write(load_tokenizer(args.tokenizer).decode(args.ids) + "\n")
 
 
-def cmd_generate(args: argparse.Namespace) -> None:
-    from .generate import ReferenceBackend, check_prompt_ids, generate
+def cmd_generate(args: argparse.Namespace) -> int:
+    from .generate import INTERRUPTED, ReferenceBackend, check_prompt_ids, generate
     from .models import open_weights
     from .reference import ReferenceModel
     from .sampling import SamplingParams
@@ -221,6 +239,9 @@ def cmd_generate(args: argparse.Namespace) -> None:
         print(f"[{len(result.tokens)} tokens, {result.stop_reason}, {result.ms_per_token:.1f} ms/token, "
               f"prompt {len(prompt_ids)} tokens in {result.prompt_ms:.0f} ms, backend {args.backend}{spec}{full}]",
               file=sys.stderr)
+    if result.stop_reason == INTERRUPTED:
+        return INTERRUPTED_STATUS  # the stats line above says so; no second line
+    return 0
 
 
 def _out_of_memory(cupy, config, context: int) -> str:
@@ -236,6 +257,15 @@ def _out_of_memory(cupy, config, context: int) -> str:
 def cmd_compile(args: argparse.Namespace) -> None:
     from compiler import lower, lower_mtp, validate
 
+    from isa.opcodes import MAX_ROWS
+
+    if not 1 <= args.rows <= MAX_ROWS:
+        raise InputError(f"--rows must be 1..{MAX_ROWS}, got {args.rows}")
+    if args.sms < 1:
+        raise InputError(f"--sms must be at least 1, got {args.sms}")
+    _check_context(args.context)
+    if args.out:
+        _check_out_path(args.out)
     config = model_config(args.model)
     options = dict(rows=args.rows, sms=args.sms, capacity=args.context, debug_logits=args.debug_logits)
     if args.program == "target":
@@ -244,8 +274,11 @@ def cmd_compile(args: argparse.Namespace) -> None:
         program = lower_mtp(config, chained=args.program == "mtp-chained", **options)
     report = validate(program, args.sms) if args.validate else None
     if args.out:
-        with open(args.out, "wb") as f:
-            f.write(program.to_bytes())
+        try:
+            with open(args.out, "wb") as f:
+                f.write(program.to_bytes())
+        except OSError as e:
+            raise InputError(f"--out {args.out}: {e.strerror or e}") from e
     summary = program.to_json()
     if not args.full_json:
         summary = {k: v for k, v in summary.items() if k not in ("program", "buffers", "weights")}
@@ -542,8 +575,25 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as e:  # --help, --version (0) and argument errors (2, one line on stderr)
         return e.code if isinstance(e.code, int) else 0 if e.code is None else 2
     try:
-        args.func(args)
+        status = args.func(args) or 0
+        sys.stdout.flush()  # here, not at exit: a reader that went away is seen below
     except MegakernelError as e:
         print(f"megakernel: error: {e}", file=sys.stderr)
         return 2
-    return 0
+    except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as a tool killed by SIGPIPE
+        _silence_stdout()
+        return CLOSED_PIPE_STATUS
+    except KeyboardInterrupt:  # Ctrl-C: one line, the status a shell gives an interrupted command
+        print("megakernel: interrupted", file=sys.stderr)
+        return INTERRUPTED_STATUS
+    return status
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so that the interpreter's final flush of what is still buffered for the
+    closed pipe cannot raise again at exit (Python's documented recipe for SIGPIPE)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no real file descriptor (stdout replaced in-process): nothing to flush
+        pass

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 STOP = "stop"  # a stop id was produced
 LENGTH = "length"  # max_new_tokens reached
 CONTEXT_FULL = "context_full"  # the session's KV capacity is exhausted
+INTERRUPTED = "interrupted"  # KeyboardInterrupt (Ctrl-C): the tokens so far are returned
 
 
 @dataclass
@@ -380,26 +381,31 @@ def generate(backend, tokenizer: Tokenizer, prompt_ids: list[int], max_new_token
     accepted: list[int] = []
     stop_reason = LENGTH
     t_first = None
-    while True:
-        token, kept = next(source)
-        tokens.append(token)
-        if kept is not None:
-            accepted.append(kept)
-        if t_first is None:
-            t_first = time.perf_counter()
-        if token in tokenizer.stop_ids:
-            stop_reason = STOP
-            break
-        emit(stream.push(token))
-        if len(tokens) == max_new_tokens:
-            break
-        if len(prompt_ids) + len(tokens) >= backend.capacity:
-            stop_reason = CONTEXT_FULL
-            break
+    try:
+        while True:
+            token, kept = next(source)
+            tokens.append(token)
+            if kept is not None:
+                accepted.append(kept)
+            if t_first is None:
+                t_first = time.perf_counter()
+            if token in tokenizer.stop_ids:
+                stop_reason = STOP
+                break
+            emit(stream.push(token))
+            if len(tokens) == max_new_tokens:
+                break
+            if len(prompt_ids) + len(tokens) >= backend.capacity:
+                stop_reason = CONTEXT_FULL
+                break
+    except KeyboardInterrupt:  # the caller gets what was generated, and why it stopped
+        stop_reason = INTERRUPTED
     emit(stream.flush())
     t_end = time.perf_counter()
+    if t_first is None:  # interrupted before the first token (in the prompt)
+        t_first = t_end
     decode_steps = len(tokens) - 1
     text_ids = tokens[:-1] if stop_reason == STOP else tokens
     return GenerationResult(prompt_ids, tokens, tokenizer.decode(text_ids), stop_reason,
-                            (t_end - t_first) * 1e3 / decode_steps if decode_steps else 0.0,
+                            (t_end - t_first) * 1e3 / decode_steps if decode_steps > 0 else 0.0,
                             (t_first - t0) * 1e3, accepted if spec_k else None)

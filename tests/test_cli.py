@@ -135,6 +135,15 @@ def test_tokenize_detokenize_round_trip(capsys):
     (["generate", "--prompt", "hi", "--backend", "interpreter", "--numerics", "oracle"], "use --numerics engine"),
     (["generate", "--prompt", "hi", "--backend", "megakernel", "--numerics", "oracle"], "use --numerics engine"),
     (["generate", "--prompt-ids", "1,2", "--chat"], "--chat wraps --prompt text"),
+    (["generate", "--prompt", "hi", "--context", "3000000000"], "--context must be at most 2,147,483,639 tokens"),
+    (["compile", "--rows", "9"], "--rows must be 1..8, got 9"),
+    (["compile", "--rows", "0"], "--rows must be 1..8, got 0"),
+    (["compile", "--sms", "0"], "--sms must be at least 1, got 0"),
+    (["compile", "--sms", "-1"], "--sms must be at least 1, got -1"),
+    (["compile", "--context", "0"], "--context must be at least 1 token, got 0"),
+    (["compile", "--context", "3000000000"], "--context must be at most"),
+    (["compile", "--out", "/nonexistent-folder/program.bin"], "--out /nonexistent-folder/program.bin: no such folder"),
+    (["compile", "--out", "/"], "--out / is a folder"),
     (["info", "--context", "1024"], "--context needs --device"),
     (["info", "--device", "--context", "0"], "--context must be at least 1"),
     # argparse's own errors: one line too
@@ -258,3 +267,48 @@ def test_a_gpu_backend_out_of_memory_is_one_line_with_the_figures(capsys, monkey
     code, out, err = run(capsys, "generate", "--backend", "graph", "--prompt", "hi", "--context", "512")
     assert code == 2 and err.count("\n") == 1 and err.startswith("megakernel: error: out of device memory")
     assert "512-token session" in err and "(0 such sessions fit)" in err and "--context" in err
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly():
+    """`megakernel compile --json --full-json | head -1`: the rest of the output meets a closed pipe; the
+    command stops with SIGPIPE's status (141) and writes nothing on stderr (no BrokenPipeError traceback)."""
+    p = subprocess.Popen([sys.executable, "-m", "megakernel", "compile", "--json", "--full-json"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stdout.readline() == b"{\n"  # more than a pipe's buffer follows (the tiny Program: ~85 KB)
+    p.stdout.close()
+    err = p.stderr.read()
+    assert p.wait(timeout=120) == 141 and err == b"", err
+
+
+def test_ctrl_c_is_one_line_and_status_130(capsys, monkeypatch):
+    import megakernel.cli as cli
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "cmd_info", interrupted)
+    assert main(["info"]) == 130
+    out, err = capsys.readouterr()
+    assert out == "" and err == "megakernel: interrupted\n"
+
+
+def test_ctrl_c_during_generate_prints_the_stats_so_far(capsys, monkeypatch):
+    """Ctrl-C after two generated tokens: the text so far on stdout, the stats line (stop reason
+    "interrupted") as the only line on stderr, status 130; --json says it too."""
+    from megakernel.generate import ReferenceBackend
+
+    real_step = ReferenceBackend.step
+
+    def step(self, token):
+        self.steps_taken = getattr(self, "steps_taken", 0) + 1
+        if self.steps_taken == 2:
+            raise KeyboardInterrupt
+        return real_step(self, token)
+
+    monkeypatch.setattr(ReferenceBackend, "step", step)
+    code, out, err = run(capsys, "generate", "--prompt-ids", "9707,11", "--max-new-tokens", "10")
+    assert code == 130 and err.count("\n") == 1 and err.startswith("[2 tokens, interrupted,"), err
+    code, out, err = run(capsys, "generate", "--prompt-ids", "9707,11", "--max-new-tokens", "10", "--json")
+    result = json.loads(out)
+    assert code == 130 and err == "" and result["stop_reason"] == "interrupted" and len(result["tokens"]) == 2
+

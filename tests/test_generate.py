@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from megakernel.errors import InputError, MegakernelError
-from megakernel.generate import CONTEXT_FULL, LENGTH, STOP, ProgramBackend, generate
+from megakernel.generate import CONTEXT_FULL, INTERRUPTED, LENGTH, STOP, ProgramBackend, generate
 from megakernel.sampling import SamplingParams
 from megakernel.tokenizer import IM_END_ID, load_tokenizer
 
@@ -66,6 +66,32 @@ def test_a_prompt_that_fills_the_session_is_context_full_with_no_tokens(tok, pro
         assert result.prompt_ids == list(range(1, prompt_len + 1))
         assert result.as_dict()["stop_reason"] == "context_full"
         assert result.drafts_accepted == ([] if spec_k else None)
+
+
+class InterruptedBackend(ScriptedBackend):
+    """Ctrl-C arrives while step `at` runs (0: in the prompt, before any token)."""
+
+    def __init__(self, script, at):
+        super().__init__(script)
+        self.at = at
+
+    def start(self, prompt_ids):
+        if self.at == 0:
+            raise KeyboardInterrupt
+        return super().start(prompt_ids)
+
+    def step(self, token):
+        if len(self.steps) + 1 == self.at:
+            raise KeyboardInterrupt
+        return super().step(token)
+
+
+@pytest.mark.parametrize("at", [0, 1, 3])
+def test_an_interrupt_returns_the_tokens_so_far(tok, at):
+    pieces = []
+    result = generate(InterruptedBackend(range(10, 30), at), tok, [1, 2], 10, on_text=pieces.append)
+    assert result.stop_reason == INTERRUPTED and result.tokens == list(range(10, 10 + at))
+    assert "".join(pieces) == result.text and result.ms_per_token >= 0.0 and result.prompt_ms >= 0.0
 
 
 def test_streamed_text_equals_the_final_text(tok):
