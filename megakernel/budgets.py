@@ -16,6 +16,28 @@ FP32_BYTES = 4
 H200_READ_GBPS_MEASURED = 4453.0
 
 
+def host_plan(c: ModelConfig, context: int, backend: str) -> dict[str, int]:
+    """Host bytes a CPU backend ("reference" or "interpreter") holds for a `context`-token session: the
+    weights as stored (a lower bound: nothing the backend derives from them) and the KV caches of the
+    attention layers and the MTP layer (the reference keeps them in fp32, the interpreter's session in
+    bf16). Checked before anything is built (cli.py generate)."""
+    caches = len(c.attention_layers) + (1 if c.mtp_num_hidden_layers else 0)
+    element = FP32_BYTES if backend == "reference" else BF16_BYTES
+    return {"weight_bytes": sum(s.nbytes for s in tensor_specs(c)), "cache_bytes": 2 * caches * c.kv_dim * element * context}
+
+
+def host_available_bytes() -> int | None:
+    """MemAvailable of /proc/meminfo (Linux), or None where it cannot be read."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 def budgets(c: ModelConfig) -> dict[str, int | float]:
     specs = tensor_specs(c)
     embed_row = c.hidden_size * BF16_BYTES  # a decode step reads one embedding row, not the table

@@ -7,10 +7,11 @@ import gzip
 import json
 import os
 import re
+import signal
 import sys
 
 from . import __version__
-from .budgets import DEVICE_RESERVE_BYTES, budgets, session_plan, sessions_that_fit
+from .budgets import DEVICE_RESERVE_BYTES, budgets, host_available_bytes, host_plan, session_plan, sessions_that_fit
 from .config import PRESETS
 from .errors import InputError, MegakernelError
 from .models import DEFAULT_MODEL, model_config
@@ -19,6 +20,7 @@ MODEL_HELP = f"checkpoint directory or synthetic:<preset>[:seed], presets: {', '
 DEFAULT_CONTEXT = 4096  # generate's session capacity, and the context `info --device` sizes sessions for
 INTERRUPTED_STATUS = 128 + 2  # Ctrl-C (SIGINT), as a shell reports an interrupted command
 CLOSED_PIPE_STATUS = 128 + 13  # the reader went away (SIGPIPE), as for a tool the signal killed
+TERMINATED_STATUS = 128 + 15  # SIGTERM
 
 
 class _Parser(argparse.ArgumentParser):
@@ -171,6 +173,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from .tokenizer import load_tokenizer
 
     program_backends = ("interpreter", "eager", "graph", "megakernel")
+    if args.backend == "auto":  # the megakernel where a GPU can run it, else the CPU (which one ran is reported)
+        args.backend = "megakernel" if args.numerics != "oracle" and _gpu_problem() is None else "reference"
     args.numerics = args.numerics or ("engine" if args.backend in program_backends else "oracle")
     # Every check that needs no weights comes before they are built or loaded.
     if args.temperature == 0 and (args.top_k or args.top_p < 1):
@@ -193,6 +197,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
     if args.backend in program_backends and args.numerics != "engine":
         raise InputError(f"--backend {args.backend} computes the engine's numerics: use --numerics engine")
     config = model_config(args.model)
+    if args.backend in ("reference", "interpreter"):
+        _check_host_memory(config, args)
     tokenizer = load_tokenizer(None if args.model.startswith("synthetic:") else args.model)
     if args.prompt_ids is not None:
         prompt_ids = args.prompt_ids
@@ -226,7 +232,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     result = generate(backend, tokenizer, prompt_ids, args.max_new_tokens, params,
                       on_text=None if args.json else stream, spec_k=args.spec_k)
     if args.json:
-        print(json.dumps(result.as_dict()))
+        print(json.dumps({**result.as_dict(), "backend": args.backend}))
     else:
         sys.stdout.write("\n")
         spec = ""
@@ -242,6 +248,22 @@ def cmd_generate(args: argparse.Namespace) -> int:
     if result.stop_reason == INTERRUPTED:
         return INTERRUPTED_STATUS  # the stats line above says so; no second line
     return 0
+
+
+def _check_host_memory(config, args: argparse.Namespace) -> None:
+    """A CPU backend's weights and session fit in the host's available memory, or one line with the
+    figures, before anything is built (a session too large would otherwise fail late, or swap)."""
+    backend = args.backend
+    need, available = host_plan(config, args.context, backend), host_available_bytes()
+    total, weights = sum(need.values()), need["weight_bytes"]
+    if available is None or total <= available:
+        return
+    if weights > available:
+        raise InputError(f"--backend {backend} holds the weights of {args.model} in host memory, {weights / 1e9:,.1f} GB; "
+                         f"{available / 1e9:,.1f} GB are available: use a GPU backend (--backend graph or megakernel)")
+    raise InputError(f"--backend {backend} with --context {args.context:,} needs {total / 1e9:,.1f} GB of host memory "
+                     f"(weights {weights / 1e9:,.1f} GB, KV cache {need['cache_bytes'] / 1e9:,.1f} GB), "
+                     f"{available / 1e9:,.1f} GB are available: try a smaller --context or a GPU backend")
 
 
 def _out_of_memory(cupy, config, context: int) -> str:
@@ -301,12 +323,26 @@ def cmd_compile(args: argparse.Namespace) -> None:
         raise SystemExit(1)
 
 
-def _require_gpu(command: str):
-    """CuPy, or a clear error for a command that runs on the GPU."""
+def _gpu_problem() -> str | None:
+    """Why no GPU backend can run here (CuPy missing, or CuPy seeing no usable device), or None."""
     try:
         import cupy
-    except ImportError as e:
-        raise InputError(f"megakernel {command} needs an NVIDIA GPU with CuPy (pip install -e '.[gpu]')") from e
+    except ImportError:
+        return "CuPy is not installed (pip install -e '.[gpu]')"
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:  # CUDARuntimeError without a driver or a device; its message says which
+        return f"CuPy sees no usable GPU ({' '.join(str(e).split())})"
+    return None if count > 0 else "CuPy sees no GPU"
+
+
+def _require_gpu(command: str):
+    """CuPy with a usable GPU, or one line saying what is missing, for a command that runs on the GPU."""
+    problem = _gpu_problem()
+    if problem:
+        raise InputError(f"megakernel {command} needs an NVIDIA GPU: {problem}")
+    import cupy
+
     return cupy
 
 
@@ -480,7 +516,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("generate", help="generate text (streams to stdout)")
     p.add_argument("--model", default=DEFAULT_MODEL, help=MODEL_HELP)
     p.add_argument("--backend", default="auto", choices=["auto", "reference", "interpreter", "eager", "graph", "megakernel"],
-                   help="auto: the best available (today the NumPy reference on the CPU); interpreter: the "
+                   help="auto: the megakernel where CuPy sees a GPU (and --numerics is not oracle), else the "
+                        "NumPy reference on the CPU; interpreter: the "
                         "compiled Program run by the CPU interpreter (slow, engine numerics); eager, graph: the "
                         "discrete-kernel build on the GPU, launch by launch or replayed from a CUDA graph; "
                         "megakernel: the persistent kernel on the GPU, one launch per token")
@@ -569,11 +606,32 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised where the command is, so that its cleanups run (make-checkpoint removes its
+    partial folder) before the exit; a BaseException, as KeyboardInterrupt is, so no handler keeps it."""
+
+
+def _terminate(signum, frame):
+    raise Terminated
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as e:  # --help, --version (0) and argument errors (2, one line on stderr)
         return e.code if isinstance(e.code, int) else 0 if e.code is None else 2
+    try:
+        previous = signal.signal(signal.SIGTERM, _terminate)
+    except ValueError:  # not the main thread (an embedding application): its signals stay its own
+        previous = None
+    try:
+        return _run(args)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         status = args.func(args) or 0
         sys.stdout.flush()  # here, not at exit: a reader that went away is seen below
@@ -586,6 +644,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # Ctrl-C: one line, the status a shell gives an interrupted command
         print("megakernel: interrupted", file=sys.stderr)
         return INTERRUPTED_STATUS
+    except Terminated:
+        print("megakernel: terminated", file=sys.stderr)
+        return TERMINATED_STATUS
     return status
 
 

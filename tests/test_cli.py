@@ -213,7 +213,8 @@ class FakeOutOfMemory(Exception):
 
 def fake_cupy(free, total, name=b"NVIDIA H200"):
     """What `info --device` and the out-of-memory message read of CuPy."""
-    runtime = types.SimpleNamespace(memGetInfo=lambda: (free, total), getDeviceProperties=lambda i: {"name": name})
+    runtime = types.SimpleNamespace(memGetInfo=lambda: (free, total), getDeviceProperties=lambda i: {"name": name},
+                                    getDeviceCount=lambda: 1)
     cuda = types.SimpleNamespace(runtime=runtime, Device=lambda: types.SimpleNamespace(id=0),
                                  memory=types.SimpleNamespace(OutOfMemoryError=FakeOutOfMemory))
     return types.SimpleNamespace(cuda=cuda, get_default_memory_pool=lambda: types.SimpleNamespace(
@@ -311,4 +312,95 @@ def test_ctrl_c_during_generate_prints_the_stats_so_far(capsys, monkeypatch):
     code, out, err = run(capsys, "generate", "--prompt-ids", "9707,11", "--max-new-tokens", "10", "--json")
     result = json.loads(out)
     assert code == 130 and err == "" and result["stop_reason"] == "interrupted" and len(result["tokens"]) == 2
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--context", "1000000000"], "--backend reference with --context 1,000,000,000 needs 12,288.3 GB of host memory "
+                                  "(weights 0.3 GB, KV cache 12,288.0 GB), 8.0 GB are available"),
+    (["--backend", "interpreter", "--context", "1000000000"], "--backend interpreter with --context 1,000,000,000 "
+                                                              "needs 6,144.3 GB"),
+    (["--model", "synthetic:qwen3.5-27b"], "holds the weights of synthetic:qwen3.5-27b in host memory, 29.9 GB; 8.0 GB "
+                                           "are available: use a GPU backend"),
+])
+def test_a_cpu_session_too_large_for_the_host_is_one_line_before_anything_is_built(capsys, monkeypatch, argv,
+                                                                                  message):
+    """generate on the CPU backends checks the weights and the session against the host's available
+    memory first (here 8 GB): one line with the figures, at once, not a MemoryError or minutes of
+    synthesis (nothing is built: open_weights would fail the test)."""
+    import megakernel.cli as cli
+    import megakernel.models as models
+
+    monkeypatch.setattr(cli, "host_available_bytes", lambda: 8 * 10**9)
+    monkeypatch.setattr(models, "open_weights", lambda *a, **k: pytest.fail("weights were built"))
+    code, out, err = run(capsys, "generate", "--prompt", "hi", *argv)
+    assert code == 2 and out == "" and err.count("\n") == 1 and message in err, err
+
+
+def test_a_cpu_session_that_fits_runs(capsys, monkeypatch):
+    import megakernel.cli as cli
+
+    monkeypatch.setattr(cli, "host_available_bytes", lambda: 8 * 10**9)
+    code, out, err = run(capsys, "generate", "--prompt-ids", "9707", "--max-new-tokens", "1", "--context", "64")
+    assert code == 0 and "[1 tokens," in err
+
+
+def test_sigterm_during_make_checkpoint_leaves_no_partial_folder(tmp_path):
+    """SIGTERM while make-checkpoint writes: one line, status 143, and the partial folder is gone (the
+    signal is raised where the command is, so the writer's cleanup runs)."""
+    import signal
+    import time
+
+    p = subprocess.Popen([sys.executable, "-m", "megakernel", "make-checkpoint", "--preset", "tiny", "--seed", "1",
+                          "--out", str(tmp_path / "tiny")], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while not any(name.startswith(".partial-") for name in os.listdir(tmp_path)):
+        assert p.poll() is None, "make-checkpoint ended before its partial folder appeared"
+        assert time.monotonic() < deadline, "no partial folder after 120 s"
+        time.sleep(0.02)
+    p.send_signal(signal.SIGTERM)
+    err = p.stderr.read()
+    assert p.wait(timeout=60) == 143 and err == b"megakernel: terminated\n", err
+    assert os.listdir(tmp_path) == []
+
+
+class NoDevice(Exception):
+    """What CuPy raises from getDeviceCount on a machine without a driver or device."""
+
+
+def cupy_without_a_gpu():
+    def count():
+        raise NoDevice("cudaErrorNoDevice: no CUDA-capable device is detected")
+
+    return types.SimpleNamespace(cuda=types.SimpleNamespace(runtime=types.SimpleNamespace(getDeviceCount=count)))
+
+
+@pytest.mark.parametrize("argv", [["info", "--device"], ["bench", "--out", "unused.json"],
+                                  ["trace", "--out", "unused.json"], ["generate", "--prompt", "hi", "--backend", "graph"]])
+def test_cupy_without_a_usable_gpu_is_one_line(capsys, monkeypatch, argv):
+    monkeypatch.setitem(sys.modules, "cupy", cupy_without_a_gpu())
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert "needs an NVIDIA GPU: CuPy sees no usable GPU (cudaErrorNoDevice" in err
+
+
+def test_auto_runs_the_megakernel_where_a_gpu_is_usable_and_says_which_backend_ran(capsys, monkeypatch):
+    import megakernel.cli as cli
+
+    chosen = []
+
+    class Backend:  # stands in for DiscreteBackend: records the build auto chose, runs nothing
+        def __init__(self, model, context, build):
+            chosen.append(build)
+            raise cli.InputError("stopped here")
+
+    import discrete.backend
+
+    monkeypatch.setattr(discrete.backend, "DiscreteBackend", Backend)
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy(10**11, 10**11))
+    assert run(capsys, "generate", "--prompt", "hi")[0] == 2 and chosen == ["megakernel"]
+    monkeypatch.setitem(sys.modules, "cupy", cupy_without_a_gpu())  # no usable GPU: the reference
+    code, out, err = run(capsys, "generate", "--prompt-ids", "9707", "--max-new-tokens", "1", "--json")
+    assert code == 0 and json.loads(out)["backend"] == "reference"
+    code, out, err = run(capsys, "generate", "--prompt-ids", "9707", "--max-new-tokens", "1")
+    assert code == 0 and "backend reference]" in err
 
