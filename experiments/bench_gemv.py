@@ -1,5 +1,5 @@
 """GEMV kernel bandwidth on the GPU for every distinct GEMV shape of the 27B decode step and MTP head,
-M = 1 and 8, as fractions of the measured pure-read bandwidth. Writes gemv_bench.json (DESIGN.md
+M = 1 and 8, as fractions of the measured pure-read bandwidth. Writes gemv_bench.json (docs/RESULTS_FILES.md
 results contract, `kernels`: device time per launch from CUDA-graph replay, and `us_eager`, back-to-back
 eager launches with the host's launch cost; `fit`: stream fraction and fixed cost per launch from the fp8
 shapes at M = 1), plus the registers and resident blocks per SM of each kernel and a k-slice sweep

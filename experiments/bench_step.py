@@ -2,7 +2,7 @@
 discrete build (eager, graph) and the megakernel (one launch per pass, and 8 passes per launch) at
 several contexts, interleaved on the same weights and session; per-instruction device time with its
 bytes and fraction of the measured read bandwidth; graph-node count; the cost of an M-row pass for
-M = 1..8 relative to M = 1 (graph and megakernel), and for M = 1, 4, 8 per instruction and by opcode. Writes step_bench.json (DESIGN.md results contract).
+M = 1..8 relative to M = 1 (graph and megakernel), and for M = 1, 4, 8 per instruction and by opcode. Writes step_bench.json (docs/RESULTS_FILES.md).
 
   python experiments/bench_step.py --out DIR [--iters 20] [--contexts 1024,4096,32768]
 

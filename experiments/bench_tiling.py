@@ -1,6 +1,6 @@
 """GEMV k-slice rules on the GPU: ms per token of the graph build and the megakernel for Programs that
 differ only in some GEMVs' k-slices, interleaved in one process on the same weights (tiling_bench.json,
-DESIGN.md results contract).
+docs/RESULTS_FILES.md).
 
 Why: the 27B's gate_up has 136 row groups for 132 SMs, so with one k-slice four blocks run a second
 tile alone (~60 us a layer with 128 SMs idle), and its qkv (one head per row group) has 56 tiles, not

@@ -5,7 +5,7 @@ checker (megakernel/checker.py), teacher-forced one token per pass, weights gene
 
 Per goldens file: the engine as built, and two negative controls the checker must reject (the same build
 compiled with RoPE base 1e6 instead of the model's 1e7; rotary over half of each head instead of a quarter). Goldens recorded without states (the 27B file)
-are scored on logits only. Writes engine_vs_oracle.json (DESIGN.md results contract, `checks`).
+are scored on logits only. Writes engine_vs_oracle.json (docs/RESULTS_FILES.md, `checks`).
 
 On amax/448 checkpoints (oracle_tiny, oracle_27b) the engine applies each block scale to an fp32 partial
 sum while the oracle rounds bf16(fp8 x scale) into its weights first: a different rounding point, so the

@@ -4,7 +4,7 @@
 
 Candidates: the reference in oracle mode (must pass), in engine mode, with the chunked GDN prompt path,
 and the three negative controls (must fail). Writes reference_vs_oracle.json (results contract of
-DESIGN.md, `checks`) and prints one table per candidate.
+docs/RESULTS_FILES.md, `checks`) and prints one table per candidate.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The A/B experiment: backends run interleaved in one process on the same weights and session, one token
-per timed pass, and the summary the results contract asks for (DESIGN.md "Results files").
+per timed pass, and the summary the results contract asks for (docs/RESULTS_FILES.md).
 
 Interleaving: for each context, `rounds` rounds; in each round every backend runs `tokens` passes from
 the same starting position, the backends' order rotating from round to round so that none always goes

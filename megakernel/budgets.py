@@ -1,4 +1,4 @@
-"""Per-token byte budgets derived from the configuration alone (SPEC section 6).
+"""Per-token byte budgets derived from the configuration alone (docs/BUDGETS.md).
 
 Nothing here touches weights, so ``megakernel info`` is instant for the 27B preset.
 """
@@ -11,7 +11,7 @@ from .tensors import tensor_specs
 BF16_BYTES = 2
 FP32_BYTES = 4
 
-# Pure-read streaming bandwidth measured on the project's H200 (DESIGN.md, 2026-11-29). Used only
+# Pure-read streaming bandwidth measured on the project's H200 (docs/BUDGETS.md, 2026-11-29). Used only
 # to turn bytes into a floor time in `info`; every benchmark re-measures it in its own run.
 H200_READ_GBPS_MEASURED = 4453.0
 

@@ -23,9 +23,24 @@ CLOSED_PIPE_STATUS = 128 + 13  # the reader went away (SIGPIPE), as for a tool t
 TERMINATED_STATUS = 128 + 15  # SIGTERM
 
 
+class _Help(argparse.ArgumentDefaultsHelpFormatter):
+    """--help shows each option's default, unless it has none (None, a flag that is off) or its help
+    already says it."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if action.default in (None, False, argparse.SUPPRESS) or "default" in text:
+            return text
+        return super()._get_help_string(action)
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse's own errors (a bad choice, a bad number, a missing or conflicting flag) as one line,
-    `megakernel: error: ...`, exit status 2, like every other user error; --help is unchanged."""
+    `megakernel: error: ...`, exit status 2, like every other user error; --help shows the defaults."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", _Help)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:
         command = self.prog.partition(" ")[2]  # the subcommand, for the subparsers' errors
@@ -200,6 +215,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
     if args.backend in ("reference", "interpreter"):
         _check_host_memory(config, args)
     tokenizer = load_tokenizer(None if args.model.startswith("synthetic:") else args.model)
+    if args.prompt_file is not None or args.prompt == "-":
+        args.prompt = _read_prompt(args.prompt_file)
     if args.prompt_ids is not None:
         prompt_ids = args.prompt_ids
     elif args.chat:
@@ -248,6 +265,31 @@ def cmd_generate(args: argparse.Namespace) -> int:
     if result.stop_reason == INTERRUPTED:
         return INTERRUPTED_STATUS  # the stats line above says so; no second line
     return 0
+
+
+MAX_PROMPT_BYTES = 16 * 2**20  # far above any context this engine holds; a bound on what is read
+
+
+def _read_prompt(path: str | None) -> str:
+    """The prompt text of --prompt-file PATH, or of standard input (path None: --prompt -), as UTF-8."""
+    where = "standard input" if path is None else f"--prompt-file {path}"
+    try:
+        if path is None:
+            data = sys.stdin.buffer.read(MAX_PROMPT_BYTES + 1) if hasattr(sys.stdin, "buffer") else \
+                sys.stdin.read(MAX_PROMPT_BYTES + 1).encode()
+        else:
+            if not os.path.isfile(path):
+                raise InputError(f"{where}: {'a folder' if os.path.isdir(path) else 'no such file'}")
+            with open(path, "rb") as f:
+                data = f.read(MAX_PROMPT_BYTES + 1)
+    except OSError as e:
+        raise InputError(f"{where}: {e.strerror or e}") from e
+    if len(data) > MAX_PROMPT_BYTES:
+        raise InputError(f"{where}: more than {MAX_PROMPT_BYTES // 2**20} MiB of prompt")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{where}: not UTF-8 text (byte {e.start})") from e
 
 
 def _check_host_memory(config, args: argparse.Namespace) -> None:
@@ -506,7 +548,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("make-checkpoint", help="write a deterministic synthetic checkpoint in the FP8 release format")
     p.add_argument("--preset", required=True, choices=sorted(PRESETS))
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="the weights' seed")
     p.add_argument("--out", required=True, help="new (or empty) directory to create")
     p.add_argument("--pow2-scales", action="store_true",
                    help="power-of-two block scales (then bf16(fp8 x scale) is exact)")
@@ -522,16 +564,18 @@ def build_parser() -> argparse.ArgumentParser:
                         "discrete-kernel build on the GPU, launch by launch or replayed from a CUDA graph; "
                         "megakernel: the persistent kernel on the GPU, one launch per token")
     prompt = p.add_mutually_exclusive_group(required=True)
-    prompt.add_argument("--prompt", help="prompt text (tokenized with the model's tokenizer)")
+    prompt.add_argument("--prompt", help="prompt text (tokenized with the model's tokenizer); - reads it from "
+                                         "standard input")
+    prompt.add_argument("--prompt-file", metavar="PATH", help="prompt text from a UTF-8 file")
     prompt.add_argument("--prompt-ids", type=_parse_ids, metavar="IDS",
                         help="prompt token ids, comma- or space-separated (e.g. 9707,11); each in [0, defined "
                              "vocabulary); give a negative first id as --prompt-ids=-1,2")
     p.add_argument("--chat", action="store_true", help="wrap the prompt as a user turn of the chat template")
-    p.add_argument("--max-new-tokens", type=int, default=32)
+    p.add_argument("--max-new-tokens", type=int, default=32, help="tokens generated at most")
     p.add_argument("--temperature", type=float, default=0.0, help="0 (default) is greedy")
-    p.add_argument("--top-k", type=int, default=0, help="0: off")
-    p.add_argument("--top-p", type=float, default=1.0, help="1: off")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--top-k", type=int, default=0, help="0 (default): off")
+    p.add_argument("--top-p", type=float, default=1.0, help="1 (default): off")
+    p.add_argument("--seed", type=int, default=0, help="sampling seed (with --temperature > 0)")
     p.add_argument("--context", type=int, default=DEFAULT_CONTEXT,
                    help="session capacity in tokens, prompt and generated together: generation stops with "
                         "stop_reason context_full when it is full")
@@ -581,7 +625,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tokens", type=int, default=32, help="timed passes per backend per round")
     p.add_argument("--rounds", type=int, default=5, help="rounds (the ratio's spread is over rounds)")
     p.add_argument("--token", type=int, default=9707, help="the first pass's input token")
-    p.add_argument("--out", required=True, help="results JSON (DESIGN.md contract: steps, ratio_megakernel_over_graph)")
+    p.add_argument("--out", required=True, help="results JSON (docs/RESULTS_FILES.md: steps, ratio_megakernel_over_graph)")
     p.add_argument("--plot", help="per-token latency over the run for each backend (PNG); with --spec-k: pass "
                                   "cost against rows and tokens/s against the acceptance rate")
     p.add_argument("--spec-k", type=int, default=0,

@@ -148,7 +148,7 @@ def test_tokenize_detokenize_round_trip(capsys):
     (["info", "--device", "--context", "0"], "--context must be at least 1"),
     # argparse's own errors: one line too
     (["generate", "--prompt", "hi", "--prompt-ids", "1"], "generate: argument --prompt-ids: not allowed with argument --prompt"),
-    (["generate", "--max-new-tokens", "3"], "generate: one of the arguments --prompt --prompt-ids is required"),
+    (["generate", "--max-new-tokens", "3"], "generate: one of the arguments --prompt --prompt-file --prompt-ids is required"),
     (["generate", "--prompt-ids", "1,x"], "generate: argument --prompt-ids: bad token ids '1,x'"),
     (["generate", "--prompt", "hi", "--backend", "cuda"], "generate: argument --backend: invalid choice: 'cuda'"),
     (["generate", "--prompt", "hi", "--max-new-tokens", "many"], "invalid int value: 'many'"),
@@ -403,4 +403,35 @@ def test_auto_runs_the_megakernel_where_a_gpu_is_usable_and_says_which_backend_r
     assert code == 0 and json.loads(out)["backend"] == "reference"
     code, out, err = run(capsys, "generate", "--prompt-ids", "9707", "--max-new-tokens", "1")
     assert code == 0 and "backend reference]" in err
+
+
+def test_help_shows_the_defaults(capsys):
+    assert main(["generate", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    for shown in ("(default: 32)", "(default: auto)", "(default: 4096)", "(default synthetic:tiny)"):
+        assert shown in out, shown
+    assert "(default: None)" not in out and "(default: False)" not in out
+
+
+def test_the_prompt_from_a_file_or_standard_input_equals_the_same_text_given_inline(capsys, monkeypatch, tmp_path):
+    text = "naïve café: Hello"
+    (tmp_path / "prompt.txt").write_text(text, encoding="utf-8")
+    common = ["--max-new-tokens", "2", "--json"]
+    inline = json.loads(run(capsys, "generate", "--prompt", text, *common)[1])
+    from_file = json.loads(run(capsys, "generate", "--prompt-file", str(tmp_path / "prompt.txt"), *common)[1])
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode())))
+    from_stdin = json.loads(run(capsys, "generate", "--prompt", "-", *common)[1])
+    assert inline["prompt_ids"] == from_file["prompt_ids"] == from_stdin["prompt_ids"]
+    assert inline["tokens"] == from_file["tokens"] == from_stdin["tokens"]
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda d: d / "missing.txt", "no such file"),
+    (lambda d: d, "a folder"),
+    (lambda d: (d / "latin1.txt", (d / "latin1.txt").write_bytes(b"caf\xe9"))[0], "not UTF-8 text (byte 3)"),
+])
+def test_a_bad_prompt_file_is_one_line(capsys, tmp_path, make, message):
+    path = make(tmp_path)
+    code, out, err = run(capsys, "generate", "--prompt-file", str(path))
+    assert code == 2 and out == "" and err.count("\n") == 1 and f"--prompt-file {path}: {message}" in err, err
 
