@@ -75,14 +75,14 @@ class SamplingParams:
     def __post_init__(self) -> None:
         t = self.temperature
         if not _is_real(t) or not math.isfinite(t) or t < 0:
-            raise InputError(f"temperature must be a finite number >= 0 (0 means greedy), got {t!r}")
+            raise InputError(f"--temperature / temperature must be a finite number >= 0 (0 means greedy), got {t!r}")
         if not _is_int(self.top_k) or self.top_k < 0:
-            raise InputError(f"top_k must be an integer >= 0 (0 means off), got {self.top_k!r}")
+            raise InputError(f"--top-k / top_k must be an integer >= 0 (0 means off), got {self.top_k!r}")
         # Written so that NaN fails: every comparison with NaN is false.
         if not _is_real(self.top_p) or not 0 < self.top_p <= 1:
-            raise InputError(f"top_p must be a number in (0, 1] (1 means off), got {self.top_p!r}")
+            raise InputError(f"--top-p / top_p must be a number in (0, 1] (1 means off), got {self.top_p!r}")
         if not _is_int(self.seed) or self.seed < 0:
-            raise InputError(f"seed must be an integer >= 0, got {self.seed!r}")
+            raise InputError(f"--seed / seed must be an integer >= 0, got {self.seed!r}")
 
 
 def _top_k_survivors(row: np.ndarray, top_k: int) -> np.ndarray:

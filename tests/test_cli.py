@@ -127,7 +127,10 @@ def test_tokenize_detokenize_round_trip(capsys):
     # conflicting flags
     (["generate", "--prompt", "hi", "--top-k", "5"], "--top-k / --top-p need --temperature > 0"),
     (["generate", "--prompt", "hi", "--top-p", "0.9"], "--top-k / --top-p need --temperature > 0"),
-    (["generate", "--prompt", "hi", "--temperature", "-1"], "temperature"),
+    (["generate", "--prompt", "hi", "--temperature", "-1"], "--temperature / temperature must be a finite number"),
+    (["generate", "--prompt", "hi", "--temperature", "1", "--top-p", "0"], "--top-p / top_p must be a number in (0, 1]"),
+    (["generate", "--prompt", "hi", "--temperature", "1", "--top-k", "-2"], "--top-k / top_k must be an integer >= 0"),
+    (["generate", "--prompt", "hi", "--seed", "-1"], "--seed / seed must be an integer >= 0"),
     (["generate", "--prompt", "hi", "--backend", "interpreter", "--spec-k", "8"], "--spec-k / k must be 1..7"),
     (["generate", "--prompt", "hi", "--spec-k", "2"], "--spec-k needs a backend that runs the compiled Programs"),
     (["generate", "--prompt", "hi", "--backend", "reference", "--spec-k", "2"], "--spec-k needs a backend"),
