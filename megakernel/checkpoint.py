@@ -32,6 +32,7 @@ from safetensors import SafetensorError, safe_open
 
 from .config import ModelConfig, load_config
 from .errors import CheckpointError
+from .progress import bytes_bar
 from .tensors import (BF16, F8, F32, FLAT_TEXT_PREFIX, INIT_A_LOG, INIT_DT_BIAS, TEXT_PREFIX, TensorSpec,
                       tensor_specs)
 from .weights import WeightSet
@@ -259,15 +260,17 @@ def load_checkpoint(checkpoint_dir: str | os.PathLike, config: ModelConfig | Non
 
     files: dict[str, SafetensorsFile] = {}
     tensors: dict[str, np.ndarray] = {}
-    for spec in specs:
-        stored_name = canonical_to_stored.get(spec.name)
-        if stored_name is None:
-            raise CheckpointError(f"{checkpoint_dir}: missing tensor {_stored_form(spec.name, flat)!r} "
-                                  f"({spec.dtype} {list(spec.shape)})")
-        file_name = stored[stored_name]
-        if file_name not in files:
-            files[file_name] = SafetensorsFile(os.path.join(checkpoint_dir, file_name))
-        tensors[spec.name] = _validated(files[file_name], stored_name, spec, check_payload)
+    with bytes_bar(sum(s.nbytes for s in specs), "reading the checkpoint") as bar:
+        for spec in specs:
+            stored_name = canonical_to_stored.get(spec.name)
+            if stored_name is None:
+                raise CheckpointError(f"{checkpoint_dir}: missing tensor {_stored_form(spec.name, flat)!r} "
+                                      f"({spec.dtype} {list(spec.shape)})")
+            file_name = stored[stored_name]
+            if file_name not in files:
+                files[file_name] = SafetensorsFile(os.path.join(checkpoint_dir, file_name))
+            tensors[spec.name] = _validated(files[file_name], stored_name, spec, check_payload)
+            bar.update(spec.nbytes)
     return WeightSet(config, tensors, source=checkpoint_dir, files=list(files.values()))
 
 

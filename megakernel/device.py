@@ -14,9 +14,6 @@ CuPy is imported inside the functions: the package imports on machines without a
 
 from __future__ import annotations
 
-import sys
-from typing import Callable
-
 import numpy as np
 
 from isa import DType, Kind, Program
@@ -32,25 +29,13 @@ from isa.opcodes import (
 from . import fp8
 from .config import ModelConfig
 from .errors import InputError
+from .progress import bytes_bar
 from .tensors import scale_name, tensor_specs
 from .weight_layout import from_units, to_units
 from .weights import WeightSet
 
 _STORED = {DType.FP8_E4M3: np.dtype(fp8.E4M3), DType.BF16: np.dtype(fp8.BF16), DType.F32: np.dtype(np.float32)}
 _NUMPY_OF = {DType.BF16: np.uint16, DType.F32: np.float32, DType.I32: np.int32, DType.FP8_E4M3: np.uint8}
-
-
-def _progress(total: int) -> Callable[[int], None]:
-    """A one-line byte counter on stderr (only when stderr is a terminal)."""
-    done = [0]
-
-    def advance(n: int) -> None:
-        done[0] += n
-        if sys.stderr.isatty():
-            end = "\n" if done[0] >= total else ""
-            print(f"\rweights {done[0] / 1e9:6.2f} / {total / 1e9:.2f} GB", end=end, file=sys.stderr, flush=True)
-
-    return advance
 
 
 class DeviceWeights:
@@ -95,16 +80,16 @@ class DeviceWeights:
     def from_weightset(cls, program: Program, weights: WeightSet, progress: bool = True) -> DeviceWeights:
         """Copy each tensor of the table from host memory (a memory-mapped checkpoint: one at a time)."""
         dev = cls(program)
-        advance = _progress(program.weight_bytes) if progress else (lambda n: None)
-        for e in program.weights:
-            a = weights[e.name]
-            if a.dtype != _STORED[e.dtype] or a.size != e.rows * e.cols:
-                raise ValueError(f"{e.name}: the program expects {e.dtype.name} [{e.rows}, {e.cols}], "
-                                 f"the weights hold {a.dtype} {a.shape}")
-            dev._put_weight(e, np.ascontiguousarray(a).view(np.uint8))
-            advance(a.nbytes)
-            if e.scale_dtype != DType.NONE:
-                dev._put(e.scale_offset, _scales_as(weights[scale_name(e.name)], e.scale_dtype, e.name))
+        with bytes_bar(program.weight_bytes, "weights to the GPU", progress) as bar:
+            for e in program.weights:
+                a = weights[e.name]
+                if a.dtype != _STORED[e.dtype] or a.size != e.rows * e.cols:
+                    raise ValueError(f"{e.name}: the program expects {e.dtype.name} [{e.rows}, {e.cols}], "
+                                     f"the weights hold {a.dtype} {a.shape}")
+                dev._put_weight(e, np.ascontiguousarray(a).view(np.uint8))
+                bar.update(a.nbytes)
+                if e.scale_dtype != DType.NONE:
+                    dev._put(e.scale_offset, _scales_as(weights[scale_name(e.name)], e.scale_dtype, e.name))
         return dev
 
     @classmethod
@@ -115,17 +100,17 @@ class DeviceWeights:
 
         dev = cls(program)
         specs = {s.name: s for s in tensor_specs(config)}
-        advance = _progress(program.weight_bytes) if progress else (lambda n: None)
-        for e in program.weights:
-            arrays = synthesize_gpu(specs[e.name], seed, pow2_scales)
-            dev._put_weight(e, arrays[e.name])
-            if e.scale_dtype != DType.NONE:
-                scales = arrays[scale_name(e.name)]
-                if e.scale_dtype != DType.BF16:
-                    raise ValueError(f"{e.name}: synthetic scales are bf16, the program wants {e.scale_dtype.name}")
-                dev._put(e.scale_offset, scales)
-            advance(arrays[e.name].nbytes)
-            del arrays
+        with bytes_bar(program.weight_bytes, "weights on the GPU", progress) as bar:
+            for e in program.weights:
+                arrays = synthesize_gpu(specs[e.name], seed, pow2_scales)
+                dev._put_weight(e, arrays[e.name])
+                if e.scale_dtype != DType.NONE:
+                    scales = arrays[scale_name(e.name)]
+                    if e.scale_dtype != DType.BF16:
+                        raise ValueError(f"{e.name}: synthetic scales are bf16, the program wants {e.scale_dtype.name}")
+                    dev._put(e.scale_offset, scales)
+                bar.update(arrays[e.name].nbytes)
+                del arrays
         return dev
 
 

@@ -30,6 +30,7 @@ import numpy as np
 from . import fp8
 from .config import ModelConfig, preset
 from .errors import ConfigError
+from .progress import bytes_bar
 from .tensors import (INIT_A_LOG, INIT_CONV, INIT_DT_BIAS, INIT_EMBED, INIT_LINEAR, INIT_NORM_1P,
                       INIT_NORM_PLAIN, TensorSpec, scale_name, tensor_specs)
 from .weights import WeightSet
@@ -125,7 +126,11 @@ def synthetic_tensors(c: ModelConfig, seed: int = 0, pow2_scales: bool = False) 
 
 
 def synthetic_weights(c: ModelConfig, seed: int = 0, pow2_scales: bool = False, source: str | None = None) -> WeightSet:
-    tensors = dict(synthetic_tensors(c, seed, pow2_scales))
+    tensors: dict[str, np.ndarray] = {}
+    with bytes_bar(sum(s.nbytes for s in tensor_specs(c)), "synthesising weights") as bar:
+        for name, array in synthetic_tensors(c, seed, pow2_scales):
+            tensors[name] = array
+            bar.update(array.nbytes)
     return WeightSet(c, tensors, source or f"synthetic:{c.name}:{seed}")
 
 

@@ -1,0 +1,23 @@
+"""Progress bars on stderr for the slow steps (weights synthesised, read from a checkpoint, copied to the
+GPU): tqdm, drawn only while stderr is a terminal, so logs, pipes and `--json` output stay clean (the
+bars never touch stdout)."""
+
+from __future__ import annotations
+
+import sys
+
+
+def on_terminal() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # stderr replaced or closed
+        return False
+
+
+def bytes_bar(total: int, what: str, enabled: bool = True):
+    """A bar counting `total` bytes (call .update(n), use as a context manager); a no-op when `enabled`
+    is False or stderr is not a terminal."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=what, unit="B", unit_scale=True, unit_divisor=1000, file=sys.stderr,
+                disable=not (enabled and on_terminal()), leave=False, mininterval=0.25)
