@@ -89,7 +89,9 @@ __device__ __forceinline__ u32 f16x2_scaled(u32 bf16x2, float two_p) {
 
 __device__ __forceinline__ u32 top_exponent(u32 bf16x2) { return max((bf16x2 >> 7) & 0xFFu, (bf16x2 >> 23) & 0xFFu); }
 
-// The tiles run it after their prologue (gemv_tile.cuh gemv_main_input).
+// The tiles run it in place after their prologue, or, GEMV_RESIDUAL, from the input buffer itself
+// (gemv_tile.cuh gemv_main_input). Rows are read in 16-byte pieces: src_stride and x_stride are multiples of
+// 8 elements (rows of k-blocks).
 __device__ inline void f16_operand(const bf16* src, int src_stride, bf16* x, int x_stride, int m, int blocks,
                                    signed char* p) {
     const int lane = threadIdx.x & 31, l = lane & 15, pairs = m * blocks;
