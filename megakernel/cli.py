@@ -278,8 +278,9 @@ def _read_prompt(path: str | None) -> str:
             data = sys.stdin.buffer.read(MAX_PROMPT_BYTES + 1) if hasattr(sys.stdin, "buffer") else \
                 sys.stdin.read(MAX_PROMPT_BYTES + 1).encode()
         else:
-            if not os.path.isfile(path):
-                raise InputError(f"{where}: {'a folder' if os.path.isdir(path) else 'no such file'}")
+            if not os.path.isfile(path):  # a folder, a FIFO or a device would block or read without end
+                kind = "a folder" if os.path.isdir(path) else "not a regular file" if os.path.exists(path) else "no such file"
+                raise InputError(f"{where}: {kind}")
             with open(path, "rb") as f:
                 data = f.read(MAX_PROMPT_BYTES + 1)
     except OSError as e:

@@ -431,6 +431,7 @@ def test_the_prompt_from_a_file_or_standard_input_equals_the_same_text_given_inl
 @pytest.mark.parametrize("make, message", [
     (lambda d: d / "missing.txt", "no such file"),
     (lambda d: d, "a folder"),
+    (lambda d: (d / "fifo", os.mkfifo(d / "fifo"))[0], "not a regular file"),
     (lambda d: (d / "latin1.txt", (d / "latin1.txt").write_bytes(b"caf\xe9"))[0], "not UTF-8 text (byte 3)"),
 ])
 def test_a_bad_prompt_file_is_one_line(capsys, tmp_path, make, message):
