@@ -359,7 +359,8 @@ def generate(backend, tokenizer: Tokenizer, prompt_ids: list[int], max_new_token
 
     The session holds backend.capacity tokens, prompt and generated together: generation stops with
     stop_reason "context_full" when it is full, and a prompt of capacity tokens or more returns at once
-    with no tokens and that stop reason (nothing is run). Bad requests raise InputError: an empty prompt,
+    with no tokens and that stop reason (nothing is run). A KeyboardInterrupt (Ctrl-C) while it runs ends it
+    with stop_reason "interrupted" and the tokens so far. Bad requests raise InputError: an empty prompt,
     ids outside [0, backend.defined_vocab), max_new_tokens < 1, a draft count outside 1..7."""
     prompt_ids = check_prompt_ids(prompt_ids, backend.defined_vocab)
     if max_new_tokens < 1:
