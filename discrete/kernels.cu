@@ -24,9 +24,7 @@ __device__ __forceinline__ void gemv_slices(const unsigned char* weight, const _
     if (FP8) {
         mk::f16_operand(x_slice, k, sm.x, width, m, b1 - b0, sm.x_p);
     } else {
-        const int pieces = width / 8;
-        for (int i = threadIdx.x; i < m * pieces; i += mk::TILE_THREADS)
-            reinterpret_cast<uint4*>(sm.x)[i] = *reinterpret_cast<const uint4*>(x_slice + static_cast<size_t>(i / pieces) * k + 8 * (i % pieces));
+        mk::copy_rows16(x_slice, k, sm.x, m, width);
         __syncthreads();
     }
     float acc[4];

@@ -10,6 +10,8 @@ import re
 import signal
 import sys
 
+from isa.opcodes import MAX_ROWS
+
 from . import __version__
 from .budgets import DEVICE_RESERVE_BYTES, budgets, host_available_bytes, host_plan, session_plan, sessions_that_fit
 from .config import PRESETS
@@ -62,7 +64,7 @@ def _device_capacity(cupy, config, context: int) -> dict:
 
 
 # The device code keeps positions and KV rows in 32-bit signed integers, a pass's rows past the last one.
-MAX_CONTEXT = 2**31 - 1 - 8
+MAX_CONTEXT = 2**31 - 1 - MAX_ROWS
 
 
 def _check_context(context: int) -> None:
@@ -275,8 +277,7 @@ def _read_prompt(path: str | None) -> str:
     where = "standard input" if path is None else f"--prompt-file {path}"
     try:
         if path is None:
-            data = sys.stdin.buffer.read(MAX_PROMPT_BYTES + 1) if hasattr(sys.stdin, "buffer") else \
-                sys.stdin.read(MAX_PROMPT_BYTES + 1).encode()
+            data = sys.stdin.buffer.read(MAX_PROMPT_BYTES + 1)
         else:
             if not os.path.isfile(path):  # a folder, a FIFO or a device would block or read without end
                 kind = "a folder" if os.path.isdir(path) else "not a regular file" if os.path.exists(path) else "no such file"
@@ -321,8 +322,6 @@ def _out_of_memory(cupy, config, context: int) -> str:
 
 def cmd_compile(args: argparse.Namespace) -> None:
     from compiler import lower, lower_mtp, validate
-
-    from isa.opcodes import MAX_ROWS
 
     if not 1 <= args.rows <= MAX_ROWS:
         raise InputError(f"--rows must be 1..{MAX_ROWS}, got {args.rows}")

@@ -12,8 +12,9 @@ Works on NumPy and CuPy arrays alike (the array's own module does the reshapes).
 
 from __future__ import annotations
 
-UNIT_ROWS = 16
-K_BLOCK = 128
+from .plan import K_BLOCK
+
+UNIT_ROWS = 16  # gemv.cuh WARP_ROWS
 # [strip, r, g, block, i, t, h, e] -> [strip, block, i, g, t, h, r, e]
 _TO_UNITS = (0, 3, 4, 2, 5, 6, 1, 7)
 _FROM_UNITS = tuple(_TO_UNITS.index(a) for a in range(8))

@@ -117,6 +117,15 @@ __device__ inline void f16_operand(const bf16* src, int src_stride, bf16* x, int
     __syncthreads();
 }
 
+// Rows [0, m) of src (row stride src_stride elements) over `width` elements into x [m][width], in 16-byte
+// pieces (width and src_stride multiples of 8): a GEMV's bf16 input as it is. All threads; not synced.
+__device__ inline void copy_rows16(const bf16* src, int src_stride, bf16* x, int m, int width) {
+    const int pieces = width / 8;
+    for (int i = threadIdx.x; i < m * pieces; i += TILE_THREADS)
+        reinterpret_cast<uint4*>(x)[i] =
+            *reinterpret_cast<const uint4*>(src + static_cast<size_t>(i / pieces) * src_stride + 8 * (i % pieces));
+}
+
 // 2^-P of a kept P (P in [-113, 125]: a normal float).
 __device__ __forceinline__ float unscale_of(signed char P) { return __int_as_float((127 - P) << 23); }
 

@@ -123,10 +123,8 @@ __device__ __forceinline__ float norm_1p(float x, float r, float w) { return rou
 __device__ inline void gemv_prologue(const Ctx& ctx, const Word& w, int k0, int k1, bf16* x, float* red) {
     const int op = w.opcode(), m = w.rows(), width = k1 - k0, k = w.k();
     const Buffer in = ctx.buffer(w.buf_in());
-    if (op == OP_GEMV_RESIDUAL) {  // 16-byte pieces (k0 and width are multiples of 128)
-        const int pieces = width / 8;
-        for (int i = threadIdx.x; i < m * pieces; i += TILE_THREADS)
-            reinterpret_cast<uint4*>(x)[i] = *reinterpret_cast<const uint4*>(in.at<bf16>(i / pieces, k0 + 8 * (i % pieces)));
+    if (op == OP_GEMV_RESIDUAL) {  // (k0 and width are multiples of 128)
+        copy_rows16(in.at<bf16>(0, k0), in.cols, x, m, width);
         return;
     }
     if (op == OP_GATED_NORM_GEMV_RESIDUAL) {
