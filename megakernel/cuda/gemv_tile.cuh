@@ -2,9 +2,10 @@
 // k-slice (prologue -> tensor-core GEMV -> split-K partials or epilogue); a reduce-stage tile adds a row
 // group's S partials in order and applies the epilogue.
 //
-// Shared memory (dynamic): the fp32 results of the tile's rows, the even/odd warp exchange, reduction
-// scratch, the block scales, the prologue's bf16 input rows over the slice, then the weight
-// ring (gemv.cuh) in whatever remains: the launch gives the tile as much as the device allows.
+// Shared memory (dynamic): the fp32 results of the tile's rows (before them, the prologue's reduction
+// scratch), the even/odd warp exchange, the block scales, the prologue's bf16 input rows over the slice,
+// then the weight ring (gemv.cuh) in whatever remains: the launch gives the tile as much as the device
+// allows.
 #pragma once
 
 #include "common.cuh"
@@ -15,10 +16,10 @@ namespace mk {
 constexpr int MAX_TILE_ROWS = 256;  // NORM_GEMV_QKV row groups are one head (head_dim <= 256)
 constexpr int Y_FLOATS = 2 * MAX_ROWS * MAX_TILE_ROWS;  // [half (gate, up)][row][output row]
 constexpr int PARTNER_FLOATS = 8 * 32 * 4;
-// Bytes of dynamic shared memory before the input rows: Y_FLOATS + PARTNER_FLOATS + TILE_WARPS +
-// MAX_SLICE_BLOCKS floats, then the f16 operand's exponents (MAX_ROWS x MAX_SLICE_BLOCKS bytes).
-constexpr int GEMV_SMEM_FIXED = 23616;
-static_assert(GEMV_SMEM_FIXED == 4 * (Y_FLOATS + PARTNER_FLOATS + TILE_WARPS + MAX_SLICE_BLOCKS) + MAX_ROWS * MAX_SLICE_BLOCKS,
+// Bytes of dynamic shared memory before the input rows: Y_FLOATS + PARTNER_FLOATS + MAX_SLICE_BLOCKS
+// floats, then the f16 operand's exponents (MAX_ROWS x MAX_SLICE_BLOCKS bytes).
+constexpr int GEMV_SMEM_FIXED = 23552;
+static_assert(GEMV_SMEM_FIXED == 4 * (Y_FLOATS + PARTNER_FLOATS + MAX_SLICE_BLOCKS) + MAX_ROWS * MAX_SLICE_BLOCKS,
               "GEMV_SMEM_FIXED");
 // The least weight ring: one k-block per warp, per byte of weight element (x 2 for bf16). The 8-row lm_head
 // gets no more than that (its input rows take 80 KB); every M = 1 word gets at least three.
@@ -35,7 +36,6 @@ struct GemvSmem {
     u8* base;
     float* y;
     float* partner;
-    float* red;
     float* scales;
     signed char* x_p;  // the f16 operand's P per (row, k-block) (gemv.cuh f16_operand)
     bf16* x;
@@ -43,8 +43,7 @@ struct GemvSmem {
         : base(base),
           y(reinterpret_cast<float*>(base)),
           partner(y + Y_FLOATS),
-          red(partner + PARTNER_FLOATS),
-          scales(red + TILE_WARPS),
+          scales(partner + PARTNER_FLOATS),
           x_p(reinterpret_cast<signed char*>(scales + MAX_SLICE_BLOCKS)),
           x(reinterpret_cast<bf16*>(x_p + MAX_ROWS * MAX_SLICE_BLOCKS)) {}
     __device__ float* y_at(int half, int row) const { return y + (half * MAX_ROWS + row) * MAX_TILE_ROWS; }
@@ -106,21 +105,87 @@ __device__ inline RowGroup row_group(const Ctx& ctx, const Word& w, int g) {
 }
 
 // --- prologues: the GEMV input rows over k-columns [k0, k1) into x [m][k1 - k0] --------------------------
-// RMSNorm1p of one row of `k` values: bf16(x * rsqrt(mean(x^2) + eps) * (1 + w)); returns the rsqrt factor.
-template <class Load>
-__device__ inline float rms_factor(Load load, int k, float eps, float* red) {
-    float ss = 0.0f;
-    for (int c = threadIdx.x; c < k; c += TILE_THREADS) {
-        const float x = load(c);
-        ss = add_rn(ss, mul_rn(x, x));
-    }
-    ss = block_sum(ss, red);
-    return rsqrt_ref(add_rn(div_rn(ss, static_cast<float>(k)), eps));
-}
-
 __device__ __forceinline__ float norm_1p(float x, float r, float w) { return round_bf16(mul_rn(mul_rn(x, r), add_rn(1.0f, w))); }
 
-__device__ inline void gemv_prologue(const Ctx& ctx, const Word& w, int k0, int k1, bf16* x, float* red) {
+__device__ __forceinline__ void unpack_bf16x8(const uint4& v, float (&f)[8]) {
+    const u32 w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        f[2 * i] = __uint_as_float(w[i] << 16);
+        f[2 * i + 1] = __uint_as_float(w[i] & 0xFFFF0000u);
+    }
+}
+
+__device__ __forceinline__ u32 pack_bf16x2(float lo, float hi) {  // lo, hi: bf16 values
+    return (__float_as_uint(lo) >> 16) | (__float_as_uint(hi) & 0xFFFF0000u);
+}
+
+// Elements c .. c + 7 (c a multiple of 8) of a bf16 or fp32 norm weight.
+__device__ __forceinline__ void weight8(const Weight& w, int c, float (&f)[8]) {
+    if (w.dtype == DT_F32) {
+        const float4 a = reinterpret_cast<const float4*>(w.base)[c / 4], b = reinterpret_cast<const float4*>(w.base)[c / 4 + 1];
+        f[0] = a.x, f[1] = a.y, f[2] = a.z, f[3] = a.w, f[4] = b.x, f[5] = b.y, f[6] = b.z, f[7] = b.w;
+    } else {
+        unpack_bf16x8(reinterpret_cast<const uint4*>(w.base)[c / 8], f);
+    }
+}
+
+// RMSNorm1p of m rows of k values each: dst(r)[c - c0] = bf16(x * rsqrt(mean(x^2) + eps) * (1 + w[c])) for
+// the columns [c0, c1) (k, c0, c1 multiples of 8; src(r), dst(r): 16-byte aligned row pointers). Rows are
+// read in 16-byte pieces and all rows share one block reduction: a per-element loop waits on L2 once per
+// element (its loads cannot pass stores that might alias them). Thread i sums the squares of pieces i,
+// i + TILE_THREADS, .. of each row, then the block adds the threads' sums in a fixed tree: a row's bits
+// never depend on m (the order is the GPU's own; the reference's np.mean agrees to fp32 rounding).
+// scratch: (TILE_WARPS + 1) x MAX_ROWS floats. All threads; ends synced.
+template <class Src, class Dst>
+__device__ inline void norm_rows(Src src, Dst dst, int m, int k, const Weight& nw, float eps, int c0, int c1,
+                                 float* scratch) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    float ss[MAX_ROWS];
+#pragma unroll
+    for (int r = 0; r < MAX_ROWS; ++r) ss[r] = 0.0f;
+    for (int c = threadIdx.x; c < k / 8; c += TILE_THREADS) {
+#pragma unroll
+        for (int r = 0; r < MAX_ROWS; ++r) {
+            if (r >= m) break;
+            float f[8];
+            unpack_bf16x8(reinterpret_cast<const uint4*>(src(r))[c], f);
+#pragma unroll
+            for (int e = 0; e < 8; ++e) ss[r] = add_rn(ss[r], mul_rn(f[e], f[e]));
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < MAX_ROWS; ++r) {
+        if (r >= m) break;
+        const float s = warp_sum(ss[r]);
+        if (lane == 0) scratch[warp * MAX_ROWS + r] = s;
+    }
+    __syncthreads();
+    float* factor = scratch + TILE_WARPS * MAX_ROWS;
+    if (warp < m) {
+        const float s = warp_sum(lane < TILE_WARPS ? scratch[lane * MAX_ROWS + warp] : 0.0f);
+        if (lane == 0) factor[warp] = rsqrt_ref(add_rn(div_rn(s, static_cast<float>(k)), eps));
+    }
+    __syncthreads();
+    for (int c = c0 / 8 + threadIdx.x; c < c1 / 8; c += TILE_THREADS) {
+        float w[8];
+        weight8(nw, 8 * c, w);
+        for (int r = 0; r < m; ++r) {
+            float f[8];
+            unpack_bf16x8(reinterpret_cast<const uint4*>(src(r))[c], f);
+            const float rf = factor[r];
+            u32 out[4];
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+                out[i] = pack_bf16x2(norm_1p(f[2 * i], rf, w[2 * i]), norm_1p(f[2 * i + 1], rf, w[2 * i + 1]));
+            reinterpret_cast<uint4*>(dst(r))[c - c0 / 8] = make_uint4(out[0], out[1], out[2], out[3]);
+        }
+    }
+    __syncthreads();
+}
+
+// scratch: norm_rows's (TILE_WARPS + 1) x MAX_ROWS floats.
+__device__ inline void gemv_prologue(const Ctx& ctx, const Word& w, int k0, int k1, bf16* x, float* scratch) {
     const int op = w.opcode(), m = w.rows(), width = k1 - k0, k = w.k();
     const Buffer in = ctx.buffer(w.buf_in());
     if (op == OP_GEMV_RESIDUAL) {  // (k0 and width are multiples of 128)
@@ -136,60 +201,49 @@ __device__ inline void gemv_prologue(const Ctx& ctx, const Word& w, int k0, int 
         const int lane = threadIdx.x & 31, heads = width / dv;
         for (int pair = threadIdx.x >> 5; pair < m * heads; pair += TILE_WARPS) {
             const int row = pair / heads, c0 = k0 + (pair % heads) * dv;
+            const bf16* o_row = in.at<bf16>(row, c0);
+            const bf16* z_row = z.at<bf16>(row, z_col + c0);
             float ss = 0.0f;
             for (int j = 0; j < per_lane; ++j) {
-                const float o = bf(*in.at<bf16>(row, c0 + lane + 32 * j));
+                const float o = bf(o_row[lane + 32 * j]);
                 ss = add_rn(ss, mul_rn(o, o));
             }
             const float r = rsqrt_ref(add_rn(div_rn(warp_sum(ss), static_cast<float>(dv)), eps));
             for (int j = 0; j < per_lane; ++j) {
                 const int d = lane + 32 * j;
-                const float xn = round_bf16(mul_rn(bf(*in.at<bf16>(row, c0 + d)), r));
+                const float xn = round_bf16(mul_rn(bf(o_row[d]), r));
                 const float t = round_bf16(mul_rn(nw.value(d), xn));
-                x[row * width + c0 - k0 + d] = to_bf16(mul_rn(t, silu_ref(bf(*z.at<bf16>(row, z_col + c0 + d)))));
+                x[row * width + c0 - k0 + d] = to_bf16(mul_rn(t, silu_ref(bf(z_row[d]))));
             }
         }
         return;
     }
     if (op == OP_MTP_FC) {
         // concat[RMSNorm1p(embed(token)), RMSNorm1p(hidden row 8 - m + row)], the embedding half first.
-        const Weight embed = ctx.weight(w.p(0)), ne = ctx.weight(w.p(1)), nh = ctx.weight(w.p(2));
+        const Weight embed = ctx.weight(w.p(0));
         const float eps = w.pf(3);
         const int h = k / 2;
-        for (int row = 0; row < m; ++row) {
-            const int token = ctx.control()[w.ctrl_base() + CTRL_TOKENS_IN + row];
-            const bf16* e = reinterpret_cast<const bf16*>(embed.base) + static_cast<size_t>(token) * h;
-            const bf16* hid = in.at<bf16>(MAX_ROWS - m + row, 0);
-            const float re = rms_factor([&](int c) { return bf(e[c]); }, h, eps, red);
-            const float rh = rms_factor([&](int c) { return bf(hid[c]); }, h, eps, red);
-            for (int c = k0 + threadIdx.x; c < k1; c += TILE_THREADS)
-                x[row * width + c - k0] = to_bf16(c < h ? norm_1p(bf(e[c]), re, ne.value(c))
-                                                        : norm_1p(bf(hid[c - h]), rh, nh.value(c - h)));
-        }
+        const int* tokens = ctx.control() + w.ctrl_base() + CTRL_TOKENS_IN;
+        if (k0 < h)
+            norm_rows([&](int r) { return reinterpret_cast<const bf16*>(embed.base) + static_cast<size_t>(tokens[r]) * h; },
+                      [&](int r) { return x + r * width; }, m, h, ctx.weight(w.p(1)), eps, k0, min(k1, h), scratch);
+        if (k1 > h)
+            norm_rows([&](int r) { return in.at<bf16>(MAX_ROWS - m + r, 0); },
+                      [&](int r) { return x + r * width + max(h - k0, 0); }, m, h, ctx.weight(w.p(2)), eps,
+                      max(k0, h) - h, k1 - h, scratch);
         return;
     }
     // NORM_GEMV, NORM_GEMV_QKV, NORM_GATE_UP, NORM_HEAD: RMSNorm1p of the whole residual rows.
-    const Weight nw = ctx.weight(w.p(0));
-    const float eps = w.pf(1);
-    for (int row = 0; row < m; ++row) {
-        const bf16* xr = in.at<bf16>(row, 0);
-        const float r = rms_factor([&](int c) { return bf(xr[c]); }, k, eps, red);
-        for (int c = k0 + threadIdx.x; c < k1; c += TILE_THREADS)
-            x[row * width + c - k0] = to_bf16(norm_1p(bf(xr[c]), r, nw.value(c)));
-    }
+    norm_rows([&](int r) { return in.at<bf16>(r, 0); }, [&](int r) { return x + r * width; }, m, k,
+              ctx.weight(w.p(0)), w.pf(1), k0, k1, scratch);
 }
 
 // NORM_HEAD's main tile 0 keeps the normalised rows for the MTP head: `hidden` rows [8 - m, 8).
-__device__ inline void keep_hidden(const Ctx& ctx, const Word& w, float* red) {
+__device__ inline void keep_hidden(const Ctx& ctx, const Word& w, float* scratch) {
     const Buffer in = ctx.buffer(w.buf_in()), out = ctx.buffer(w.buf_aux1());
-    const Weight nw = ctx.weight(w.p(0));
-    const int m = w.rows(), k = w.k();
-    for (int row = 0; row < m; ++row) {
-        const bf16* xr = in.at<bf16>(row, 0);
-        const float r = rms_factor([&](int c) { return bf(xr[c]); }, k, w.pf(1), red);
-        for (int c = threadIdx.x; c < k; c += TILE_THREADS)
-            *out.at<bf16>(MAX_ROWS - m + row, c) = to_bf16(norm_1p(bf(xr[c]), r, nw.value(c)));
-    }
+    const int m = w.rows();
+    norm_rows([&](int r) { return in.at<bf16>(r, 0); }, [&](int r) { return out.at<bf16>(MAX_ROWS - m + r, 0); }, m,
+              w.k(), ctx.weight(w.p(0)), w.pf(1), 0, w.k(), scratch);
 }
 
 // --- the GEMV proper ------------------------------------------------------------------------------------
@@ -323,7 +377,7 @@ struct MainTile {
 __device__ inline void gemv_main_input(const Ctx& ctx, const Word& w, int tile, u8* smem) {
     const GemvSmem sm(smem);
     const MainTile mt(ctx, w, tile);
-    if (w.opcode() == OP_NORM_HEAD && tile == 0 && w.buf_aux1() != NO_BUFFER) keep_hidden(ctx, w, sm.red);
+    if (w.opcode() == OP_NORM_HEAD && tile == 0 && w.buf_aux1() != NO_BUFFER) keep_hidden(ctx, w, sm.y);
     // one dtype per tile (a row group lies in one segment; gate and up are both fp8)
     const int segment = mt.gate_up ? 0 : row_group(ctx, w, tile % mt.groups).segment;
     const bool fp8 = gemv_weight(ctx, w, segment).dtype == DT_FP8;
@@ -332,7 +386,7 @@ __device__ inline void gemv_main_input(const Ctx& ctx, const Word& w, int tile, 
         f16_operand(in.at<bf16>(0, mt.b0 * K_BLOCK), in.cols, sm.x, mt.width, mt.m, mt.b1 - mt.b0, sm.x_p);
         return;
     }
-    gemv_prologue(ctx, w, mt.b0 * K_BLOCK, mt.b1 * K_BLOCK, sm.x, sm.red);
+    gemv_prologue(ctx, w, mt.b0 * K_BLOCK, mt.b1 * K_BLOCK, sm.x, sm.y);  // y: free until the passes
     __syncthreads();
     if (fp8) f16_operand(sm.x, mt.width, sm.x, mt.width, mt.m, mt.b1 - mt.b0, sm.x_p);
 }
