@@ -5,7 +5,7 @@
 
 #include "tiles.cuh"
 
-#define GEMV_THREADS 512  // 16 warps: two per 16-row strip of a 128-row group (gemv.cuh gemv_tile_pass)
+#define GEMV_THREADS 512  // 16 warps: two per 16-row strip of a 128-row group (even / odd k-blocks)
 
 // The GEMV core alone (bench and tests; fp8 weights in 16-row units, megakernel/weight_layout.py): block
 // (row group r, k-slice s) writes the fp32 slice sums of rows
@@ -16,6 +16,7 @@ __device__ __forceinline__ void gemv_slices(const unsigned char* weight, const _
                                             const __nv_bfloat16* x, float* out, int n, int k, int m, int slices) {
     extern __shared__ __align__(16) unsigned char smem[];
     const mk::GemvSmem sm(smem);
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, warp = threadIdx.x >> 5;
     const int s = blockIdx.y, blocks = k / mk::K_BLOCK;
     const int b0 = s * blocks / slices, b1 = (s + 1) * blocks / slices, width = (b1 - b0) * mk::K_BLOCK;
     // the slice's input rows into shared memory as a GEMV_RESIDUAL tile takes them (gemv_tile.cuh)
@@ -26,12 +27,14 @@ __device__ __forceinline__ void gemv_slices(const unsigned char* weight, const _
         mk::copy_rows16(x_slice, k, sm.x, m, width);
         __syncthreads();
     }
-    const mk::GemvPart rows{weight, scale, static_cast<int>(blockIdx.x) * mk::ROW_BLOCK, mk::ROW_BLOCK};
-    mk::gemv_tile_pass(FP8, rows, mk::GemvPart{weight, scale, 0, 0}, k, b0, b1, sm.x, sm.x_p, width, m,
-                       sm.ring(m * width), sm.ring_bytes(m * width), sm.scales, sm.partner, sm.y, sm.y);
-    for (int i = threadIdx.x; i < m * mk::ROW_BLOCK; i += blockDim.x) {
-        const int input = i / mk::ROW_BLOCK, row = i % mk::ROW_BLOCK;
-        out[(static_cast<size_t>(s) * m + input) * n + blockIdx.x * mk::ROW_BLOCK + row] = sm.y[input * mk::MAX_TILE_ROWS + row];
+    float acc[4];
+    mk::gemv_block_rows(acc, FP8, weight, scale, k, blockIdx.x * mk::ROW_BLOCK, mk::ROW_BLOCK, b0, b1, sm.x, sm.x_p,
+                        width, m, sm.ring(m * width), sm.ring_bytes(m * width), sm.scales, sm.partner);
+    if (warp >= 8) return;
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+        const int row = blockIdx.x * mk::ROW_BLOCK + (warp & 7) * mk::WARP_ROWS + g + 8 * (r >> 1), input = 2 * t + (r & 1);
+        if (input < m) out[(static_cast<size_t>(s) * m + input) * n + row] = acc[r];
     }
 }
 

@@ -48,14 +48,14 @@ class DiscreteProgram:
         gemv = mod.get_function(GEMV_KERNEL)
         gemv.max_dynamic_shared_size_bytes = self.smem
         self.launches = []  # (word index, kernel, tiles, shared bytes, GEMV stage or None)
-        reduce_smem = cuda_build.gemv_fixed_smem()  # a reduce tile reads only its partials (into y)
         for i, w in enumerate(program.words):
             if w.opcode == Op.NOP:
                 continue
             if w.opcode in GEMV_OPS:
-                self.launches.append((i, gemv, w.tiles, self._gemv_smem(w), 0))
+                smem = self._gemv_smem(w)
+                self.launches.append((i, gemv, w.tiles, smem, 0))
                 if w.reduce_tiles:
-                    self.launches.append((i, gemv, w.reduce_tiles, reduce_smem, 1))
+                    self.launches.append((i, gemv, w.reduce_tiles, smem, 1))
             else:
                 self.launches.append((i, mod.get_function(KERNEL_OF[w.opcode]), w.tiles, 0, None))
         self.graph = None
@@ -65,13 +65,11 @@ class DiscreteProgram:
     BLOCK_RESERVE = 1024  # shared memory the hardware keeps per resident block (Hopper)
 
     def _gemv_smem(self, w) -> int:
-        """Two tiles per SM where the word has more tiles than the GPU has SMs and a ring two k-blocks deep
-        lets two share an SM's shared memory (a 1 KB reserve each), else one tile per SM with all the device
-        offers (the deepest ring: a word of at most one tile per SM would only lose bytes in flight by
-        sharing, D26). The ring's depth orders nothing: the sums are the same either way."""
+        """Two tiles per SM where a ring two k-blocks deep lets them share its shared memory (a 1 KB
+        reserve each), else one with all the device offers (the deepest ring). The ring's depth orders
+        nothing: the sums are the same either way."""
         lean = cuda_build.gemv_word_smem(self.program, w, self.TWO_BLOCK_RING)
-        shares = 2 * (lean + self.BLOCK_RESERVE) <= cuda_build.smem_per_sm()
-        return lean if shares and w.tiles > cuda_build.sm_count() else self.smem
+        return lean if 2 * (lean + self.BLOCK_RESERVE) <= cuda_build.smem_per_sm() else self.smem
 
     @property
     def graph_nodes(self) -> int:

@@ -135,7 +135,7 @@ __device__ void levers(const u8* weight, const bf16* scale, const bf16* x, float
             }
         }
     }
-    combine_shares(acc, sm.partner, TileStrips(ROW_BLOCK, 0));  // strip w % 8, parity (share) w / 8
+    gemv_pair_combine(acc, sm.partner + strip * 128, parity == 1);
     if (warp >= 8) return;
 #pragma unroll
     for (int r = 0; r < 4; ++r) {

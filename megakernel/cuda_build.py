@@ -112,26 +112,6 @@ def _smem_per_sm(device_id: int) -> int:
                                                 device_id)
 
 
-def gemv_fixed_smem() -> int:
-    """The GEMV tiles' fixed shared memory (results, warp exchange, scales, exponents: gemv_tile.cuh), all a
-    split-K reduce tile uses."""
-    return define(CUDA_DIR / "gemv_tile.cuh", "GEMV_SMEM_FIXED")
-
-
-@functools.cache
-def _sm_count(device_id: int) -> int:
-    import cupy
-
-    return cupy.cuda.runtime.deviceGetAttribute(cupy.cuda.runtime.cudaDevAttrMultiProcessorCount, device_id)
-
-
-def sm_count() -> int:
-    """Streaming multiprocessors of the current device (132 on the H200)."""
-    import cupy
-
-    return _sm_count(cupy.cuda.Device().id)
-
-
 def smem_per_sm() -> int:
     """Shared memory of one SM of the current device (228 KB on the H200), blocks' reserves included."""
     import cupy

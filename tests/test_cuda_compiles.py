@@ -69,7 +69,7 @@ def test_gemv_constants_agree_with_the_python_plan():
     from megakernel import cuda_build, plan
 
     kernels.check_shared_constants()  # K_BLOCK, ROW_BLOCK, MAX_ROWS of gemv.cuh == plan / isa
-    # two warps per 16-row strip of a 128-row group (gemv.cuh TileStrips)
+    # one even and one odd warp per 16-row strip of a row group
     assert kernels.gemv_threads() == 2 * (plan.ROW_BLOCK // cuda_build.define(kernels.GEMV_HEADER, "WARP_ROWS")) * 32
     with pytest.raises(RuntimeError, match="defines no NOT_A_CONSTANT"):
         cuda_build.define(kernels.GEMV_HEADER, "NOT_A_CONSTANT")

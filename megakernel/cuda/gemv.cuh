@@ -3,10 +3,10 @@
 // result never depends on the other rows present).
 //
 // Numerics (megakernel/plan.py, docs/ISA.md "Sum order"): for each 128-wide k-block, 8 mma steps sum the
-// block's products into a fresh fp32 partial; the W warps on a 16-row strip (W = 16 / the tile's strips:
-// 2 for a 128-row tile, 1 for gate_up's 2 x 128) take every W-th block of the slice, each accumulating
-// scale[row / 128, block] x partial over its blocks in order (mul_rn, add_rn: no contraction, no flush),
-// and their sums are added in a fixed order (combine_shares); bf16 weights have no scale. Inside a block the reduction axis is permuted (fp8: by the unit layout below; bf16: a lane owns
+// block's products into a fresh fp32 partial; a warp accumulates scale[row / 128, block] x partial over
+// every other block of the slice in order (mul_rn, add_rn: no contraction, no flush), its partner warp the
+// other blocks, and the two sums are added in a fixed order (gemv_pair_combine); bf16 weights have no
+// scale. Inside a block the reduction axis is permuted (fp8: by the unit layout below; bf16: a lane owns
 // a row's 16-byte pieces at 64 i + 16 t) and the activations are read in the same permuted order, so the
 // products are the true ones. The weights reach the lanes through a per-warp ring in shared memory.
 //
@@ -250,131 +250,95 @@ __device__ __forceinline__ void stage_block(u32 slot, const u8* row_g, u32 g8_de
     copies_commit();
 }
 
-// --- one pass over a tile's rows -----------------------------------------------------------------------
-// A tile's rows (one or two parts of <= 128 rows: gate and up, or a 256-row head) are cut into 16-row
-// strips; the 16 warps share them evenly: warp w streams strip w % strips over the k-blocks share, share +
-// per_strip, .. of the slice (share = w / strips; per_strip = 16 / strips, the warps left over idle). One
-// stream covers every part, so a second part costs no pipeline drain and refill, and a short tile (a few
-// strips) has more warps on each.
-struct TileStrips {
-    int strips_a, strips, per_strip;  // strips of part A; of both parts; warps per strip
-    __device__ TileStrips(int rows_a, int rows_b)
-        : strips_a((rows_a + WARP_ROWS - 1) / WARP_ROWS),
-          strips(strips_a + (rows_b + WARP_ROWS - 1) / WARP_ROWS),
-          per_strip(TILE_WARPS / strips) {}
-    __device__ int strip() const { return (threadIdx.x >> 5) % strips; }
-    __device__ int share() const { return (threadIdx.x >> 5) / strips; }
-};
-
-// The sums of a strip's warps in share order: share 0 + share 1 + .. (fixed, so every build agrees).
-// Shares > 0 leave their acc in partner (shared memory, 4 floats per lane and warp); share 0 ends with the
-// strip's sum. All threads.
-__device__ __forceinline__ void combine_shares(float (&acc)[4], float* partner, const TileStrips& ts) {
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, share = ts.share();
-    if (share > 0) {
+// Two warps share a 16-row strip, one taking the even blocks of the slice and one the odd: the sum is
+// (even) + (odd), in that order. partner_acc: shared memory, 4 floats per lane of the odd warp.
+__device__ __forceinline__ void gemv_pair_combine(float (&acc)[4], float* partner_acc, bool odd) {
+    const int lane = threadIdx.x & 31;
+    if (odd) {
 #pragma unroll
-        for (int r = 0; r < 4; ++r) partner[(warp * 32 + lane) * 4 + r] = acc[r];
+        for (int r = 0; r < 4; ++r) partner_acc[4 * lane + r] = acc[r];
     }
     __syncthreads();
-    if (share == 0) {
-        for (int j = 1; j < ts.per_strip; ++j) {
-            const int from = warp + j * ts.strips;
+    if (!odd) {
 #pragma unroll
-            for (int r = 0; r < 4; ++r) acc[r] = add_rn(acc[r], partner[(from * 32 + lane) * 4 + r]);
-        }
+        for (int r = 0; r < 4; ++r) acc[r] = add_rn(acc[r], partner_acc[4 * lane + r]);
     }
 }
 
-// One part of a tile's rows: `rows` (<= 128) rows of W [.., k] from row0 (fp8 with bf16 block scales, or
-// bf16 with scale nullptr).
-struct GemvPart {
-    const u8* weight;
-    const __nv_bfloat16* scale;
-    int row0, rows;
-};
-
-// One warp's stream: the 16 rows of its strip (part `part`, rows from row0) over the slice's k-blocks b0 +
-// share + j per_strip, through its own ring of `depth` slots.
+// One warp's share of a GEMV pass over `rows` (<= 128) rows of W [.., k] from row0 and the k-blocks [b0, b1):
+// warp (strip, parity) streams the 16 rows of its strip over the blocks of its parity through its own ring
+// of `depth` slots.
 struct StripStream {
     const u8* units;   // fp8: the lane's bytes of the strip's first unit of the slice
     const u8* row_g;   // bf16: the lane's row g at block b0 (rows past the last valid one repeat it)
     u32 g8_delta, slots;
-    int depth, mine, share, per_strip;
+    int depth, mine, parity;
     bool fp8;
     __device__ int row_bytes() const { return K_BLOCK * (fp8 ? 1 : 2); }
     __device__ int slot_bytes() const { return WARP_ROWS * row_bytes(); }
-    __device__ StripStream(bool fp8, const GemvPart& part, int strip_in_part, int k, int b0, int b1,
-                           const TileStrips& ts, u8* ring, int ring_bytes)
-        : share(ts.share()), per_strip(ts.per_strip), fp8(fp8) {
-        const int lane = threadIdx.x & 31, g = lane >> 2, warp = threadIdx.x >> 5;
-        const int blocks = b1 - b0, valid = part.rows - strip_in_part * WARP_ROWS;
-        const int row0 = part.row0 + strip_in_part * WARP_ROWS;
+    __device__ StripStream(bool fp8, const u8* weight, int k, int row0, int rows, int b0, int b1, u8* ring,
+                           int ring_bytes)
+        : fp8(fp8) {
+        const int lane = threadIdx.x & 31, g = lane >> 2, warp = threadIdx.x >> 5, strip = warp & 7;
+        const int blocks = b1 - b0, valid = rows - strip * WARP_ROWS;
+        parity = warp >> 3;
         depth = min(MAX_DEPTH, ring_bytes / (TILE_WARPS * slot_bytes()));
-        mine = valid > 0 && share < per_strip && blocks > share ? (blocks - share + per_strip - 1) / per_strip : 0;
+        mine = valid > 0 && blocks > parity ? (blocks - parity + 1) / 2 : 0;  // blocks parity, parity + 2, ..
         const size_t row_bytes_global = static_cast<size_t>(k) * (fp8 ? 1 : 2);
-        units = part.weight + (static_cast<size_t>(row0 / WARP_ROWS) * (k / K_BLOCK) + b0) * UNIT_BYTES + PIECE * lane;
+        units = weight + (static_cast<size_t>((row0 + strip * WARP_ROWS) / WARP_ROWS) * (k / K_BLOCK) + b0) * UNIT_BYTES +
+                PIECE * lane;
         const int last = max(valid, 1) - 1;
-        row_g = part.weight + static_cast<size_t>(row0 + min(g, last)) * row_bytes_global +
+        row_g = weight + static_cast<size_t>(row0 + strip * WARP_ROWS + min(g, last)) * row_bytes_global +
                 static_cast<size_t>(b0) * row_bytes();
         g8_delta = static_cast<u32>((min(g + 8, last) - min(g, last)) * row_bytes_global);
         slots = smem_addr(ring) + static_cast<u32>(warp * depth * slot_bytes());
     }
     __device__ u32 slot_at(int slot) const { return slots + slot * slot_bytes(); }
-    // The slice's k-block (from b0) of this warp's j-th block.
-    __device__ int block_of(int j) const { return share + j * per_strip; }
-    // This warp's block j into `slot`: one copy group.
+    // This warp's block j (block parity + 2 j of the slice) into `slot`: one copy group.
     __device__ void stage(int slot, int j) const {
         const int lane = threadIdx.x & 31;
-        if (fp8) stage_unit(slot_at(slot) + PIECE * lane, units + static_cast<size_t>(block_of(j)) * UNIT_BYTES);
-        else stage_block(slot_at(slot), row_g, g8_delta, row_bytes(), block_of(j), lane >> 2, lane & 3);
+        if (fp8) stage_unit(slot_at(slot) + PIECE * lane, units + static_cast<size_t>(parity + 2 * j) * UNIT_BYTES);
+        else stage_block(slot_at(slot), row_g, g8_delta, row_bytes(), parity + 2 * j, lane >> 2, lane & 3);
     }
     // Blocks staged before the first is consumed (a full ring).
     __device__ int ahead() const { return min(depth, mine); }
 };
 
-// All TILE_THREADS threads, one pass: the sums of a tile's rows, part A then (rows_b > 0) part B, over the
-// k-blocks [b0, b1), for input rows x [m, x_stride] (shared memory, k-blocks b0 onwards, m <= 8; fp8: the
-// f16 operand, with its P per (row, block) in x_p [row * MAX_SLICE_BLOCKS + block - b0]). Both parts have
-// one dtype. Each block's 8 mma steps sum into a fresh fp32 partial; a warp accumulates (scale x partial)
-// x 2^-P over its blocks in order, then combine_shares. Part A's row i for input row n goes to
-// y_a[n * MAX_TILE_ROWS_Y + i], part B's to y_b[..]. `ring`: shared memory for the 16 warps' slots (at least
-// one 16-row block each); `scales`: 2 x MAX_SLICE_BLOCKS floats; `partner`: TILE_WARPS x 128 floats. fp8:
-// each part's row0 a multiple of 128 (one scale row per part). Ends synced.
-constexpr int Y_ROW_STRIDE = 256;  // floats between an input row's results in y (gemv_tile.cuh MAX_TILE_ROWS)
-
-__device__ inline void gemv_tile_pass(bool fp8, const GemvPart& a, const GemvPart& b, int k, int b0, int b1,
-                                      const __nv_bfloat16* x, const signed char* x_p, int x_stride, int m, u8* ring,
-                                      int ring_bytes, float* scales, float* partner, float* y_a, float* y_b) {
-    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+// All TILE_THREADS threads: the sums of `rows` (<= 128) rows of W [.., k] from row0 (fp8 with bf16 block
+// scales, or bf16 with scale nullptr) over the k-blocks [b0, b1), for input rows x [m, x_stride] (shared
+// memory, k-blocks b0 onwards, m <= 8; fp8: the f16 operand, with its P per (row, block) in x_p [row *
+// MAX_SLICE_BLOCKS + block - b0]). Warp (strip, parity) computes 16 rows over the blocks of its parity:
+// each block's 8 mma steps sum into a fresh fp32 partial, acc += (scale x partial) x 2^-P in block order;
+// then (even) + (odd). Lane (g, t) of an even warp returns acc[0..3] = (row g, input 2t), (g, 2t + 1),
+// (g + 8, 2t), (g + 8, 2t + 1) of its strip; the odd warps' acc is undefined. `ring`: shared memory for
+// the 16 warps' slots (at least one 16-row block each); `scales`: MAX_SLICE_BLOCKS floats;
+// `partner`: 8 x 128 floats. fp8: row0 must be a multiple of 128 (one scale row per tile).
+__device__ inline void gemv_block_rows(float (&acc)[4], bool fp8, const u8* weight, const __nv_bfloat16* scale,
+                                       int k, int row0, int rows, int b0, int b1, const __nv_bfloat16* x,
+                                       const signed char* x_p, int x_stride, int m, u8* ring, int ring_bytes,
+                                       float* scales, float* partner) {
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, warp = threadIdx.x >> 5;
     const int blocks = b1 - b0;
-    const TileStrips ts(a.rows, b.rows);
-    // The parts' block scales for the slice, into shared memory once (one L2 read per block would stall it).
+    // The rows' block scales for the slice, into shared memory once (one L2 read per block would stall it).
     if (fp8) {
-        for (int i = threadIdx.x; i < 2 * blocks; i += TILE_THREADS) {
-            const GemvPart& p = i < blocks ? a : b;
-            if (p.rows > 0)
-                scales[(i / blocks) * MAX_SLICE_BLOCKS + i % blocks] =
-                    __bfloat162float(p.scale[static_cast<size_t>(p.row0 / ROW_BLOCK) * (k / K_BLOCK) + b0 + i % blocks]);
-        }
+        const __nv_bfloat16* scale_row = scale + static_cast<size_t>(row0 / ROW_BLOCK) * (k / K_BLOCK) + b0;
+        for (int i = threadIdx.x; i < blocks; i += TILE_THREADS) scales[i] = __bfloat162float(scale_row[i]);
     }
     __syncthreads();
-    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    const int strip = ts.strip();
-    const bool in_b = strip >= ts.strips_a;
-    {
-        const StripStream st(fp8, in_b ? b : a, in_b ? strip - ts.strips_a : strip, k, b0, b1, ts, ring, ring_bytes);
-        const float* part_scales = scales + (in_b ? MAX_SLICE_BLOCKS : 0);
+    acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
+    const StripStream st(fp8, weight, k, row0, rows, b0, b1, ring, ring_bytes);
+    if (st.mine > 0) {
         const __nv_bfloat16* x_row = x + static_cast<size_t>(g) * x_stride;
         const bool has_row = g < m;
         int issued = 0;
         for (; issued < st.ahead(); ++issued) st.stage(issued, issued);
         for (int j = 0; j < st.mine; ++j) {
             copies_wait(issued - j - 1);  // block j has landed (this lane's pieces: all it reads)
-            const int slot = j % st.depth, n = st.block_of(j);
+            const int slot = j % st.depth, n = st.parity + 2 * j;
             float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
             if (fp8) {
                 unit_steps(c, st.slot_at(slot) + PIECE * lane, x_row + n * K_BLOCK, has_row, t);
-                const float s = part_scales[n];
+                const float s = scales[n];
                 const signed char* p = x_p + 2 * t * MAX_SLICE_BLOCKS + n;
 #pragma unroll
                 for (int q = 0; q < 4; ++q)
@@ -394,18 +358,7 @@ __device__ inline void gemv_tile_pass(bool fp8, const GemvPart& a, const GemvPar
             }
         }
     }
-    combine_shares(acc, partner, ts);
-    if (ts.share() == 0) {
-        const GemvPart& p = in_b ? b : a;
-        const int first = (in_b ? strip - ts.strips_a : strip) * WARP_ROWS;
-        float* y = in_b ? y_b : y_a;
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-            const int i = first + g + 8 * (q >> 1), input = 2 * t + (q & 1);
-            if (i < p.rows && input < m) y[input * Y_ROW_STRIDE + i] = acc[q];
-        }
-    }
-    __syncthreads();  // y complete; partner and ring free for what follows
+    gemv_pair_combine(acc, partner + (warp & 7) * 128, st.parity == 1);
 }
 
 }  // namespace mk

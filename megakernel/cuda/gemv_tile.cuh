@@ -3,9 +3,9 @@
 // group's S partials in order and applies the epilogue.
 //
 // Shared memory (dynamic): the fp32 results of the tile's rows (before them, the prologue's reduction
-// scratch), the warps' exchange (gemv.cuh combine_shares), the block scales of the tile's two parts, the
-// prologue's bf16 input rows over the slice, then the weight ring (gemv.cuh) in whatever remains: the
-// launch gives the tile as much as the device allows.
+// scratch), the even/odd warp exchange, the block scales, the prologue's bf16 input rows over the slice,
+// then the weight ring (gemv.cuh) in whatever remains: the launch gives the tile as much as the device
+// allows.
 #pragma once
 
 #include "common.cuh"
@@ -15,13 +15,11 @@ namespace mk {
 
 constexpr int MAX_TILE_ROWS = 256;  // NORM_GEMV_QKV row groups are one head (head_dim <= 256)
 constexpr int Y_FLOATS = 2 * MAX_ROWS * MAX_TILE_ROWS;  // [half (gate, up)][row][output row]
-constexpr int PARTNER_FLOATS = TILE_WARPS * 32 * 4;  // gemv.cuh combine_shares
-constexpr int SCALE_FLOATS = 2 * MAX_SLICE_BLOCKS;      // a tile's two parts (gemv.cuh gemv_tile_pass)
-static_assert(Y_ROW_STRIDE == MAX_TILE_ROWS, "gemv_tile_pass writes y rows MAX_TILE_ROWS apart");
-// Bytes of dynamic shared memory before the input rows: Y_FLOATS + PARTNER_FLOATS + SCALE_FLOATS floats,
-// then the f16 operand's exponents (MAX_ROWS x MAX_SLICE_BLOCKS bytes).
-constexpr int GEMV_SMEM_FIXED = 28672;
-static_assert(GEMV_SMEM_FIXED == 4 * (Y_FLOATS + PARTNER_FLOATS + SCALE_FLOATS) + MAX_ROWS * MAX_SLICE_BLOCKS,
+constexpr int PARTNER_FLOATS = 8 * 32 * 4;
+// Bytes of dynamic shared memory before the input rows: Y_FLOATS + PARTNER_FLOATS + MAX_SLICE_BLOCKS
+// floats, then the f16 operand's exponents (MAX_ROWS x MAX_SLICE_BLOCKS bytes).
+constexpr int GEMV_SMEM_FIXED = 23552;
+static_assert(GEMV_SMEM_FIXED == 4 * (Y_FLOATS + PARTNER_FLOATS + MAX_SLICE_BLOCKS) + MAX_ROWS * MAX_SLICE_BLOCKS,
               "GEMV_SMEM_FIXED");
 // The least weight ring: one k-block per warp, per byte of weight element (x 2 for bf16). The 8-row lm_head
 // gets no more than that (its input rows take 80 KB); every M = 1 word gets at least three.
@@ -46,7 +44,7 @@ struct GemvSmem {
           y(reinterpret_cast<float*>(base)),
           partner(y + Y_FLOATS),
           scales(partner + PARTNER_FLOATS),
-          x_p(reinterpret_cast<signed char*>(scales + SCALE_FLOATS)),
+          x_p(reinterpret_cast<signed char*>(scales + MAX_SLICE_BLOCKS)),
           x(reinterpret_cast<bf16*>(x_p + MAX_ROWS * MAX_SLICE_BLOCKS)) {}
     __device__ float* y_at(int half, int row) const { return y + (half * MAX_ROWS + row) * MAX_TILE_ROWS; }
     // The weight ring: after `x_elems` input elements, 128-byte aligned, to the end of dynamic memory.
@@ -248,6 +246,27 @@ __device__ inline void keep_hidden(const Ctx& ctx, const Word& w, float* scratch
               w.k(), ctx.weight(w.p(0)), w.pf(1), 0, w.k(), scratch);
 }
 
+// --- the GEMV proper ------------------------------------------------------------------------------------
+// fp32 sums of `rows` (<= 128) rows from local row `row0` of weight W over k-blocks [b0, b1), for the m
+// input rows in sm.x -> y[row * MAX_TILE_ROWS + i]. fp8 and bf16 segments take the same path (gemv.cuh).
+__device__ inline void gemv_rows(const GemvSmem& sm, const Weight& W, int k, int row0, int rows, int b0, int b1,
+                                 int x_stride, int m, float* y) {
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, warp = threadIdx.x >> 5;
+    const int strip = warp & 7;
+    float acc[4];
+    gemv_block_rows(acc, W.dtype == DT_FP8, W.base, reinterpret_cast<const bf16*>(W.scale), k, row0, rows, b0, b1, sm.x,
+                    sm.x_p, x_stride, m, sm.ring(m * x_stride), sm.ring_bytes(m * x_stride), sm.scales,
+                    sm.partner);
+    if (warp < 8) {
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+            const int i = strip * WARP_ROWS + g + 8 * (q >> 1), input = 2 * t + (q & 1);
+            if (i < rows && input < m) y[input * MAX_TILE_ROWS + i] = acc[q];
+        }
+    }
+    __syncthreads();  // y complete; partner and ring free for the next pass
+}
+
 // --- epilogues ---------------------------------------------------------------------------------------
 __device__ inline void head_epilogue(const Ctx& ctx, const Word& w, const RowGroup& rg, const GemvSmem& sm) {
     const int m = w.rows(), rows = rg.r1 - rg.r0, defined = w.p(2);
@@ -379,19 +398,13 @@ __device__ inline void gemv_main_passes(const Ctx& ctx, const Word& w, int tile,
     const int S = mt.S, k = mt.k, m = mt.m, b0 = mt.b0, b1 = mt.b1, width = mt.width, s = mt.s;
     const bool gate_up = mt.gate_up;
     const int rows = rg.r1 - rg.r0;
-    // One pass over the tile's rows: gate and up (the same rows of two weights), or up to 256 rows of one
-    // segment as two parts of <= 128 (fp8: one scale row each).
-    const Weight W = gemv_weight(ctx, w, gate_up ? 0 : rg.segment);
-    const int first = rg.r0 - rg.seg_r0;
-    const GemvPart a{W.base, reinterpret_cast<const bf16*>(W.scale), first, min(ROW_BLOCK, rows)};
-    GemvPart b{W.base, a.scale, first + ROW_BLOCK, rows - a.rows};
-    if (gate_up) {
-        const Weight up = gemv_weight(ctx, w, 1);
-        b = GemvPart{up.base, reinterpret_cast<const bf16*>(up.scale), first, rows};
+    const int passes = gate_up ? 2 : (rows + ROW_BLOCK - 1) / ROW_BLOCK;
+    for (int p = 0; p < passes; ++p) {
+        const Weight W = gemv_weight(ctx, w, gate_up ? p : rg.segment);
+        const int first = rg.r0 - rg.seg_r0 + (gate_up ? 0 : p * ROW_BLOCK);
+        const int prows = gate_up ? rows : min(ROW_BLOCK, rows - p * ROW_BLOCK);
+        gemv_rows(sm, W, k, first, prows, b0, b1, width, m, sm.y_at(gate_up ? p : 0, 0) + (gate_up ? 0 : p * ROW_BLOCK));
     }
-    gemv_tile_pass(W.dtype == DT_FP8, a, b, k, b0, b1, sm.x, sm.x_p, width, m, sm.ring(m * width),
-                   sm.ring_bytes(m * width), sm.scales, sm.partner, sm.y_at(0, 0),
-                   gate_up ? sm.y_at(1, 0) : sm.y_at(0, 0) + ROW_BLOCK);
     if (S > 1) {  // this slice's sums -> scratch rows [s m, (s + 1) m); the reduce tile finishes the group
         const Buffer scratch = ctx.buffer(w.buf_scratch());
         const int halves = gate_up ? 2 : 1, n = w.n();
