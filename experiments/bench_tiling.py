@@ -6,7 +6,7 @@ Why: the 27B's gate_up has 136 row groups for 132 SMs, so with one k-slice four 
 tile alone (~60 us a layer with 128 SMs idle), and its qkv (one head per row group) has 56 tiles, not
 even half a wave. More slices cut tiles smaller at the price of partial sums and a reduce stage.
 
-  python experiments/bench_tiling.py --out DIR [--variants landed,v1,gate_up=4] [--context 1024]
+  python experiments/bench_tiling.py --out DIR [--variants landed,v1,gate_up=4] [--context 1024] [--rows 8]
 
 A variant is `landed` (plan.k_slices as it is), `v1` (the rule before D17: gate_up and qkv one slice) or
 overrides joined by '+', e.g. gate_up=4+qkv=1. A Program with other slices than plan.k_slices does not
@@ -71,19 +71,20 @@ def main() -> None:
     parser.add_argument("--context", type=int, default=1024)
     parser.add_argument("--tokens", type=int, default=16, help="timed passes per variant per round")
     parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--rows", type=int, default=1, help="rows M of every pass (1..8)")
     args = parser.parse_args()
     config = model_config(args.model)
-    capacity = args.context + args.tokens + 1
+    capacity = args.context + args.rows * (args.tokens + 1)
     variants = {}
     weights = None
     for v in args.variants.split(","):
         with k_slices_overridden(overrides(config, v)):
-            program = lower(config, rows=1, sms=132, capacity=capacity)
+            program = lower(config, rows=args.rows, sms=132, capacity=capacity)
         slices = {op: next(w.k_slices for w in program.words if w.opcode.name == op)
                   for op in ("NORM_GATE_UP", "NORM_GEMV_QKV")}
         weights = weights or device_weights(program, args.model, progress=False)
         session = DeviceSession(program)
-        session.set_tokens([9707], config.vocab_size)
+        session.set_tokens([9707] * args.rows, config.vocab_size)
         graph, mega = DiscreteProgram(program, weights, session), Megakernel(program, weights, session)
         variants[v] = (session, graph, mega, slices)
         print(f"{v}: k-slices {slices}", flush=True)
@@ -107,7 +108,7 @@ def main() -> None:
         backend, v = name.split(" ", 1)
         st = abtest.stats([x.ms for x in samples if x.backend == name])
         rows.append({"backend": backend, "variant": v, "k_slices": variants[v][3], "context": args.context,
-                     "rows": 1, "ms_per_token": st["median"], "p10": st["p10"], "p90": st["p90"]})
+                     "rows": args.rows, "ms_per_token": st["median"], "p10": st["p10"], "p90": st["p90"]})
         print(f"{name:<24} {st['median']:.3f} ms/token (p10 {st['p10']:.3f}, p90 {st['p90']:.3f})", flush=True)
     os.makedirs(args.out, exist_ok=True)
     result = {

@@ -23,9 +23,6 @@ ROW_BLOCK = 128  # rows of one scale block; GEMV row groups are counted in these
 K_BLOCK = 128  # reduction elements of one scale block
 ONE_WAVE_TILES = 132  # the H200's SM count: one wave of GEMV tiles, one per SM
 MAX_K_SLICES = 8  # more slices add partial traffic for little extra parallelism
-# A tile's fixed cost (prologue, scales, pipeline fill, its wait and signal) in units of a whole-k tile's
-# streaming time, for GEMVs of more than one wave: fit to the measured gate_up sweep (docs/DECISIONS.md D17).
-TILE_COST = 0.2
 ATTENTION_PARTITIONS = 32  # x 4 KV heads = 128 attention tiles on the 27B
 
 
@@ -41,20 +38,14 @@ def row_groups(segment_rows: tuple[int, ...], tile_rows: int, paired: bool = Fal
 def k_slices(groups: int, k: int) -> int:
     """Slices of the reduction axis for a GEMV of `groups` row groups over `k` inputs, at most
     MAX_K_SLICES and the k-block count. Up to one wave of row groups: the largest S whose tiles still fit
-    one wave (D14, measured: a second, partly filled wave costs more than the slices it adds). Beyond
-    one wave the tiles spill into more waves anyway: the S minimising waves / S + TILE_COST x waves
-    (waves = ceil(groups x S / ONE_WAVE_TILES), a wave of whole-k tiles costing 1), which cuts a lone
-    second wave short (gate_up's 136 groups: S = 2, D17). Slices need not divide the k-blocks evenly
-    (slice_blocks)."""
+    one wave (D14, measured: a second, partly filled wave costs more than the slices it adds). Beyond one
+    wave: one slice, the tiles already fill the GPU (gate_up's 136 groups: S = 1 measured 3 % faster a
+    step than S = 2 in both builds, one row or eight, D26; D17's kernels had chosen 2). Slices need not
+    divide the k-blocks evenly (slice_blocks)."""
     limit = max(1, min(MAX_K_SLICES, -(-k // K_BLOCK)))
     if groups <= ONE_WAVE_TILES:
         return max(1, min(ONE_WAVE_TILES // groups, limit))
-
-    def cost(s: int) -> float:
-        waves = -(-groups * s // ONE_WAVE_TILES)
-        return waves / s + TILE_COST * waves
-
-    return min(range(1, limit + 1), key=lambda s: (cost(s), s))
+    return 1
 
 
 def slice_blocks(k: int, slices: int, s: int) -> tuple[int, int]:

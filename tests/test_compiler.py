@@ -165,12 +165,13 @@ def test_27b_mtp_program_and_shared_session_layout():
     assert session(target) == session(mtp)
 
 
-def test_k_slices_fill_one_wave_and_cut_a_lone_second_wave():
+def test_k_slices_fill_one_wave_and_leave_more_groups_whole():
     # up to one wave of row groups: the largest S whose tiles still fit one wave (D14)
     for groups in range(1, plan.ONE_WAVE_TILES + 1):
         assert plan.k_slices(groups, 40 * plan.K_BLOCK) == min(plan.ONE_WAVE_TILES // groups, plan.MAX_K_SLICES)
     assert plan.k_slices(3, 2 * plan.K_BLOCK) == 2  # never more slices than k-blocks
-    # the 27B's shapes (D17): gate_up's 136 groups and qkv's 56 one-head groups take 2; lm_head stays whole
+    assert plan.k_slices(plan.ONE_WAVE_TILES + 1, 40 * plan.K_BLOCK) == 1  # beyond one wave: whole (D26)
+    # the 27B's shapes: qkv's 56 one-head groups take 2 (D17); gate_up's 136 groups and lm_head stay whole
     c = preset("qwen3.5-27b")
     slices = {g.name.split(".")[-1]: g.slices for g in plan.gemv_groups(c) if g.name.startswith(("layers.3.", "lm"))}
-    assert slices == {"qkv": 2, "o_proj": 3, "gate_up": 2, "down": 3, "lm_head": 1}
+    assert slices == {"qkv": 2, "o_proj": 3, "gate_up": 1, "down": 3, "lm_head": 1}

@@ -1,0 +1,49 @@
+"""One eager decode step of the 27B synthetic model's discrete build (weights generated on the GPU), for
+Nsight Compute to profile chosen launches: the kernels run in program order, one launch per (word, stage).
+
+  ncu --kernel-name tile_gemv --launch-count 24 --section SpeedOfLight ... \\
+      python experiments/profile_step.py [--rows 8] [--context 1024]
+
+Prints the launch list (index among the launches of each kernel, word, opcode, tiles, shared bytes) so a
+profile's launch numbers can be read back as words.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def main() -> None:
+    import cupy
+
+    from compiler import lower
+    from discrete.backend import device_weights
+    from discrete.launcher import GEMV_KERNEL, KERNEL_OF, DiscreteProgram
+    from megakernel.device import DeviceSession
+    from megakernel.models import model_config
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default="synthetic:qwen3.5-27b")
+    parser.add_argument("--rows", type=int, default=1)
+    parser.add_argument("--context", type=int, default=1024)
+    args = parser.parse_args()
+    config = model_config(args.model)
+    program = lower(config, rows=args.rows, sms=132, capacity=args.context + 64)
+    weights = device_weights(program, args.model, progress=False)
+    session = DeviceSession(program)
+    runner = DiscreteProgram(program, weights, session)
+    session.set_tokens([9707] * args.rows, config.vocab_size)
+    session.set_position(args.context - 1)
+    seen: dict[str, int] = {}
+    for word, kernel, tiles, smem, stage in runner.launches:
+        name = GEMV_KERNEL if stage is not None else KERNEL_OF[program.words[word].opcode]
+        n = seen.get(name, 0)
+        seen[name] = n + 1
+        print(f"{name} {n:4d}: word {word:3d} {program.words[word].opcode.name:26s} stage {stage} "
+              f"tiles {tiles:4d} smem {smem}")
+    runner.launch_eager()
+    cupy.cuda.Device().synchronize()
+
+
+if __name__ == "__main__":
+    main()
