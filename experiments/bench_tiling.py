@@ -9,7 +9,7 @@ even half a wave. More slices cut tiles smaller at the price of partial sums and
   python experiments/bench_tiling.py --out DIR [--variants landed,v1,gate_up=4] [--context 1024] [--rows 8]
 
 A variant is `landed` (plan.k_slices as it is), `v1` (the rule before D17: gate_up and qkv one slice) or
-overrides joined by '+', e.g. gate_up=4+qkv=1. A Program with other slices than plan.k_slices does not
+overrides joined by '+', e.g. gate_up=4+qkv=1 (names: gate_up, qkv, down, out). A Program with other slices than plan.k_slices does not
 match the reference's engine sums: only its timing is measured here.
 """
 
@@ -29,13 +29,16 @@ V1 = "gate_up=1+qkv=1"
 
 
 def overrides(config, variant: str) -> dict[tuple[int, int], int]:
-    """{(row groups, k): slices} of a variant for this config's gate_up and qkv shapes."""
+    """{(row groups, k): slices} of a variant for this config's gate_up, qkv, down and out_proj shapes (out:
+    every GEMV of that shape, o_proj too where attn_out_dim equals gdn_value_dim, as on the 27B)."""
     if variant == "landed":
         return {}
     shapes = {"gate_up": (plan.row_groups((config.intermediate_size,) * 2, plan.ROW_BLOCK, paired=True),
                           config.hidden_size),
               "qkv": (plan.row_groups((config.q_proj_rows, config.kv_dim, config.kv_dim), config.head_dim),
-                      config.hidden_size)}
+                      config.hidden_size),
+              "down": (plan.row_groups((config.hidden_size,), plan.ROW_BLOCK), config.intermediate_size),
+              "out": (plan.row_groups((config.hidden_size,), plan.ROW_BLOCK), config.gdn_value_dim)}  # and o_proj
     out = {}
     for item in (V1 if variant == "v1" else variant).split("+"):
         name, slices = item.split("=")
@@ -81,7 +84,7 @@ def main() -> None:
         with k_slices_overridden(overrides(config, v)):
             program = lower(config, rows=args.rows, sms=132, capacity=capacity)
         slices = {op: next(w.k_slices for w in program.words if w.opcode.name == op)
-                  for op in ("NORM_GATE_UP", "NORM_GEMV_QKV")}
+                  for op in ("NORM_GATE_UP", "NORM_GEMV_QKV", "GEMV_RESIDUAL", "GATED_NORM_GEMV_RESIDUAL")}
         weights = weights or device_weights(program, args.model, progress=False)
         session = DeviceSession(program)
         session.set_tokens([9707] * args.rows, config.vocab_size)
