@@ -50,7 +50,7 @@ def _plan_shards(specs: list[TensorSpec], shard_bytes: int) -> list[list[TensorS
 
 
 def _write(out_dir: str, c: ModelConfig, shard_bytes: int, produce: Callable[[list[TensorSpec]], dict[str, np.ndarray]],
-           extra_config: dict | None) -> None:
+           extra_config: dict | None, tokenizer: bool = True) -> None:
     from .tokenizer import write_tokenizer_files  # imported late: building the tokenizer is slow
 
     out_dir = os.path.abspath(out_dir)
@@ -74,7 +74,8 @@ def _write(out_dir: str, c: ModelConfig, shard_bytes: int, produce: Callable[[li
         _dump_json(os.path.join(tmp, "config.json"), config_json(c, extra_config))
         _dump_json(os.path.join(tmp, "generation_config.json"),
                    {"bos_token_id": 248044, "pad_token_id": 248044, "eos_token_id": list(c.eos_token_ids)})
-        write_tokenizer_files(tmp)
+        if tokenizer:
+            write_tokenizer_files(tmp)
         if os.path.isdir(out_dir):
             os.rmdir(out_dir)  # empty, checked above
         os.replace(tmp, out_dir)
@@ -105,11 +106,12 @@ def write_synthetic_checkpoint(out_dir: str, c: ModelConfig, seed: int = 0, pow2
 
 
 def save_checkpoint(weights: WeightSet, out_dir: str, shard_bytes: int = DEFAULT_SHARD_BYTES,
-                    rename: Callable[[str], str] | None = None) -> None:
-    """Write an in-memory WeightSet; ``rename`` maps canonical names to stored ones (e.g. flat naming)."""
+                    rename: Callable[[str], str] | None = None, tokenizer: bool = True) -> None:
+    """Write an in-memory WeightSet; ``rename`` maps canonical names to stored ones (e.g. flat naming);
+    ``tokenizer``: with the tokenizer files (a checkpoint to hand out), or weights and configs only."""
     rename = rename or (lambda name: name)
 
     def produce(shard: list[TensorSpec]) -> dict[str, np.ndarray]:
         return {rename(s.name): np.ascontiguousarray(weights[s.name]) for s in shard}
 
-    _write(out_dir, weights.config, shard_bytes, produce, None)
+    _write(out_dir, weights.config, shard_bytes, produce, None, tokenizer)

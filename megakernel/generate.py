@@ -64,7 +64,7 @@ class ReferenceBackend:
 
     def start(self, prompt_ids: list[int]) -> np.ndarray:
         self.session = self.model.new_session(self.capacity)
-        return self.model.forward(self.session, prompt_ids).logits[-1]
+        return self.model.forward(self.session, prompt_ids, last_logits_only=True).logits[-1]
 
     def step(self, token: int) -> np.ndarray:
         return self.model.forward(self.session, [token]).logits[0]

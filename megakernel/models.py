@@ -7,7 +7,8 @@ import os
 from .checkpoint import load_checkpoint
 from .config import ModelConfig, load_config
 from .errors import ConfigError
-from .synthetic import parse_synthetic, synthetic_weights
+from .synthetic import parse_synthetic
+from .synthetic_cache import cached_synthetic_weights
 from .weights import WeightSet
 
 DEFAULT_MODEL = "synthetic:tiny"
@@ -26,7 +27,7 @@ def open_weights(model: str) -> WeightSet:
     synthetic = parse_synthetic(model)
     if synthetic:
         config, seed = synthetic
-        return synthetic_weights(config, seed)
+        return cached_synthetic_weights(config, seed)
     _require_dir(model)
     return load_checkpoint(model)
 

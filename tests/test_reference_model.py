@@ -45,6 +45,14 @@ def test_m_rows_equal_m_single_steps_bit_for_bit(model, rows):
     assert_same_state(single, batched)
 
 
+def test_the_last_rows_logits_alone_are_that_rows_logits(model):
+    a, b = model.new_session(32), model.new_session(32)
+    whole, last = model.forward(a, PROMPT), model.forward(b, PROMPT, last_logits_only=True)
+    assert last.logits.shape == (1, whole.logits.shape[1]) and np.array_equal(last.logits[0], whole.logits[-1])
+    assert np.array_equal(last.hidden, whole.hidden)
+    assert_same_state(a, b)
+
+
 def test_prompt_in_one_call_equals_token_by_token(model):
     a, b = model.new_session(32), model.new_session(32)
     whole = model.forward(a, PROMPT)

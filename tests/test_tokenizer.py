@@ -381,3 +381,19 @@ def test_checkpoint_tokenizer_with_other_special_tokens_is_rejected(tmp_path):
     hf.save(str(tmp_path / "tokenizer.json"))
     with pytest.raises(CheckpointError, match="added tokens"):
         T.load_tokenizer(tmp_path)
+
+
+def test_the_token_bytes_table_is_kept_and_a_damaged_copy_rebuilt(built, tmp_path, monkeypatch):
+    monkeypatch.setenv("MEGAKERNEL_CACHE", str(tmp_path))
+    fresh = T.Tokenizer(built)  # builds the id -> bytes table and keeps it
+    [table] = tmp_path.glob("token-bytes-*.bin")
+    calls = []
+    checked = T._checked_table
+    monkeypatch.setattr(T, "_checked_table", lambda *a: calls.append(1) or checked(*a))
+    assert T.Tokenizer(built)._token_bytes == fresh._token_bytes and calls == []  # read back, not rebuilt
+    data = table.read_bytes()
+    for damaged in (data[: len(data) // 2], data[:-1] + bytes([data[-1] ^ 1]), b""):
+        table.write_bytes(damaged)
+        assert T.Tokenizer(built)._token_bytes == fresh._token_bytes
+    assert calls == [1, 1, 1] and table.read_bytes() == data  # each damaged copy rebuilt and rewritten
+    assert not list(tmp_path.glob("*.tmp"))

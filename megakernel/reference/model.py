@@ -153,8 +153,10 @@ class ReferenceModel:
             s.mtp_kv = KVCache.empty(capacity, c)
         return s
 
-    def forward(self, session: Session, tokens, gdn_form: str = "sequential") -> StepOutput:
-        """Process len(tokens) rows at positions session.position..; advances the session."""
+    def forward(self, session: Session, tokens, gdn_form: str = "sequential", last_logits_only: bool = False) -> StepOutput:
+        """Process len(tokens) rows at positions session.position..; advances the session. last_logits_only:
+        the head runs on the last row alone (a prompt needs no more; each row's logits are its own, so that
+        row's bits are the same), logits [1, vocab]."""
         c = self.config
         tokens = self.check_tokens(tokens)
         positions = np.arange(session.position, session.position + len(tokens))
@@ -173,7 +175,7 @@ class ReferenceModel:
             x = bf16(x + mlp(ops.rms_norm_1p(x, norm_post, c.rms_norm_eps)))
         session.position += len(tokens)
         hidden = ops.rms_norm_1p(x, self.final_norm, c.rms_norm_eps)
-        return StepOutput(self.logits(hidden), hidden)
+        return StepOutput(self.logits(hidden[-1:] if last_logits_only else hidden), hidden)
 
     def logits(self, hidden: np.ndarray) -> np.ndarray:
         # ENGINE keeps the fp32 accumulators: the GPU head takes its argmax before any rounding.
