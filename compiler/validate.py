@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from isa import Kind, Program
@@ -77,10 +78,14 @@ def check_dataflow(program: Program) -> list[str]:
     return problems
 
 
-def validate(program: Program, sms: int, steps: int = 3, limit: int = 20) -> Report:
-    """Stops at `limit` problems: a failing program's report then counts only the nodes built so far."""
+def validate(program: Program, sms: int, steps: int = 3, limit: int = 20,
+             on_progress: Callable[[int, int], None] | None = None) -> Report:
+    """Stops at `limit` problems: a failing program's report then counts only the nodes built so far.
+    on_progress(done, total): called after each instruction stage of each step (the CLI's progress bar)."""
     problems = check_counters(program) + check_dataflow(program)
     hb, index = HappensBefore(program, sms), AccessIndex(program)
+    total = steps * sum(len(hb.stages(i)) for i in range(len(program.words)))
+    done = 0
     for step in range(steps):
         for i in range(len(program.words)):
             for stage in hb.stages(i):
@@ -97,4 +102,7 @@ def validate(program: Program, sms: int, steps: int = 3, limit: int = 20) -> Rep
                 inside = [h for h in found if h.first in ids]
                 problems += ([h.describe(hb) for h in found if h.first not in ids] + [h.describe(hb) for h in reuse]
                              + ["within one instruction: " + h.describe(hb) for h in inside])[:room]
+                done += 1
+                if on_progress is not None:
+                    on_progress(done, total)
     return Report(problems, len(hb))

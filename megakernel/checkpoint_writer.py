@@ -18,6 +18,7 @@ from safetensors.numpy import save_file
 from .checkpoint import INDEX_FILE, SINGLE_FILE
 from .config import ModelConfig, quantization_config_dict
 from .errors import CheckpointError
+from .progress import bytes_bar
 from .synthetic import GENERATOR_VERSION, synthesize
 from .tensors import TensorSpec, modules_to_not_convert, tensor_specs
 from .weights import WeightSet
@@ -64,10 +65,12 @@ def _write(out_dir: str, c: ModelConfig, shard_bytes: int, produce: Callable[[li
         names = [SINGLE_FILE] if len(shards) == 1 else [
             f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors" for i in range(len(shards))]
         weight_map = {}
-        for file_name, shard in zip(names, shards):
-            tensors = produce(shard)
-            save_file(tensors, os.path.join(tmp, file_name), metadata={"format": "pt"})
-            weight_map.update({name: file_name for name in tensors})
+        with bytes_bar(sum(s.nbytes for s in tensor_specs(c)), f"writing {os.path.basename(out_dir)}") as bar:
+            for file_name, shard in zip(names, shards):
+                tensors = produce(shard)
+                save_file(tensors, os.path.join(tmp, file_name), metadata={"format": "pt"})
+                weight_map.update({name: file_name for name in tensors})
+                bar.update(sum(t.nbytes for t in tensors.values()))
         if len(shards) > 1:
             total = sum(s.nbytes for s in tensor_specs(c))
             _dump_json(os.path.join(tmp, INDEX_FILE), {"metadata": {"total_size": total}, "weight_map": weight_map})

@@ -17,6 +17,7 @@ from .budgets import DEVICE_RESERVE_BYTES, budgets, host_available_bytes, host_p
 from .config import PRESETS
 from .errors import InputError, MegakernelError
 from .models import DEFAULT_MODEL, model_config
+from .progress import count_bar
 
 MODEL_HELP = f"checkpoint directory or synthetic:<preset>[:seed], presets: {', '.join(PRESETS)} (default {DEFAULT_MODEL})"
 DEFAULT_CONTEXT = 4096  # generate's session capacity, and the context `info --device` sizes sessions for
@@ -336,7 +337,14 @@ def cmd_compile(args: argparse.Namespace) -> None:
         program = lower(config, **options)
     else:
         program = lower_mtp(config, chained=args.program == "mtp-chained", **options)
-    report = validate(program, args.sms) if args.validate else None
+    report = None
+    if args.validate:
+        with count_bar(0, "validating", "stage") as bar:
+            def advance(done: int, total: int) -> None:
+                bar.total = total
+                bar.update(done - bar.n)
+
+            report = validate(program, args.sms, on_progress=advance)
     if args.out:
         try:
             with open(args.out, "wb") as f:

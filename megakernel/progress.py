@@ -1,5 +1,5 @@
 """Progress bars on stderr for the slow steps (weights synthesised, read from a checkpoint, copied to the
-GPU): tqdm, drawn only while stderr is a terminal, so logs, pipes and `--json` output stay clean (the
+GPU or written to one; a Program validated): tqdm, drawn only while stderr is a terminal, so logs, pipes and `--json` output stay clean (the
 bars never touch stdout)."""
 
 from __future__ import annotations
@@ -21,3 +21,11 @@ def bytes_bar(total: int, what: str, enabled: bool = True):
 
     return tqdm(total=total, desc=what, unit="B", unit_scale=True, unit_divisor=1000, file=sys.stderr,
                 disable=not (enabled and on_terminal()), leave=False, mininterval=0.25)
+
+
+def count_bar(total: int, what: str, unit: str, enabled: bool = True):
+    """A bar counting `total` `unit`s, as bytes_bar otherwise."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=what, unit=unit, file=sys.stderr, disable=not (enabled and on_terminal()),
+                leave=False, mininterval=0.25)

@@ -27,3 +27,34 @@ def test_a_bar_is_drawn_on_a_terminal_and_nowhere_else(monkeypatch, capsys):
     assert capsys.readouterr() == ("", "")
     name = next(iter(weights.tensors))
     assert (weights[name] == again[name]).all()  # the bar changes nothing it counts
+
+
+def test_writing_a_checkpoint_draws_its_bar(tmp_path, monkeypatch):
+    from megakernel.checkpoint_writer import write_synthetic_checkpoint
+
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    write_synthetic_checkpoint(str(tmp_path / "micro-ckpt"), micro_config(), shard_bytes=1 << 20)
+    assert "writing micro-ckpt:" in terminal.getvalue()
+
+
+def test_validation_reports_every_stage_once():
+    from compiler import lower, validate
+
+    program = lower(micro_config(), rows=1, sms=7)
+    seen = []
+    report = validate(program, 7, steps=2, on_progress=lambda done, total: seen.append((done, total)))
+    stages = sum(2 if w.reduce_tiles else 1 for w in program.words)
+    assert report.ok and seen == [(i + 1, 2 * stages) for i in range(2 * stages)]
+
+
+def test_compile_validate_draws_its_bar_on_a_terminal_only(monkeypatch, capsys):
+    from megakernel import cli
+
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    assert cli.main(["compile", "--validate", "--json"]) == 0
+    assert "validating:" in terminal.getvalue() and "stage" in terminal.getvalue()
+    monkeypatch.undo()
+    assert cli.main(["compile", "--validate", "--json"]) == 0
+    assert capsys.readouterr().err == ""
