@@ -81,19 +81,6 @@ __device__ __forceinline__ float warp_max(float v) {
     return v;
 }
 
-// Sum over the block's threads (each contributes v); every thread gets the result. scratch: TILE_WARPS
-// floats of shared memory, free on entry and on return.
-__device__ __forceinline__ float block_sum(float v, float* scratch) {
-    v = warp_sum(v);
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    if (lane == 0) scratch[warp] = v;
-    __syncthreads();
-    float total = lane < TILE_WARPS ? scratch[lane] : 0.0f;
-    total = warp_sum(total);
-    __syncthreads();
-    return total;
-}
-
 // The better of two (value, id) candidates: larger value, then lower id; id < 0 is "none" and NaN never
 // wins. A total order, so any reduction tree gives the same winner.
 __device__ __forceinline__ bool better(float v, int id, float best, int best_id) {

@@ -132,8 +132,8 @@ __device__ __forceinline__ void weight8(const Weight& w, int c, float (&f)[8]) {
 
 // RMSNorm1p of m rows of k values each: dst(r)[c - c0] = bf16(x * rsqrt(mean(x^2) + eps) * (1 + w[c])) for
 // the columns [c0, c1) (k, c0, c1 multiples of 8; src(r), dst(r): 16-byte aligned row pointers). Rows are
-// read in 16-byte pieces and all rows share one block reduction: a per-element loop waits on L2 once per
-// element (its loads cannot pass stores that might alias them). Thread i sums the squares of pieces i,
+// read in 16-byte pieces and all rows share one block reduction (a per-element loop may wait on L2 once
+// per element: its loads may not pass stores that might alias them). Thread i sums the squares of pieces i,
 // i + TILE_THREADS, .. of each row, then the block adds the threads' sums in a fixed tree: a row's bits
 // never depend on m (the order is the GPU's own; the reference's np.mean agrees to fp32 rounding).
 // scratch: (TILE_WARPS + 1) x MAX_ROWS floats. All threads; ends synced.
