@@ -64,15 +64,14 @@ def _write(out_dir: str, c: ModelConfig, shard_bytes: int, produce: Callable[[li
         shards = _plan_shards(tensor_specs(c), shard_bytes)
         names = [SINGLE_FILE] if len(shards) == 1 else [
             f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors" for i in range(len(shards))]
-        weight_map = {}
-        with bytes_bar(sum(s.nbytes for s in tensor_specs(c)), f"writing {os.path.basename(out_dir)}") as bar:
+        weight_map, total = {}, sum(s.nbytes for s in tensor_specs(c))
+        with bytes_bar(total, f"writing {os.path.basename(out_dir)}") as bar:
             for file_name, shard in zip(names, shards):
                 tensors = produce(shard)
                 save_file(tensors, os.path.join(tmp, file_name), metadata={"format": "pt"})
                 weight_map.update({name: file_name for name in tensors})
                 bar.update(sum(t.nbytes for t in tensors.values()))
         if len(shards) > 1:
-            total = sum(s.nbytes for s in tensor_specs(c))
             _dump_json(os.path.join(tmp, INDEX_FILE), {"metadata": {"total_size": total}, "weight_map": weight_map})
         _dump_json(os.path.join(tmp, "config.json"), config_json(c, extra_config))
         _dump_json(os.path.join(tmp, "generation_config.json"),

@@ -1,6 +1,6 @@
 """Progress bars on stderr for the slow steps (weights synthesised, read from a checkpoint, copied to the
-GPU or written to one; a Program validated): tqdm, drawn only while stderr is a terminal, so logs, pipes and `--json` output stay clean (the
-bars never touch stdout)."""
+GPU or written to one; a Program validated): tqdm, drawn only while stderr is a terminal, so logs, pipes
+and `--json` output stay clean (the bars never touch stdout)."""
 
 from __future__ import annotations
 
@@ -14,18 +14,15 @@ def on_terminal() -> bool:
         return False
 
 
-def bytes_bar(total: int, what: str, enabled: bool = True):
-    """A bar counting `total` bytes (call .update(n), use as a context manager); a no-op when `enabled`
+def count_bar(total: int, what: str, unit: str, enabled: bool = True, **kwargs):
+    """A bar counting `total` `unit`s (call .update(n), use as a context manager); a no-op when `enabled`
     is False or stderr is not a terminal."""
     from tqdm import tqdm
 
-    return tqdm(total=total, desc=what, unit="B", unit_scale=True, unit_divisor=1000, file=sys.stderr,
-                disable=not (enabled and on_terminal()), leave=False, mininterval=0.25)
-
-
-def count_bar(total: int, what: str, unit: str, enabled: bool = True):
-    """A bar counting `total` `unit`s, as bytes_bar otherwise."""
-    from tqdm import tqdm
-
     return tqdm(total=total, desc=what, unit=unit, file=sys.stderr, disable=not (enabled and on_terminal()),
-                leave=False, mininterval=0.25)
+                leave=False, mininterval=0.25, **kwargs)
+
+
+def bytes_bar(total: int, what: str, enabled: bool = True):
+    """count_bar over `total` bytes, shown in kB, MB, GB."""
+    return count_bar(total, what, "B", enabled, unit_scale=True, unit_divisor=1000)
