@@ -1,10 +1,11 @@
 """Partitioning: how many tiles each instruction has and how big they are (the block assignment of
 tiles is the fixed rule of tiling.block_range). Split-K GEMVs get a scratch buffer for their partials.
 
-GEMV row groups are 128 rows (one scale block), except NORM_GEMV_QKV whose row groups are one head
-(head_dim rows) so that the epilogue can normalise and rotate a whole head; k-slices are
-plan.k_slices of the instruction's row groups and k (megakernel/plan.py), the numbers the reference's
-engine mode sums with.
+GEMV row groups are plan.row_tile rows (128, one scale block, or 64 / 32 where that fills more than a
+wave without k-slices), except NORM_GEMV_QKV whose row groups are one head (head_dim rows) so that the
+epilogue can normalise and rotate a whole head, and NORM_HEAD (128: its candidates are per 128 rows);
+k-slices are plan.k_slices of the instruction's row groups and k (megakernel/plan.py), the numbers the
+reference's engine mode sums with.
 """
 
 from __future__ import annotations
@@ -23,11 +24,13 @@ def partition(low: Lowered, c: ModelConfig) -> None:
     for ins in low.instrs:
         op, p = ins.op, ins.params
         if op in GEMV_OPS:
-            ins.tile_rows = c.head_dim if op == Op.NORM_GEMV_QKV else plan.ROW_BLOCK
             seg_rows = tuple(shapes[w][0] for w in ins.weights)
             if ins.flags & Flag.WORKING_VOCAB:  # the head's rows are a session buffer
                 seg_rows = (low.buffers[ins.bufs["aux2"]].rows,)
-            groups = plan.row_groups(seg_rows, ins.tile_rows, paired=op == Op.NORM_GATE_UP)
+            paired = op == Op.NORM_GATE_UP
+            ins.tile_rows = (c.head_dim if op == Op.NORM_GEMV_QKV else plan.ROW_BLOCK if op == Op.NORM_HEAD
+                             else plan.row_tile(seg_rows, ins.k, paired))
+            groups = plan.row_groups(seg_rows, ins.tile_rows, paired=paired)
             ins.k_slices = plan.k_slices(groups, ins.k)
             ins.tiles = groups * ins.k_slices
             ins.reduce_tiles = groups if ins.k_slices > 1 else 0

@@ -5,15 +5,16 @@
 
 #include "tiles.cuh"
 
-#define GEMV_THREADS 512  // 16 warps: two per 16-row strip of a 128-row group (even / odd k-blocks)
+#define GEMV_THREADS 512  // 16 warps: each 16-row strip of a pass shared by 16 / strips warps (gemv.cuh WarpRole)
 
 // The GEMV core alone (bench and tests; fp8 weights in 16-row units, megakernel/weight_layout.py): block
-// (row group r, k-slice s) writes the fp32 slice sums of rows
-// [128 r, 128 r + 128) for the m input rows to out[(s * m + row) * n + output row]. Dynamic shared memory:
-// a GemvSmem (the slice's input rows copied in, then the weight ring).
+// (row group r, k-slice s) writes the fp32 slice sums of rows [tile_rows r, tile_rows (r + 1)) (tile_rows a
+// multiple of 16, at most 128; fp8: a divisor of 128) for the m input rows to out[(s * m + row) * n + output
+// row]. Dynamic shared memory: a GemvSmem (the slice's input rows copied in, then the weight ring).
 template <bool FP8>  // a constant dtype: the bench kernels compile one path each
 __device__ __forceinline__ void gemv_slices(const unsigned char* weight, const __nv_bfloat16* scale,
-                                            const __nv_bfloat16* x, float* out, int n, int k, int m, int slices) {
+                                            const __nv_bfloat16* x, float* out, int n, int k, int m, int slices,
+                                            int tile_rows) {
     extern __shared__ __align__(16) unsigned char smem[];
     const mk::GemvSmem sm(smem);
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, warp = threadIdx.x >> 5;
@@ -28,25 +29,26 @@ __device__ __forceinline__ void gemv_slices(const unsigned char* weight, const _
         __syncthreads();
     }
     float acc[4];
-    mk::gemv_block_rows(acc, FP8, weight, scale, k, blockIdx.x * mk::ROW_BLOCK, mk::ROW_BLOCK, b0, b1, sm.x, sm.x_p,
-                        width, m, sm.ring(m * width), sm.ring_bytes(m * width), sm.scales, sm.partner);
-    if (warp >= 8) return;
+    mk::gemv_block_rows(acc, FP8, weight, scale, k, blockIdx.x * tile_rows, tile_rows, b0, b1, sm.x, sm.x_p, width, m,
+                        sm.ring(m * width), sm.ring_bytes(m * width), sm.scales);
+    if (warp * mk::WARP_ROWS >= tile_rows) return;  // phase 0 of strip `warp` holds the strip's sums
 #pragma unroll
     for (int r = 0; r < 4; ++r) {
-        const int row = blockIdx.x * mk::ROW_BLOCK + (warp & 7) * mk::WARP_ROWS + g + 8 * (r >> 1), input = 2 * t + (r & 1);
+        const int row = blockIdx.x * tile_rows + warp * mk::WARP_ROWS + g + 8 * (r >> 1), input = 2 * t + (r & 1);
         if (input < m) out[(static_cast<size_t>(s) * m + input) * n + row] = acc[r];
     }
 }
 
 extern "C" __global__ void __launch_bounds__(GEMV_THREADS)
 gemv_fp8_slices(const unsigned char* weight, const __nv_bfloat16* scale, const __nv_bfloat16* x, float* out, int n,
-                int k, int m, int slices) {
-    gemv_slices<true>(weight, scale, x, out, n, k, m, slices);
+                int k, int m, int slices, int tile_rows) {
+    gemv_slices<true>(weight, scale, x, out, n, k, m, slices, tile_rows);
 }
 
 extern "C" __global__ void __launch_bounds__(GEMV_THREADS)
-gemv_bf16_slices(const unsigned char* weight, const __nv_bfloat16* x, float* out, int n, int k, int m, int slices) {
-    gemv_slices<false>(weight, nullptr, x, out, n, k, m, slices);
+gemv_bf16_slices(const unsigned char* weight, const __nv_bfloat16* x, float* out, int n, int k, int m, int slices,
+                 int tile_rows) {
+    gemv_slices<false>(weight, nullptr, x, out, n, k, m, slices, tile_rows);
 }
 
 // Pure streaming read of `bytes` (a multiple of 16): the bandwidth every result is a fraction of.

@@ -19,6 +19,7 @@ from megakernel.weight_layout import to_units
 SOURCE = Path(__file__).with_name("kernels.cu")
 GEMV_HEADER = cuda_build.CUDA_DIR / "gemv.cuh"
 COMMON_HEADER = cuda_build.CUDA_DIR / "common.cuh"
+GEMV_TILE_HEADER = cuda_build.CUDA_DIR / "gemv_tile.cuh"
 
 
 @functools.cache
@@ -31,6 +32,8 @@ def check_shared_constants() -> None:
     for header, name, value in ((GEMV_HEADER, "K_BLOCK", plan.K_BLOCK), (GEMV_HEADER, "ROW_BLOCK", plan.ROW_BLOCK),
                                 (GEMV_HEADER, "F16_TOP_BINADE", ops.F16_TOP_BINADE),
                                 (GEMV_HEADER, "TOP_EXPONENT_FLOOR", ops.TOP_EXPONENT_FLOOR),
+                                (GEMV_HEADER, "WARP_ROWS", plan.STRIP_ROWS),
+                                (GEMV_TILE_HEADER, "MAX_TILE_ROWS", plan.MAX_TILE_ROWS),
                                 (COMMON_HEADER, "MAX_ROWS", MAX_ROWS)):
         if cuda_build.define(header, name) != value:
             raise RuntimeError(f"{header.name} has {name} = {cuda_build.define(header, name)}, Python has {value}")
@@ -50,11 +53,12 @@ def _module_on(device_id: int):
     return cuda_build.module(SOURCE, device_id)
 
 
-def gemv_slices(weight, scale, x, slices: int, out=None, in_units: bool = False):
+def gemv_slices(weight, scale, x, slices: int, out=None, in_units: bool = False, tile_rows: int = plan.ROW_BLOCK):
     """fp32 slice sums [S, M, N] of weight [N, K] (uint8 e4m3 with uint16 bf16 scales, or uint16 bf16 with
     scale None) times x [M, K] (uint16 bf16 bits), M <= MAX_ROWS; into `out` when given (no allocation,
     so the launch can be captured in a CUDA graph). fp8 weights are row-major and laid out in units here,
-    or already in units (`in_units`, weight_layout.to_units: what a timed loop passes)."""
+    or already in units (`in_units`, weight_layout.to_units: what a timed loop passes). One block computes
+    `tile_rows` rows (a multiple of 16 up to 128; fp8: a divisor of 128, the rows of one scale block)."""
     import cupy
 
     n, k = weight.shape
@@ -63,12 +67,15 @@ def gemv_slices(weight, scale, x, slices: int, out=None, in_units: bool = False)
     m = x.shape[0]
     if n % plan.ROW_BLOCK or k % plan.K_BLOCK or not 1 <= m <= MAX_ROWS:
         raise ValueError(f"GEMV shape {weight.shape} x {x.shape} not supported")
+    if not (16 <= tile_rows <= plan.ROW_BLOCK and tile_rows % 16 == 0 and n % tile_rows == 0) or \
+            (scale is not None and plan.ROW_BLOCK % tile_rows):
+        raise ValueError(f"tile_rows {tile_rows} does not cut {n} rows of this dtype into whole passes")
     if out is None:
         out = cupy.empty((slices, m, n), dtype=cupy.float32)
     elif out.shape != (slices, m, n) or out.dtype != cupy.float32 or not out.flags.c_contiguous:
         raise ValueError(f"out must be contiguous float32 {(slices, m, n)}, got {out.dtype} {out.shape}")
-    args = (np.int32(n), np.int32(k), np.int32(m), np.int32(slices))
-    grid = (n // plan.ROW_BLOCK, slices)
+    args = (np.int32(n), np.int32(k), np.int32(m), np.int32(slices), np.int32(tile_rows))
+    grid = (n // tile_rows, slices)
     smem = cuda_build.max_dynamic_smem()  # the input rows, then the weight ring in the rest (gemv.cuh)
     if scale is None:
         _kernel("gemv_bf16_slices", smem)(grid, (gemv_threads(),), (weight, x, out, *args), shared_mem=smem)

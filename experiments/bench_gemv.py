@@ -90,7 +90,7 @@ def random_fp8(shape):
     return cupy.where((raw & 0x7F) == 0x7F, raw ^ 1, raw).astype(cupy.uint8)  # no NaN codes
 
 
-def bench_shape(name, n, k, slices, is_fp8, iters, bandwidth, ms=(1, 8)):
+def bench_shape(name, n, k, slices, is_fp8, iters, bandwidth, ms=(1, 8), tile_rows=128):
     import cupy
 
     from discrete.kernels import gemv_slices
@@ -110,22 +110,22 @@ def bench_shape(name, n, k, slices, is_fp8, iters, bandwidth, ms=(1, 8)):
         out = cupy.empty((slices, m, n), dtype=cupy.float32)
 
         def launch(i, x=x, out=out):
-            gemv_slices(weights[i % copies], scales[i % copies], x, slices, out=out, in_units=True)
+            gemv_slices(weights[i % copies], scales[i % copies], x, slices, out=out, in_units=True, tile_rows=tile_rows)
 
         us, p10, p90 = graph_us(launch, iters)
         eager, _, _ = median_us(launch, iters)
         moved = nbytes + (0 if scales[0] is None else scales[0].nbytes) + m * k * 2 + slices * m * n * 4
         rows.append({"name": name, "shape": [n, k], "dtype": "fp8" if is_fp8 else "bf16", "rows": m,
-                     "k_slices": slices, "bytes": moved, "us": round(us, 2), "us_p10": round(p10, 2),
+                     "k_slices": slices, "tile_rows": tile_rows, "bytes": moved, "us": round(us, 2), "us_p10": round(p10, 2),
                      "us_p90": round(p90, 2), "bandwidth_fraction": round(moved / us / 1e3 / bandwidth, 4),
                      "us_eager": round(eager, 2)})
-        print(f"{name:<24} {n:>7}x{k:<6} M={m} S={slices}  {us:8.1f} us  {moved / us / 1e3:7.0f} GB/s  "
+        print(f"{name:<24} {n:>7}x{k:<6} M={m} S={slices}@{tile_rows}  {us:8.1f} us  {moved / us / 1e3:7.0f} GB/s  "
               f"{rows[-1]['bandwidth_fraction']:.1%} of read bandwidth  (eager back-to-back {eager:.1f} us)")
     return rows
 
 
-def gemv_shapes(c) -> list[tuple[str, int, int, int, bool]]:
-    """(name, rows, k, k-slices, fp8?) of each distinct GEMV shape of the decode step and the MTP head, in
+def gemv_shapes(c) -> list[tuple[str, int, int, int, bool, int]]:
+    """(name, rows, k, k-slices, fp8?, rows per row group) of each distinct GEMV shape of the decode step and the MTP head, in
     program order, dtypes from the tensor manifest. A fused group with fp8 and bf16 weights (in_proj's
     b and a: 96 of 16,480 rows) is timed on its fp8 part."""
     from megakernel import plan
@@ -139,7 +139,8 @@ def gemv_shapes(c) -> list[tuple[str, int, int, int, bool]]:
         if (rows, group.k, is_fp8) not in seen:
             seen.add((rows, group.k, is_fp8))
             name = group.name.split(".")[-1]
-            out.append(("mtp_" + name if group.name.startswith("mtp.") else name, rows, group.k, group.slices, is_fp8))
+            out.append(("mtp_" + name if group.name.startswith("mtp.") else name, rows, group.k, group.slices, is_fp8,
+                        group.tile_rows))
     return out
 
 
@@ -206,9 +207,9 @@ def main() -> None:
     c = preset("qwen3.5-27b")
     chosen = args.shapes.split(",") if args.shapes else None
     kernels, fp8_shapes = [], {}
-    for name, rows, k, slices, is_fp8 in gemv_shapes(c):
-        if chosen is None or name in chosen:
-            kernels += bench_shape(name, rows, k, slices, is_fp8, args.iters, bandwidth)
+    for name, rows, k, slices, is_fp8, tile_rows in gemv_shapes(c):
+        if chosen is None or name in chosen:  # qkv's one-head groups are two 128-row passes: timed as 128
+            kernels += bench_shape(name, rows, k, slices, is_fp8, args.iters, bandwidth, tile_rows=min(tile_rows, 128))
             if is_fp8:
                 fp8_shapes[name] = (rows, k)
     sms = cupy.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]

@@ -1,16 +1,18 @@
-"""GEMV k-slice rules on the GPU: ms per token of the graph build and the megakernel for Programs that
-differ only in some GEMVs' k-slices, interleaved in one process on the same weights (tiling_bench.json,
-docs/RESULTS_FILES.md).
+"""GEMV tiling rules on the GPU: ms per token of the graph build and the megakernel for Programs that
+differ only in some GEMVs' k-slices and row-group rows, interleaved in one process on the same weights
+(tiling_bench.json, docs/RESULTS_FILES.md).
 
-Why: the 27B's gate_up has 136 row groups for 132 SMs, so with one k-slice four blocks run a second
-tile alone (~60 us a layer with 128 SMs idle), and its qkv (one head per row group) has 56 tiles, not
-even half a wave. More slices cut tiles smaller at the price of partial sums and a reduce stage.
+Why: the 27B's gate_up has 136 row groups for 132 SMs, its in_proj 130, its out_proj and down 40: more
+k-slices cut tiles smaller at the price of partial sums and a reduce launch, fewer rows per group
+(plan.row_tile) at the price of a prologue per tile.
 
-  python experiments/bench_tiling.py --out DIR [--variants landed,v1,gate_up=4] [--context 1024] [--rows 8]
+  python experiments/bench_tiling.py --out DIR [--variants landed,v1,gate_up=4,out=1@16] [--context 1024] [--rows 8]
 
-A variant is `landed` (plan.k_slices as it is), `v1` (the rule before D17: gate_up and qkv one slice) or
-overrides joined by '+', e.g. gate_up=4+qkv=1 (names: gate_up, qkv, down, out). A Program with other slices than plan.k_slices does not
-match the reference's engine sums: only its timing is measured here.
+A variant is `landed` (plan.row_tile and plan.k_slices as they are), `v1` (the rule before D17: gate_up
+and qkv one slice) or overrides joined by '+': name=S or name=S@R (R rows per row group), e.g.
+gate_up=4+qkv=1 or in_proj=1@128+out=3@128 (names: gate_up, qkv, down, out, in_proj; out is every GEMV of
+out_proj's shape, o_proj too where attn_out_dim equals gdn_value_dim, as on the 27B). A Program with
+other slices than plan.k_slices does not match the reference's engine sums: only its timing is measured.
 """
 
 from __future__ import annotations
@@ -28,32 +30,40 @@ from megakernel.provenance import git_commit
 V1 = "gate_up=1+qkv=1"
 
 
-def overrides(config, variant: str) -> dict[tuple[int, int], int]:
-    """{(row groups, k): slices} of a variant for this config's gate_up, qkv, down and out_proj shapes (out:
-    every GEMV of that shape, o_proj too where attn_out_dim equals gdn_value_dim, as on the 27B)."""
+def overrides(config, variant: str) -> tuple[dict, dict]:
+    """({(segment rows, k): rows per group}, {(row groups, k): slices}) of a variant for this config's
+    gate_up, qkv, down, out_proj and in_proj shapes."""
     if variant == "landed":
-        return {}
-    shapes = {"gate_up": (plan.row_groups((config.intermediate_size,) * 2, plan.ROW_BLOCK, paired=True),
-                          config.hidden_size),
-              "qkv": (plan.row_groups((config.q_proj_rows, config.kv_dim, config.kv_dim), config.head_dim),
-                      config.hidden_size),
-              "down": (plan.row_groups((config.hidden_size,), plan.ROW_BLOCK), config.intermediate_size),
-              "out": (plan.row_groups((config.hidden_size,), plan.ROW_BLOCK), config.gdn_value_dim)}  # and o_proj
-    out = {}
+        return {}, {}
+    h, nv = config.hidden_size, config.linear_num_value_heads
+    shapes = {"gate_up": ((config.intermediate_size,) * 2, h, True),
+              "qkv": ((config.q_proj_rows, config.kv_dim, config.kv_dim), h, False),
+              "down": ((h,), config.intermediate_size, False),
+              "out": ((h,), config.gdn_value_dim, False),  # and o_proj
+              "in_proj": ((config.gdn_conv_dim, config.gdn_value_dim, nv, nv), h, False)}
+    rows_table, slices_table = {}, {}
     for item in (V1 if variant == "v1" else variant).split("+"):
-        name, slices = item.split("=")
-        out[shapes[name]] = int(slices)
-    return out
+        name, value = item.split("=")
+        segment_rows, k, paired = shapes[name]
+        slices, _, rows = value.partition("@")
+        rows = int(rows) if rows else (config.head_dim if name == "qkv" else plan.row_tile(segment_rows, k, paired))
+        if name != "qkv":
+            rows_table[(segment_rows, k)] = rows
+        slices_table[(plan.row_groups(segment_rows, rows, paired), k)] = int(slices)
+    return rows_table, slices_table
 
 
 @contextlib.contextmanager
-def k_slices_overridden(table: dict[tuple[int, int], int]):
-    original = plan.k_slices
-    plan.k_slices = lambda groups, k: table.get((groups, k)) or original(groups, k)
+def tiling_overridden(tables: tuple[dict, dict]):
+    rows_table, slices_table = tables
+    row_tile, k_slices = plan.row_tile, plan.k_slices
+    plan.row_tile = lambda segment_rows, k, paired=False: rows_table.get((tuple(segment_rows), k)) or \
+        row_tile(segment_rows, k, paired)
+    plan.k_slices = lambda groups, k: slices_table.get((groups, k)) or k_slices(groups, k)
     try:
         yield
     finally:
-        plan.k_slices = original
+        plan.row_tile, plan.k_slices = row_tile, k_slices
 
 
 def main() -> None:
@@ -81,10 +91,11 @@ def main() -> None:
     variants = {}
     weights = None
     for v in args.variants.split(","):
-        with k_slices_overridden(overrides(config, v)):
+        with tiling_overridden(overrides(config, v)):
             program = lower(config, rows=args.rows, sms=132, capacity=capacity)
-        slices = {op: next(w.k_slices for w in program.words if w.opcode.name == op)
-                  for op in ("NORM_GATE_UP", "NORM_GEMV_QKV", "GEMV_RESIDUAL", "GATED_NORM_GEMV_RESIDUAL")}
+        slices = {op: f"{w.k_slices}@{w.tile_rows}" for op in ("NORM_GEMV", "NORM_GATE_UP", "NORM_GEMV_QKV",
+                                                               "GEMV_RESIDUAL", "GATED_NORM_GEMV_RESIDUAL")
+                  for w in [next(w for w in program.words if w.opcode.name == op)]}
         weights = weights or device_weights(program, args.model, progress=False)
         session = DeviceSession(program)
         session.set_tokens([9707] * args.rows, config.vocab_size)

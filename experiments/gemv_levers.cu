@@ -50,6 +50,21 @@ __device__ __forceinline__ void register_unit_steps(float (&c)[4], const uint4 (
     }
 }
 
+// The levers' geometry: two warps per strip, (even) + (odd) (gemv.cuh combine_phases with two phases);
+// partner: 8 x 128 floats of shared memory.
+__device__ __forceinline__ void pair_combine(float (&acc)[4], float* partner, bool odd) {
+    const int lane = threadIdx.x & 31;
+    if (odd) {
+#pragma unroll
+        for (int r = 0; r < 4; ++r) partner[4 * lane + r] = acc[r];
+    }
+    __syncthreads();
+    if (!odd) {
+#pragma unroll
+        for (int r = 0; r < 4; ++r) acc[r] = add_rn(acc[r], partner[4 * lane + r]);
+    }
+}
+
 __device__ __forceinline__ void accumulate(float (&acc)[4], const float (&c)[4], float s) {
 #pragma unroll
     for (int q = 0; q < 4; ++q) acc[q] = add_rn(acc[q], mul_rn(s, c[q]));
@@ -135,7 +150,7 @@ __device__ void levers(const u8* weight, const bf16* scale, const bf16* x, float
             }
         }
     }
-    gemv_pair_combine(acc, sm.partner + strip * 128, parity == 1);
+    pair_combine(acc, sm.y + strip * 128, parity == 1);  // y: unused by the levers
     if (warp >= 8) return;
 #pragma unroll
     for (int r = 0; r < 4; ++r) {

@@ -7,6 +7,10 @@ compiler and the CUDA kernels, so that all of them sum in the same order.
   SMs or on the rows M), so every build and every M computes the same bits.
 * Fused GEMVs: the weights one instruction computes together (e.g. in_proj_qkv | z | b | a) share
   one S, computed from their row groups (the tiles of one k-slice).
+* Row groups are 128 rows (one scale block), or the strips that fit one wave where 128-row groups would
+  spill a few tiles into a second (row_tile). The GPU cuts a group into passes at the scale blocks and
+  deals a pass's k-blocks to more warps when it has fewer rows (gemv.cuh WarpRole); that order agrees
+  with the slice sum to fp32 rounding and, like S, depends only on the shape.
 * Attention: a row with L keys is split into P = 32 partitions, partition p holding keys
   [p * L // P, (p + 1) * L // P); softmax statistics are combined over partitions in order.
 """
@@ -23,6 +27,8 @@ ROW_BLOCK = 128  # rows of one scale block; GEMV row groups are counted in these
 K_BLOCK = 128  # reduction elements of one scale block
 ONE_WAVE_TILES = 132  # the H200's SM count: one wave of GEMV tiles, one per SM
 MAX_K_SLICES = 8  # more slices add partial traffic for little extra parallelism
+STRIP_ROWS = 16  # rows of one warp's mma tile (gemv.cuh WARP_ROWS): row groups are whole strips
+MAX_TILE_ROWS = 256  # gemv_tile.cuh: the rows one GEMV tile keeps in shared memory
 ATTENTION_PARTITIONS = 32  # x 4 KV heads = 128 attention tiles on the 27B
 
 
@@ -48,6 +54,22 @@ def k_slices(groups: int, k: int) -> int:
     return 1
 
 
+def row_tile(segment_rows: tuple[int, ...], k: int, paired: bool = False) -> int:
+    """Output rows of a GEMV's row groups: 128 (one scale block), except where 128-row groups are more
+    than one wave but at most two (the 27B's gate_up: 136 groups for 132 SMs, a second wave of 4 tiles
+    wherever a tile has an SM to itself, as at M = 8): then the fewest 16-row strips per group that fit one
+    wave (gate_up: 144 rows, 121 groups; the kernels cut a group's passes at the scale blocks, D28).
+    Never fewer than 128: each tile repeats the input's prologue, and D28 measured 64- and 32-row groups
+    slower in every case."""
+    groups = row_groups(segment_rows, ROW_BLOCK, paired)
+    if ONE_WAVE_TILES < groups <= 2 * ONE_WAVE_TILES:
+        strips = row_groups(segment_rows, STRIP_ROWS, paired)
+        rows = STRIP_ROWS * -(-strips // ONE_WAVE_TILES)
+        if rows <= MAX_TILE_ROWS and row_groups(segment_rows, rows, paired) <= ONE_WAVE_TILES:
+            return rows
+    return ROW_BLOCK
+
+
 def slice_blocks(k: int, slices: int, s: int) -> tuple[int, int]:
     """k-blocks [first, last) of slice s."""
     blocks = -(-k // K_BLOCK)
@@ -66,7 +88,7 @@ class GemvGroup:
     weights: tuple[str, ...]
     segment_rows: tuple[int, ...]  # output rows of each weight
     k: int
-    tile_rows: int = ROW_BLOCK  # rows of a row group (qkv: one head, so its epilogue sees whole heads)
+    tile_rows: int  # rows of a row group (row_tile; qkv: one head, so its epilogue sees whole heads)
     paired: bool = False  # gate_up: a row group covers the same rows of gate and up
 
     @property
@@ -83,8 +105,9 @@ def gemv_groups(c: ModelConfig) -> list[GemvGroup]:
     h, f = c.hidden_size, c.intermediate_size
     groups = []
 
-    def group(name, weights, segment_rows, k, **tiling):
-        groups.append(GemvGroup(name, tuple(weights), tuple(segment_rows), k, **tiling))
+    def group(name, weights, segment_rows, k, tile_rows=None, paired=False):
+        rows = tile_rows or row_tile(tuple(segment_rows), k, paired)
+        groups.append(GemvGroup(name, tuple(weights), tuple(segment_rows), k, rows, paired))
 
     for i in range(c.num_hidden_layers):
         p = layer_prefix(i)
@@ -101,7 +124,7 @@ def gemv_groups(c: ModelConfig) -> list[GemvGroup]:
             group(f"layers.{i}.out_proj", [g + "out_proj.weight"], [h], c.gdn_value_dim)
         group(f"layers.{i}.gate_up", [p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight"], [f, f], h, paired=True)
         group(f"layers.{i}.down", [p + "mlp.down_proj.weight"], [h], f)
-    group("lm_head", [LM_HEAD], [c.vocab_size], h)
+    group("lm_head", [LM_HEAD], [c.vocab_size], h, tile_rows=ROW_BLOCK)  # candidates per 128 rows (ISA.md)
     if c.mtp_num_hidden_layers:
         m = mtp_layer_prefix()
         group("mtp.fc", [MTP_PREFIX + "fc.weight"], [h], 2 * h)

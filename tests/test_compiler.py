@@ -171,7 +171,22 @@ def test_k_slices_fill_one_wave_and_leave_more_groups_whole():
         assert plan.k_slices(groups, 40 * plan.K_BLOCK) == min(plan.ONE_WAVE_TILES // groups, plan.MAX_K_SLICES)
     assert plan.k_slices(3, 2 * plan.K_BLOCK) == 2  # never more slices than k-blocks
     assert plan.k_slices(plan.ONE_WAVE_TILES + 1, 40 * plan.K_BLOCK) == 1  # beyond one wave: whole (D26)
-    # the 27B's shapes: qkv's 56 one-head groups take 2 (D17); gate_up's 136 groups and lm_head stay whole
+    # the 27B's shapes: qkv's 56 one-head groups take 2 (D17); gate_up's 121 groups of 144 rows (D28) and
+    # lm_head stay whole
     c = preset("qwen3.5-27b")
-    slices = {g.name.split(".")[-1]: g.slices for g in plan.gemv_groups(c) if g.name.startswith(("layers.3.", "lm"))}
-    assert slices == {"qkv": 2, "o_proj": 3, "gate_up": 1, "down": 3, "lm_head": 1}
+    groups = [g for g in plan.gemv_groups(c) if g.name.startswith(("layers.3.", "layers.0.", "lm"))]
+    tiling = {g.name.split(".")[-1]: (g.slices, g.tile_rows) for g in groups}
+    assert tiling == {"qkv": (2, 256), "o_proj": (3, 128), "gate_up": (1, 144), "down": (3, 128), "lm_head": (1, 128),
+                      "in_proj": (1, 128), "out_proj": (3, 128)}
+
+
+def test_row_tile_fits_one_wave_where_128_rows_spill_a_few_tiles_into_a_second():
+    wave = plan.ONE_WAVE_TILES
+    assert plan.row_tile((128 * wave,), 4096) == 128  # one wave already
+    assert plan.row_tile((128 * wave + 16,), 4096) == 144  # one strip over: 9 strips a group
+    assert plan.row_tile((128 * 136,) * 2, 5120, paired=True) == 144  # the 27B's gate_up: 121 groups
+    assert plan.row_groups((128 * 136,) * 2, 144, paired=True) == 121
+    assert plan.row_tile((128 * 2 * wave,), 4096) == 256  # two full waves: 16 strips a group
+    assert plan.row_tile((128 * 2 * wave + 16,), 4096) == 128  # beyond two waves: the tiles fill the GPU
+    # segments are cut on their own: 132 + 2 groups at 128, 118 + 2 at 144
+    assert plan.row_tile((128 * wave, 48, 48), 4096) == 144

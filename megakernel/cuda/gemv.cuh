@@ -3,10 +3,12 @@
 // result never depends on the other rows present).
 //
 // Numerics (megakernel/plan.py, docs/ISA.md "Sum order"): for each 128-wide k-block, 8 mma steps sum the
-// block's products into a fresh fp32 partial; a warp accumulates scale[row / 128, block] x partial over
-// every other block of the slice in order (mul_rn, add_rn: no contraction, no flush), its partner warp the
-// other blocks, and the two sums are added in a fixed order (gemv_pair_combine); bf16 weights have no
-// scale. Inside a block the reduction axis is permuted (fp8: by the unit layout below; bf16: a lane owns
+// block's products into a fresh fp32 partial; the k-blocks of a 16-row strip are dealt round-robin to the
+// strip's P warps ("phases", P = 16 / strips: 2 for a 128-row pass, 16 for a 16-row one), each
+// accumulating scale[row / 128, block] x partial over its blocks in order (mul_rn, add_rn: no contraction,
+// no flush), and the phases' sums are added in phase order (combine_phases); bf16 weights have no scale.
+// P depends only on the pass's row count, never on M or the build. Inside a block the reduction axis is
+// permuted (fp8: by the unit layout below; bf16: a lane owns
 // a row's 16-byte pieces at 64 i + 16 t) and the activations are read in the same permuted order, so the
 // products are the true ones. The weights reach the lanes through a per-warp ring in shared memory.
 //
@@ -250,74 +252,102 @@ __device__ __forceinline__ void stage_block(u32 slot, const u8* row_g, u32 g8_de
     copies_commit();
 }
 
-// Two warps share a 16-row strip, one taking the even blocks of the slice and one the odd: the sum is
-// (even) + (odd), in that order. partner_acc: shared memory, 4 floats per lane of the odd warp.
-__device__ __forceinline__ void gemv_pair_combine(float (&acc)[4], float* partner_acc, bool odd) {
-    const int lane = threadIdx.x & 31;
-    if (odd) {
-#pragma unroll
-        for (int r = 0; r < 4; ++r) partner_acc[4 * lane + r] = acc[r];
+// The warps of a pass over `rows` (1..128) rows: strips of 16 rows, and each strip's k-blocks dealt
+// round-robin to `phases` warps, so all 16 warps stream whatever the row count (8 strips: 2 phases, the
+// even and the odd blocks; 4 strips: 4; 3: 5, one warp idle; 1: 16). Warp w is strip w % strips, phase
+// w / strips: phase 0 of strip s is warp s.
+struct WarpRole {
+    int strip, phase, phases;
+    __device__ explicit WarpRole(int rows) {
+        const int warp = threadIdx.x >> 5, strips = (rows + WARP_ROWS - 1) / WARP_ROWS;
+        strip = warp % strips;
+        phase = warp / strips;
+        phases = TILE_WARPS / strips;
     }
-    __syncthreads();
-    if (!odd) {
-#pragma unroll
-        for (int r = 0; r < 4; ++r) acc[r] = add_rn(acc[r], partner_acc[4 * lane + r]);
-    }
-}
+};
 
 // One warp's share of a GEMV pass over `rows` (<= 128) rows of W [.., k] from row0 and the k-blocks [b0, b1):
-// warp (strip, parity) streams the 16 rows of its strip over the blocks of its parity through its own ring
-// of `depth` slots.
+// warp (strip, phase) streams the 16 rows of its strip over blocks phase, phase + phases, .. of the slice
+// through its own ring of `depth` slots.
 struct StripStream {
     const u8* units;   // fp8: the lane's bytes of the strip's first unit of the slice
     const u8* row_g;   // bf16: the lane's row g at block b0 (rows past the last valid one repeat it)
     u32 g8_delta, slots;
-    int depth, mine, parity;
+    int depth, mine, phase, phases;
     bool fp8;
     __device__ int row_bytes() const { return K_BLOCK * (fp8 ? 1 : 2); }
     __device__ int slot_bytes() const { return WARP_ROWS * row_bytes(); }
     __device__ StripStream(bool fp8, const u8* weight, int k, int row0, int rows, int b0, int b1, u8* ring,
                            int ring_bytes)
         : fp8(fp8) {
-        const int lane = threadIdx.x & 31, g = lane >> 2, warp = threadIdx.x >> 5, strip = warp & 7;
-        const int blocks = b1 - b0, valid = rows - strip * WARP_ROWS;
-        parity = warp >> 3;
+        const int lane = threadIdx.x & 31, g = lane >> 2, warp = threadIdx.x >> 5;
+        const WarpRole role(rows);
+        const int blocks = b1 - b0, valid = rows - role.strip * WARP_ROWS;
+        phase = role.phase;
+        phases = role.phases;
         depth = min(MAX_DEPTH, ring_bytes / (TILE_WARPS * slot_bytes()));
-        mine = valid > 0 && blocks > parity ? (blocks - parity + 1) / 2 : 0;  // blocks parity, parity + 2, ..
+        mine = phase < phases && blocks > phase ? (blocks - phase + phases - 1) / phases : 0;
         const size_t row_bytes_global = static_cast<size_t>(k) * (fp8 ? 1 : 2);
-        units = weight + (static_cast<size_t>((row0 + strip * WARP_ROWS) / WARP_ROWS) * (k / K_BLOCK) + b0) * UNIT_BYTES +
-                PIECE * lane;
-        const int last = max(valid, 1) - 1;
-        row_g = weight + static_cast<size_t>(row0 + strip * WARP_ROWS + min(g, last)) * row_bytes_global +
+        units = weight + (static_cast<size_t>((row0 + role.strip * WARP_ROWS) / WARP_ROWS) * (k / K_BLOCK) + b0) *
+                UNIT_BYTES + PIECE * lane;
+        const int last = valid - 1;
+        row_g = weight + static_cast<size_t>(row0 + role.strip * WARP_ROWS + min(g, last)) * row_bytes_global +
                 static_cast<size_t>(b0) * row_bytes();
         g8_delta = static_cast<u32>((min(g + 8, last) - min(g, last)) * row_bytes_global);
         slots = smem_addr(ring) + static_cast<u32>(warp * depth * slot_bytes());
     }
     __device__ u32 slot_at(int slot) const { return slots + slot * slot_bytes(); }
-    // This warp's block j (block parity + 2 j of the slice) into `slot`: one copy group.
+    // The slice's k-block (relative to b0) of this warp's j-th block.
+    __device__ int block(int j) const { return phase + phases * j; }
+    // This warp's block j into `slot`: one copy group.
     __device__ void stage(int slot, int j) const {
         const int lane = threadIdx.x & 31;
-        if (fp8) stage_unit(slot_at(slot) + PIECE * lane, units + static_cast<size_t>(parity + 2 * j) * UNIT_BYTES);
-        else stage_block(slot_at(slot), row_g, g8_delta, row_bytes(), parity + 2 * j, lane >> 2, lane & 3);
+        if (fp8) stage_unit(slot_at(slot) + PIECE * lane, units + static_cast<size_t>(block(j)) * UNIT_BYTES);
+        else stage_block(slot_at(slot), row_g, g8_delta, row_bytes(), block(j), lane >> 2, lane & 3);
     }
     // Blocks staged before the first is consumed (a full ring).
     __device__ int ahead() const { return min(depth, mine); }
 };
 
+__device__ __forceinline__ void store_shared16(u32 at, const float (&v)[4]) {
+    asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(at), "f"(v[0]), "f"(v[1]), "f"(v[2]), "f"(v[3])
+                 : "memory");
+}
+
+// A strip's sum = ((phase 0 + phase 1) + phase 2) + .., into phase 0's acc: the other phases leave their
+// acc in their own ring slots (their streams are over: every copy they issued has landed and been read).
+// Phase q of this strip is warp strip + q strips (WarpRole). All threads; ends synced.
+__device__ __forceinline__ void combine_phases(float (&acc)[4], const StripStream& st, int rows) {
+    const int lane = threadIdx.x & 31, strips = (rows + WARP_ROWS - 1) / WARP_ROWS;
+    const u32 warp_slots = static_cast<u32>(st.depth * st.slot_bytes());
+    if (st.phase > 0 && st.phase < st.phases) store_shared16(st.slots + 16 * lane, acc);
+    __syncthreads();
+    if (st.phase == 0) {
+        for (int q = 1; q < st.phases; ++q) {
+            const uint4 v = load_shared16(st.slots + (q * strips) * warp_slots + 16 * lane);
+            acc[0] = add_rn(acc[0], __uint_as_float(v.x));
+            acc[1] = add_rn(acc[1], __uint_as_float(v.y));
+            acc[2] = add_rn(acc[2], __uint_as_float(v.z));
+            acc[3] = add_rn(acc[3], __uint_as_float(v.w));
+        }
+    }
+}
+
 // All TILE_THREADS threads: the sums of `rows` (<= 128) rows of W [.., k] from row0 (fp8 with bf16 block
 // scales, or bf16 with scale nullptr) over the k-blocks [b0, b1), for input rows x [m, x_stride] (shared
 // memory, k-blocks b0 onwards, m <= 8; fp8: the f16 operand, with its P per (row, block) in x_p [row *
-// MAX_SLICE_BLOCKS + block - b0]). Warp (strip, parity) computes 16 rows over the blocks of its parity:
-// each block's 8 mma steps sum into a fresh fp32 partial, acc += (scale x partial) x 2^-P in block order;
-// then (even) + (odd). Lane (g, t) of an even warp returns acc[0..3] = (row g, input 2t), (g, 2t + 1),
-// (g + 8, 2t), (g + 8, 2t + 1) of its strip; the odd warps' acc is undefined. `ring`: shared memory for
-// the 16 warps' slots (at least one 16-row block each); `scales`: MAX_SLICE_BLOCKS floats;
-// `partner`: 8 x 128 floats. fp8: row0 must be a multiple of 128 (one scale row per tile).
+// MAX_SLICE_BLOCKS + block - b0]). Warp (strip, phase) computes 16 rows over the blocks of its phase
+// (WarpRole): each block's 8 mma steps sum into a fresh fp32 partial, acc += (scale x partial) x 2^-P in
+// block order; then the phases in order (combine_phases). Lane (g, t) of warp w < strips (phase 0 of strip
+// w) returns acc[0..3] = (row g, input 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1) of its strip; the
+// other warps' acc is undefined. `ring`: shared memory for the 16 warps' slots (at least one 16-row block
+// each); `scales`: MAX_SLICE_BLOCKS floats. fp8: rows [row0, row0 + rows) must lie in one 128-row scale
+// block.
 __device__ inline void gemv_block_rows(float (&acc)[4], bool fp8, const u8* weight, const __nv_bfloat16* scale,
                                        int k, int row0, int rows, int b0, int b1, const __nv_bfloat16* x,
                                        const signed char* x_p, int x_stride, int m, u8* ring, int ring_bytes,
-                                       float* scales, float* partner) {
-    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, warp = threadIdx.x >> 5;
+                                       float* scales) {
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const int blocks = b1 - b0;
     // The rows' block scales for the slice, into shared memory once (one L2 read per block would stall it).
     if (fp8) {
@@ -334,7 +364,7 @@ __device__ inline void gemv_block_rows(float (&acc)[4], bool fp8, const u8* weig
         for (; issued < st.ahead(); ++issued) st.stage(issued, issued);
         for (int j = 0; j < st.mine; ++j) {
             copies_wait(issued - j - 1);  // block j has landed (this lane's pieces: all it reads)
-            const int slot = j % st.depth, n = st.parity + 2 * j;
+            const int slot = j % st.depth, n = st.block(j);
             float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
             if (fp8) {
                 unit_steps(c, st.slot_at(slot) + PIECE * lane, x_row + n * K_BLOCK, has_row, t);
@@ -358,7 +388,7 @@ __device__ inline void gemv_block_rows(float (&acc)[4], bool fp8, const u8* weig
             }
         }
     }
-    gemv_pair_combine(acc, partner + (warp & 7) * 128, st.parity == 1);
+    combine_phases(acc, st, rows);
 }
 
 }  // namespace mk

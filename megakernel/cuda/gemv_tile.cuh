@@ -3,7 +3,7 @@
 // group's S partials in order and applies the epilogue.
 //
 // Shared memory (dynamic): the fp32 results of the tile's rows (before them, the prologue's reduction
-// scratch), the even/odd warp exchange, the block scales, the prologue's bf16 input rows over the slice,
+// scratch), the block scales, the prologue's bf16 input rows over the slice,
 // then the weight ring (gemv.cuh) in whatever remains: the launch gives the tile as much as the device
 // allows.
 #pragma once
@@ -15,11 +15,10 @@ namespace mk {
 
 constexpr int MAX_TILE_ROWS = 256;  // NORM_GEMV_QKV row groups are one head (head_dim <= 256)
 constexpr int Y_FLOATS = 2 * MAX_ROWS * MAX_TILE_ROWS;  // [half (gate, up)][row][output row]
-constexpr int PARTNER_FLOATS = 8 * 32 * 4;
-// Bytes of dynamic shared memory before the input rows: Y_FLOATS + PARTNER_FLOATS + MAX_SLICE_BLOCKS
-// floats, then the f16 operand's exponents (MAX_ROWS x MAX_SLICE_BLOCKS bytes).
-constexpr int GEMV_SMEM_FIXED = 23552;
-static_assert(GEMV_SMEM_FIXED == 4 * (Y_FLOATS + PARTNER_FLOATS + MAX_SLICE_BLOCKS) + MAX_ROWS * MAX_SLICE_BLOCKS,
+// Bytes of dynamic shared memory before the input rows: Y_FLOATS + MAX_SLICE_BLOCKS floats, then the f16
+// operand's exponents (MAX_ROWS x MAX_SLICE_BLOCKS bytes).
+constexpr int GEMV_SMEM_FIXED = 19456;
+static_assert(GEMV_SMEM_FIXED == 4 * (Y_FLOATS + MAX_SLICE_BLOCKS) + MAX_ROWS * MAX_SLICE_BLOCKS,
               "GEMV_SMEM_FIXED");
 // The least weight ring: one k-block per warp, per byte of weight element (x 2 for bf16). The 8-row lm_head
 // gets no more than that (its input rows take 80 KB); every M = 1 word gets at least three.
@@ -35,15 +34,13 @@ __device__ __forceinline__ u32 dynamic_smem_bytes() {
 struct GemvSmem {
     u8* base;
     float* y;
-    float* partner;
     float* scales;
     signed char* x_p;  // the f16 operand's P per (row, k-block) (gemv.cuh f16_operand)
     bf16* x;
     __device__ explicit GemvSmem(u8* base)
         : base(base),
           y(reinterpret_cast<float*>(base)),
-          partner(y + Y_FLOATS),
-          scales(partner + PARTNER_FLOATS),
+          scales(y + Y_FLOATS),
           x_p(reinterpret_cast<signed char*>(scales + MAX_SLICE_BLOCKS)),
           x(reinterpret_cast<bf16*>(x_p + MAX_ROWS * MAX_SLICE_BLOCKS)) {}
     __device__ float* y_at(int half, int row) const { return y + (half * MAX_ROWS + row) * MAX_TILE_ROWS; }
@@ -252,19 +249,17 @@ __device__ inline void keep_hidden(const Ctx& ctx, const Word& w, float* scratch
 __device__ inline void gemv_rows(const GemvSmem& sm, const Weight& W, int k, int row0, int rows, int b0, int b1,
                                  int x_stride, int m, float* y) {
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, warp = threadIdx.x >> 5;
-    const int strip = warp & 7;
     float acc[4];
     gemv_block_rows(acc, W.dtype == DT_FP8, W.base, reinterpret_cast<const bf16*>(W.scale), k, row0, rows, b0, b1, sm.x,
-                    sm.x_p, x_stride, m, sm.ring(m * x_stride), sm.ring_bytes(m * x_stride), sm.scales,
-                    sm.partner);
-    if (warp < 8) {
+                    sm.x_p, x_stride, m, sm.ring(m * x_stride), sm.ring_bytes(m * x_stride), sm.scales);
+    if (warp * WARP_ROWS < rows) {  // phase 0 of strip `warp` holds the strip's sums
 #pragma unroll
         for (int q = 0; q < 4; ++q) {
-            const int i = strip * WARP_ROWS + g + 8 * (q >> 1), input = 2 * t + (q & 1);
+            const int i = warp * WARP_ROWS + g + 8 * (q >> 1), input = 2 * t + (q & 1);
             if (i < rows && input < m) y[input * MAX_TILE_ROWS + i] = acc[q];
         }
     }
-    __syncthreads();  // y complete; partner and ring free for the next pass
+    __syncthreads();  // y complete; the ring free for the next pass
 }
 
 // --- epilogues ---------------------------------------------------------------------------------------
@@ -397,13 +392,16 @@ __device__ inline void gemv_main_passes(const Ctx& ctx, const Word& w, int tile,
     const RowGroup rg = row_group(ctx, w, tile % mt.groups);
     const int S = mt.S, k = mt.k, m = mt.m, b0 = mt.b0, b1 = mt.b1, width = mt.width, s = mt.s;
     const bool gate_up = mt.gate_up;
-    const int rows = rg.r1 - rg.r0;
-    const int passes = gate_up ? 2 : (rows + ROW_BLOCK - 1) / ROW_BLOCK;
-    for (int p = 0; p < passes; ++p) {
-        const Weight W = gemv_weight(ctx, w, gate_up ? p : rg.segment);
-        const int first = rg.r0 - rg.seg_r0 + (gate_up ? 0 : p * ROW_BLOCK);
-        const int prows = gate_up ? rows : min(ROW_BLOCK, rows - p * ROW_BLOCK);
-        gemv_rows(sm, W, k, first, prows, b0, b1, width, m, sm.y_at(gate_up ? p : 0, 0) + (gate_up ? 0 : p * ROW_BLOCK));
+    const int rows = rg.r1 - rg.r0, local0 = rg.r0 - rg.seg_r0;
+    // Passes of at most 128 rows, cut where a 128-row scale block ends (a 144-row group is two passes);
+    // gate_up makes the same passes over gate, then over up.
+    for (int half = 0; half < (gate_up ? 2 : 1); ++half) {
+        const Weight W = gemv_weight(ctx, w, gate_up ? half : rg.segment);
+        for (int a = 0; a < rows;) {
+            const int first = local0 + a, prows = min(rows - a, ROW_BLOCK - first % ROW_BLOCK);
+            gemv_rows(sm, W, k, first, prows, b0, b1, width, m, sm.y_at(half, 0) + a);
+            a += prows;
+        }
     }
     if (S > 1) {  // this slice's sums -> scratch rows [s m, (s + 1) m); the reduce tile finishes the group
         const Buffer scratch = ctx.buffer(w.buf_scratch());

@@ -44,13 +44,13 @@ def numpy_slices(q, s, x, slices):
     return out, bound
 
 
-def run(q, s, x, slices):
+def run(q, s, x, slices, tile_rows=plan.ROW_BLOCK):
     """The kernel's slices into an output filled with NaN first: a launch that writes nothing cannot
     match anything (CuPy's pool would otherwise hand back a block still holding an earlier result)."""
     wq = cupy.asarray(bits(q, fp8.E4M3) if s is not None else bits(q, fp8.BF16))
     sc = None if s is None else cupy.asarray(bits(s, fp8.BF16))
     out = cupy.full((slices, x.shape[0], q.shape[0]), np.nan, dtype=cupy.float32)
-    gemv_slices(wq, sc, cupy.asarray(bits(x, fp8.BF16)), slices, out=out)
+    gemv_slices(wq, sc, cupy.asarray(bits(x, fp8.BF16)), slices, out=out, tile_rows=tile_rows)
     got = cupy.asnumpy(out)
     assert np.isfinite(got).all(), "the kernel left outputs unwritten"
     return got
@@ -64,6 +64,19 @@ def test_gemv_matches_the_engine_sum_within_fp32_rounding(n, k, m, slices, is_fp
     want, magnitude = numpy_slices(q, s, x, slices)
     err = np.abs(got - want) / np.maximum(magnitude, 1e-30)
     assert err.max() < 1e-6, err.max()  # fp32 accumulation of 128-term blocks: ~2^-24 x sqrt(terms)
+
+
+@pytest.mark.parametrize("is_fp8, tile_rows", [(True, 16), (True, 32), (True, 64), (False, 16), (False, 48),
+                                                (False, 96)])
+def test_fewer_rows_per_block_deal_the_k_blocks_to_more_warps_and_still_sum_right(is_fp8, tile_rows):
+    """A block of fewer than 128 rows shares each 16-row strip's k-blocks among 16 / strips warps (gemv.cuh
+    WarpRole; 16 for one strip, 5 for three): every row's sum stays within fp32 rounding of the engine sum,
+    and an input row's bits do not depend on the other rows."""
+    q, s, x = case(384, 5120, 8, is_fp8)
+    got = run(q, s, x, 2, tile_rows)
+    want, magnitude = numpy_slices(q, s, x, 2)
+    assert (np.abs(got - want) / np.maximum(magnitude, 1e-30)).max() < 1e-6
+    assert np.array_equal(run(q, s, x[5:6], 2, tile_rows)[:, 0], got[:, 5])
 
 
 def test_each_input_row_is_bit_identical_whatever_the_other_rows():
@@ -130,6 +143,6 @@ def test_a_launch_that_writes_nothing_cannot_pass(monkeypatch):
     is caught instead of an earlier result left in a reused pool block."""
     q, s, x = case(1024, 5120, 8)
     run(q, s, x, 2)  # a real result, freed to CuPy's pool
-    monkeypatch.setitem(globals(), "gemv_slices", lambda *args, out=None: out)
+    monkeypatch.setitem(globals(), "gemv_slices", lambda *args, out=None, **kwargs: out)
     with pytest.raises(AssertionError, match="left outputs unwritten"):
         run(q, s, x, 2)
