@@ -22,7 +22,6 @@ import json
 import math
 import mmap
 import os
-import stat
 import struct
 from dataclasses import dataclass
 
@@ -33,6 +32,7 @@ from safetensors import SafetensorError, safe_open
 from .config import ModelConfig, load_config
 from .errors import CheckpointError
 from .progress import bytes_bar
+from .side_files import MAX_INDEX_BYTES, DuplicateKey, check_regular_file, no_duplicate_keys, read_json
 from .tensors import (BF16, F8, F32, FLAT_TEXT_PREFIX, INIT_A_LOG, INIT_DT_BIAS, TEXT_PREFIX, TensorSpec,
                       tensor_specs)
 from .weights import WeightSet
@@ -64,7 +64,7 @@ class SafetensorsFile:
 
     def __init__(self, path: str):
         self.path = path
-        _check_regular_file(path)
+        check_regular_file(path, CheckpointError, "a safetensors file")
         try:
             with open(path, "rb") as f:
                 size = os.fstat(f.fileno()).st_size
@@ -102,10 +102,10 @@ class SafetensorsFile:
         except UnicodeDecodeError as e:
             raise self._invalid(f"header is not UTF-8 (byte {e.start}: {e.reason})") from None
         try:
-            header = json.loads(text, object_pairs_hook=_no_duplicate_keys)
+            header = json.loads(text, object_pairs_hook=no_duplicate_keys)
         except json.JSONDecodeError as e:
             raise self._invalid(f"header is not valid JSON ({e.msg} at byte {e.pos})") from None
-        except _DuplicateKey as e:
+        except DuplicateKey as e:
             raise self._invalid(f"header names {e} twice") from None
         except ValueError as e:  # e.g. an integer too long to convert
             raise self._invalid(f"header is not valid JSON ({e})") from None
@@ -165,35 +165,6 @@ class SafetensorsFile:
         return np.frombuffer(self._map, dtype=dtype, count=count, offset=e.offset).reshape(e.shape)
 
 
-def _check_regular_file(path: str) -> None:
-    """Refuse a missing path, a dangling symlink, a directory or a special file, each in one line."""
-    try:
-        st = os.stat(path)  # follows symlinks, as a Hugging Face cache snapshot needs
-    except FileNotFoundError:
-        if os.path.islink(path):
-            raise CheckpointError(f"{path}: dangling symlink (its target {os.readlink(path)} does not exist)") from None
-        raise CheckpointError(f"{path}: file not found") from None
-    except OSError as e:  # a symlink loop, a path through a file, no permission
-        raise CheckpointError(f"{path}: cannot be read ({e.strerror or e})") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise CheckpointError(f"{path}: is a directory, expected a safetensors file")
-    if not stat.S_ISREG(st.st_mode):
-        raise CheckpointError(f"{path}: is not a regular file")
-
-
-class _DuplicateKey(ValueError):
-    pass
-
-
-def _no_duplicate_keys(pairs: list[tuple[str, object]]) -> dict:
-    out = {}
-    for key, value in pairs:
-        if key in out:
-            raise _DuplicateKey(repr(key))
-        out[key] = value
-    return out
-
-
 def _is_count(x: object) -> bool:
     return isinstance(x, int) and not isinstance(x, bool) and x >= 0
 
@@ -202,16 +173,10 @@ def _shard_map(checkpoint_dir: str) -> dict[str, str]:
     """Tensor name -> shard file name, from the index or from the single file."""
     index_path = os.path.join(checkpoint_dir, INDEX_FILE)
     if os.path.lexists(index_path):
-        try:
-            with open(index_path, encoding="utf-8") as f:
-                weight_map = json.load(f)["weight_map"]
-        except FileNotFoundError:
-            raise CheckpointError(f"{index_path}: dangling symlink (its target {os.readlink(index_path)} "
-                                  "does not exist)") from None
-        except OSError as e:  # a directory, no permission, a symlink loop
-            raise CheckpointError(f"{index_path}: cannot be read ({e.strerror or e})") from None
-        except (ValueError, RecursionError, KeyError, TypeError) as e:  # JSONDecodeError, UnicodeDecodeError
-            raise CheckpointError(f"{index_path}: malformed index ({type(e).__name__}: {e})") from None
+        index = read_json(index_path, CheckpointError, MAX_INDEX_BYTES)
+        if not isinstance(index, dict) or "weight_map" not in index:
+            raise CheckpointError(f"{index_path}: malformed index (no weight_map object)")
+        weight_map = index["weight_map"]
         if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
             raise CheckpointError(f"{index_path}: weight_map must map tensor names to file names")
         for file_name in set(weight_map.values()):

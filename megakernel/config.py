@@ -9,12 +9,13 @@ module recomputes it.
 from __future__ import annotations
 
 import dataclasses
-import json
+import math
 import os
 from dataclasses import dataclass
 from typing import Any
 
 from .errors import ConfigError
+from .side_files import read_json
 
 FULL_ATTENTION = "full_attention"
 LINEAR_ATTENTION = "linear_attention"
@@ -23,6 +24,15 @@ LINEAR_ATTENTION = "linear_attention"
 QWEN35_DEFINED_VOCAB = 248077
 
 FP8_MAX = 448.0  # largest finite float8_e4m3fn value
+MAX_DIM = 1 << 20  # no integer of config.json beyond this (max_position_embeddings: MAX_POSITIONS)
+MAX_POSITIONS = 1 << 24
+MAX_CONV_KERNEL = 8  # taps the GDN tile holds (cuda/gdn.cuh GDN_MAX_KERNEL); the compiler's conv ring allows 17
+
+# What the CUDA tiles are specialised to (cuda/attention.cuh, gdn.cuh, gemv.cuh): the GPU builds refuse
+# any other config (check_device_support); the reference and the interpreter take any.
+DEVICE_SHAPES = {"head_dim": 256, "linear_key_head_dim": 128}
+DEVICE_MAX_GQA_GROUP = 8  # query heads per KV head (ATTN_MAX_GROUP)
+DEVICE_VALUE_HEAD_MULTIPLE = 32  # the gated-norm prologue gives each lane dv / 32 values
 
 
 @dataclass(frozen=True)
@@ -168,8 +178,9 @@ def _check(c: ModelConfig) -> None:
         value = getattr(c, f.name)
         if f.type == "int":
             low = 0 if f.name == "mtp_num_hidden_layers" else 1
-            need(isinstance(value, int) and not isinstance(value, bool) and value >= low,
-                 f"{f.name} must be an integer >= {low}, got {value!r}")
+            high = MAX_POSITIONS if f.name == "max_position_embeddings" else MAX_DIM
+            need(isinstance(value, int) and not isinstance(value, bool) and low <= value <= high,
+                 f"{f.name} must be an integer in [{low}, {high}], got {value!r}")
     need(len(c.layer_types) == c.num_hidden_layers,
          f"layer_types has {len(c.layer_types)} entries for {c.num_hidden_layers} layers")
     unknown = set(c.layer_types) - {FULL_ATTENTION, LINEAR_ATTENTION}
@@ -183,6 +194,8 @@ def _check(c: ModelConfig) -> None:
     need(0 < c.defined_vocab <= c.vocab_size, f"defined_vocab {c.defined_vocab} outside (0, {c.vocab_size}]")
     need(c.rms_norm_eps > 0 and c.rope_theta > 0, "rms_norm_eps and rope_theta must be positive")
     need(c.mtp_num_hidden_layers in (0, 1), f"mtp_num_hidden_layers {c.mtp_num_hidden_layers} (supported: 0 or 1)")
+    need(c.linear_conv_kernel_dim <= MAX_CONV_KERNEL,
+         f"linear_conv_kernel_dim {c.linear_conv_kernel_dim} (supported: at most {MAX_CONV_KERNEL})")
     block_n, block_k = c.fp8_block
     fp8_dims = {
         "hidden_size": c.hidden_size, "intermediate_size": c.intermediate_size, "head_dim": c.head_dim,
@@ -211,18 +224,23 @@ def config_from_hf_dict(raw: dict[str, Any], name: str = "custom") -> ModelConfi
             raise ConfigError(f"config.json ({name}): missing field {key!r}")
         return default
 
-    if field("tie_word_embeddings", False):
+    if _bool(field("tie_word_embeddings", False), "tie_word_embeddings"):
         raise ConfigError("config.json: tie_word_embeddings=true is not supported (Qwen3.5-27B has a separate lm_head)")
-    if not field("attn_output_gate", True):
+    if not _bool(field("attn_output_gate", True), "attn_output_gate"):
         raise ConfigError("config.json: attn_output_gate=false is not supported (Qwen3.5 gates attention output)")
 
     n_layers = _int(field("num_hidden_layers"), "num_hidden_layers")
     if "layer_types" in text or "layer_types" in raw:
-        layer_types = tuple(field("layer_types"))
+        layer_types = field("layer_types")
+        if not isinstance(layer_types, list) or not all(isinstance(t, str) for t in layer_types):
+            raise ConfigError("config.json: field 'layer_types' must be a list of strings")
+        layer_types = tuple(layer_types)
     else:
         layer_types = _layer_types_from_interval(n_layers, _int(field("full_attention_interval"), "full_attention_interval"))
 
     rope = field("rope_parameters", None) or field("rope_scaling", None) or {}
+    if not isinstance(rope, dict):
+        raise ConfigError("config.json: field 'rope_parameters' must be a JSON object")
     rope_theta = rope.get("rope_theta", field("rope_theta", None))
     partial = rope.get("partial_rotary_factor", field("partial_rotary_factor", None))
     if rope_theta is None:
@@ -231,8 +249,7 @@ def config_from_hf_dict(raw: dict[str, Any], name: str = "custom") -> ModelConfi
         raise ConfigError(f"config.json ({name}): missing field 'partial_rotary_factor'")
 
     vocab_size = _int(field("vocab_size"), "vocab_size")
-    eos = field("eos_token_id", None)
-    eos_ids = tuple(eos) if isinstance(eos, list) else ((eos,) if eos is not None else ())
+    eos_ids = _token_ids(field("eos_token_id", None), "eos_token_id")
     quant = raw.get("quantization_config") or text.get("quantization_config")
     fp8_block = _fp8_block(quant, name)
 
@@ -243,8 +260,8 @@ def config_from_hf_dict(raw: dict[str, Any], name: str = "custom") -> ModelConfi
         num_attention_heads=_int(field("num_attention_heads"), "num_attention_heads"),
         num_key_value_heads=_int(field("num_key_value_heads"), "num_key_value_heads"),
         head_dim=_int(field("head_dim"), "head_dim"),
-        partial_rotary_factor=float(partial),
-        rope_theta=float(rope_theta),
+        partial_rotary_factor=_float(partial, "partial_rotary_factor", high=1.0),
+        rope_theta=_float(rope_theta, "rope_theta"),
         linear_num_key_heads=_int(field("linear_num_key_heads"), "linear_num_key_heads"),
         linear_num_value_heads=_int(field("linear_num_value_heads"), "linear_num_value_heads"),
         linear_key_head_dim=_int(field("linear_key_head_dim"), "linear_key_head_dim"),
@@ -253,7 +270,7 @@ def config_from_hf_dict(raw: dict[str, Any], name: str = "custom") -> ModelConfi
         intermediate_size=_int(field("intermediate_size"), "intermediate_size"),
         vocab_size=vocab_size,
         defined_vocab=min(vocab_size, QWEN35_DEFINED_VOCAB),
-        rms_norm_eps=float(field("rms_norm_eps")),
+        rms_norm_eps=_float(field("rms_norm_eps"), "rms_norm_eps", high=1.0),
         mtp_num_hidden_layers=_int(field("mtp_num_hidden_layers", 0), "mtp_num_hidden_layers", allow_zero=True),
         max_position_embeddings=_int(field("max_position_embeddings", 262144), "max_position_embeddings"),
         eos_token_ids=eos_ids,
@@ -266,6 +283,29 @@ def _int(value: Any, key: str, allow_zero: bool = False) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < (0 if allow_zero else 1):
         raise ConfigError(f"config.json: field {key!r} must be a {'non-negative' if allow_zero else 'positive'} integer, got {value!r}")
     return value
+
+
+def _float(value: Any, key: str, high: float = math.inf) -> float:
+    """A finite number in (0, high]; JSON booleans and strings are not numbers."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= high or \
+            not math.isfinite(value):
+        bound = "" if high == math.inf else f" and at most {high}"
+        raise ConfigError(f"config.json: field {key!r} must be a finite number above 0{bound}, got {value!r}")
+    return float(value)
+
+
+def _bool(value: Any, key: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"config.json: field {key!r} must be true or false, got {value!r}")
+    return value
+
+
+def _token_ids(value: Any, key: str, where: str = "config.json") -> tuple[int, ...]:
+    """A token id or a list of them (absent: none)."""
+    ids = [] if value is None else value if isinstance(value, list) else [value]
+    if not all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < MAX_DIM * 16 for i in ids):
+        raise ConfigError(f"{where}: field {key!r} must be a token id or a list of token ids, got {value!r}")
+    return tuple(ids)
 
 
 def _fp8_block(quant: Any, name: str) -> tuple[int, int]:
@@ -292,26 +332,38 @@ def quantization_config_dict(modules_to_not_convert: list[str]) -> dict[str, Any
 
 
 def load_config(checkpoint_dir: str | os.PathLike) -> ModelConfig:
+    """config.json (and the stop ids of generation_config.json, if present), each a bounded regular file of
+    strict JSON, every field the engine reads checked for type and range."""
     path = os.path.join(checkpoint_dir, "config.json")
-    try:
-        with open(path, encoding="utf-8") as f:
-            raw = json.load(f)
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: not found (a checkpoint directory needs config.json)") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ConfigError(f"{path}: not valid JSON ({e})") from None
+    if not os.path.lexists(path):
+        raise ConfigError(f"{path}: not found (a checkpoint directory needs config.json)")
+    raw = read_json(path, ConfigError)
     config = config_from_hf_dict(raw, name=os.path.basename(os.path.abspath(checkpoint_dir)))
     # The stop set lives in generation_config.json ([248046, 248044]); config.json names only 248044.
     generation_path = os.path.join(checkpoint_dir, "generation_config.json")
-    if os.path.exists(generation_path):
-        try:
-            with open(generation_path, encoding="utf-8") as f:
-                eos = json.load(f).get("eos_token_id")
-        except (json.JSONDecodeError, UnicodeDecodeError, AttributeError) as e:
-            raise ConfigError(f"{generation_path}: not a valid generation config ({e})") from None
-        if eos is not None:
-            config = dataclasses.replace(config, eos_token_ids=tuple(eos) if isinstance(eos, list) else (eos,))
+    if os.path.lexists(generation_path):
+        generation = read_json(generation_path, ConfigError)
+        if not isinstance(generation, dict):
+            raise ConfigError(f"{generation_path}: must hold a JSON object")
+        eos = _token_ids(generation.get("eos_token_id"), "eos_token_id", generation_path)
+        if eos:
+            config = dataclasses.replace(config, eos_token_ids=eos)
     return config
+
+
+def check_device_support(c: ModelConfig) -> None:
+    """The GPU builds' tiles are specialised to the Qwen3.5 shapes (DEVICE_SHAPES and the limits beside
+    it): refuse any other config in one line naming the field, before any device work."""
+    for key, value in DEVICE_SHAPES.items():
+        if getattr(c, key) != value:
+            raise ConfigError(f"config {c.name!r}: {key} = {getattr(c, key)}; the GPU builds run {key} = {value} only "
+                              "(the reference backend takes any)")
+    if c.gqa_group > DEVICE_MAX_GQA_GROUP:
+        raise ConfigError(f"config {c.name!r}: {c.gqa_group} query heads per KV head (num_attention_heads / "
+                          f"num_key_value_heads); the GPU builds take at most {DEVICE_MAX_GQA_GROUP}")
+    if c.linear_value_head_dim % DEVICE_VALUE_HEAD_MULTIPLE:
+        raise ConfigError(f"config {c.name!r}: linear_value_head_dim = {c.linear_value_head_dim}; the GPU builds need "
+                          f"a multiple of {DEVICE_VALUE_HEAD_MULTIPLE}")
 
 
 # --- presets ----------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from isa.opcodes import (
 )
 
 from . import fp8
-from .config import ModelConfig
+from .config import ModelConfig, check_device_support
 from .errors import InputError
 from .progress import bytes_bar
 from .tensors import scale_name, tensor_specs
@@ -79,6 +79,7 @@ class DeviceWeights:
     @classmethod
     def from_weightset(cls, program: Program, weights: WeightSet, progress: bool = True) -> DeviceWeights:
         """Copy each tensor of the table from host memory (a memory-mapped checkpoint: one at a time)."""
+        check_device_support(weights.config)
         dev = cls(program)
         with bytes_bar(program.weight_bytes, "weights to the GPU", progress) as bar:
             for e in program.weights:
@@ -96,6 +97,7 @@ class DeviceWeights:
     def synthetic(cls, program: Program, config: ModelConfig, seed: int = 0, pow2_scales: bool = False,
                   progress: bool = True) -> DeviceWeights:
         """Generate the table's tensors on the GPU (bytes of synthetic.synthesize) straight into the arena."""
+        check_device_support(config)
         from .gpu_synthetic import synthesize_gpu
 
         dev = cls(program)

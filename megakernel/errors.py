@@ -15,3 +15,7 @@ class CheckpointError(MegakernelError):
 
 class InputError(MegakernelError):
     """A request is invalid: token ids out of range, empty prompt, conflicting options."""
+
+
+class ModelOutputError(MegakernelError, ValueError):
+    """The model's output cannot be used: non-finite logits (degenerate weights, or an engine fault)."""

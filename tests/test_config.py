@@ -137,3 +137,29 @@ def test_load_config_errors(tmp_path):
 def test_unknown_preset():
     with pytest.raises(ConfigError, match="unknown preset"):
         preset("qwen3.5-9b")
+
+
+def test_the_device_limits_are_the_cuda_tiles_own_constants():
+    from megakernel import config as cfg
+    from megakernel.cuda_build import CUDA_DIR, define
+
+    assert cfg.DEVICE_SHAPES == {"head_dim": define(CUDA_DIR / "attention.cuh", "ATTN_HEAD_DIM"),
+                                 "linear_key_head_dim": define(CUDA_DIR / "gdn.cuh", "GDN_DK")}
+    assert cfg.DEVICE_MAX_GQA_GROUP == define(CUDA_DIR / "attention.cuh", "ATTN_MAX_GROUP")
+    assert cfg.MAX_CONV_KERNEL == define(CUDA_DIR / "gdn.cuh", "GDN_MAX_KERNEL")
+
+
+@pytest.mark.parametrize("change, key", [
+    (dict(head_dim=128), "head_dim"),
+    (dict(linear_key_head_dim=256), "linear_key_head_dim"),
+    (dict(num_attention_heads=24, num_key_value_heads=2), "query heads per KV head"),
+    (dict(linear_value_head_dim=48, linear_num_value_heads=8), "linear_value_head_dim"),
+])
+def test_the_gpu_builds_refuse_a_config_their_tiles_are_not_made_for(change, key):
+    from megakernel.config import check_device_support
+
+    check_device_support(preset("tiny"))
+    check_device_support(preset("qwen3.5-27b"))
+    other = dataclasses.replace(preset("tiny"), **change)  # a valid config: the reference runs it
+    with pytest.raises(ConfigError, match=key):
+        check_device_support(other)

@@ -6,7 +6,7 @@ import types
 import numpy as np
 import pytest
 
-from megakernel.errors import InputError, MegakernelError
+from megakernel.errors import InputError, MegakernelError, ModelOutputError
 from megakernel.generate import CONTEXT_FULL, INTERRUPTED, LENGTH, STOP, ProgramBackend, generate
 from megakernel.sampling import SamplingParams
 from megakernel.tokenizer import IM_END_ID, load_tokenizer
@@ -84,6 +84,29 @@ class InterruptedBackend(ScriptedBackend):
         if len(self.steps) + 1 == self.at:
             raise KeyboardInterrupt
         return super().step(token)
+
+
+class NonFiniteBackend(ScriptedBackend):
+    """The logits of generated token `at` + 1 are `bad` everywhere (NaN or inf: degenerate weights)."""
+
+    def __init__(self, script, at, bad):
+        super().__init__(script)
+        self.at, self.bad = at, bad
+
+    def _logits(self):
+        row = super()._logits()
+        return np.full_like(row, self.bad) if len(self.steps) == self.at else row
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+@pytest.mark.parametrize("temperature", [0.0, 0.8])
+def test_non_finite_logits_stop_generation_with_one_line_naming_the_position(tok, bad, temperature):
+    backend = NonFiniteBackend(range(10, 30), 2, bad)
+    with pytest.raises(ModelOutputError, match=r"^generation stopped at position 5 \(generated token 3\): the "
+                                               r"logits (contain NaN|have maximum)") as e:
+        generate(backend, tok, [1, 2, 3], 10, SamplingParams(temperature=temperature, seed=1))
+    assert "\n" not in str(e.value) and isinstance(e.value, MegakernelError)
+    assert len(generate(NonFiniteBackend(range(10, 30), 5, bad), tok, [1], 4).tokens) == 4  # not reached: fine
 
 
 @pytest.mark.parametrize("at", [0, 1, 3])
