@@ -177,6 +177,10 @@ class Interpreter:
         """Every block runs the program `steps` times; rng picks among ready blocks (fuzzing)."""
         position = [0] * self.program.sms
         left = [steps] * self.program.sms
+        for b, tasks in enumerate(self._tasks):
+            if not tasks:  # no tile of any word falls to this block (a small model on many SMs): its steps are done
+                left[b] = 0
+                self.iteration[b] += steps
         turn = 0
         while True:
             active = [b for b in range(self.program.sms) if left[b]]

@@ -94,6 +94,20 @@ def pytest_make_collect_report(collector):
 
 
 @pytest.fixture(scope="session")
+def micro_weights():
+    """synthetic:tiny's structure with a 2,048-row vocabulary (checkpoint_tools.micro_config), built once per
+    test session: every layer kind, the MTP head and every program shape of tiny at ~1/120 of its head. For
+    the interpreter-heavy tests, whose properties (bit identities, rollbacks) do not depend on the vocabulary
+    size; tests that tokenize text keep tiny_weights."""
+    from checkpoint_tools import micro_config
+
+    weights = synthetic_weights(micro_config(), seed=0)
+    for tensor in weights.tensors.values():
+        tensor.flags.writeable = False
+    return weights
+
+
+@pytest.fixture(scope="session")
 def tiny_weights():
     """synthetic:tiny:0, built once per test session (a few seconds each time on the 2-core CI machine);
     read-only, so no test can change what another sees."""

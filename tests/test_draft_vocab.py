@@ -9,7 +9,7 @@ from megakernel.draft_vocab import DRAFT_CORE, DRAFT_ROWS, WorkingVocab, draft_r
 from megakernel.generate import InterpreterBackend
 
 CAPACITY = 64
-PROMPT = [9707, 11, 1879, 0, 5, 6, 7, 8, 9, 10, 11]  # two prompt chunks at 8 rows
+PROMPT = [1707, 11, 1879, 0, 5, 6, 7, 8, 9, 10, 11]  # two prompt chunks at 8 rows; micro's vocabulary
 K = 3
 CORE = 16  # a small core: the session's ids then sit at table rows that are not their ids
 
@@ -63,10 +63,11 @@ def test_working_vocab_programs_are_proved_race_and_deadlock_free(tiny_weights):
 
 
 @pytest.fixture(scope="module")
-def backends(tiny_weights):
-    """Two interpreter sessions: one drafting over the full head, one over a working vocabulary."""
-    full = InterpreterBackend(tiny_weights, CAPACITY)
-    working = InterpreterBackend(tiny_weights, CAPACITY)
+def backends(micro_weights):
+    """Two interpreter sessions: one drafting over the full head, one over a working vocabulary (micro's
+    2,048 rows: the working head has as many rows, but only CORE + the session's ids are real ids)."""
+    full = InterpreterBackend(micro_weights, CAPACITY)
+    working = InterpreterBackend(micro_weights, CAPACITY)
     working.set_draft_vocab(CORE)
     return full, working
 
@@ -109,8 +110,8 @@ def test_the_id_table_maps_rows_to_ids(backends):
         working.reset()
 
 
-def test_speculation_with_a_working_vocabulary_gives_plain_greedys_tokens(tiny_weights, backends):
-    c = tiny_weights.config
+def test_speculation_with_a_working_vocabulary_gives_plain_greedys_tokens(micro_weights, backends):
+    c = micro_weights.config
     full, working = backends
     reference = speculative.plain_greedy(full, PROMPT, 14, c.defined_vocab)
     tokens, accepted = speculative.generate_greedy_mtp(working, PROMPT, 12, K, c.defined_vocab)
@@ -119,12 +120,12 @@ def test_speculation_with_a_working_vocabulary_gives_plain_greedys_tokens(tiny_w
     assert set(tokens[:len(tokens) - accepted[-1] - 1]) <= working.draft_vocab.ids  # all but the last pass's
 
 
-def test_sampled_drafts_come_from_the_table(tiny_weights, backends, monkeypatch):
+def test_sampled_drafts_come_from_the_table(micro_weights, backends, monkeypatch):
     """Sampled speculation with a working head: q is zero outside the table, so every draft is in it (the
     exact acceptance rule takes q as given: the emitted tokens stay distributed as the target's)."""
     from megakernel.sampling import SamplingParams
 
-    c = tiny_weights.config
+    c = micro_weights.config
     _, working = backends
     params = SamplingParams(temperature=1.5, seed=5)
     seen = []

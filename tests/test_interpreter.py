@@ -18,8 +18,8 @@ CAPACITY = 80
 
 
 @pytest.fixture(scope="module")
-def weights(tiny_weights):
-    return tiny_weights
+def weights(micro_weights):
+    return micro_weights
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +54,7 @@ def decode_beside_the_reference(weights, reference, steps):
     program = lower(c, rows=1, sms=7, capacity=CAPACITY, debug_logits=True)
     interp = Interpreter(program, weights)
     session = reference.new_session(CAPACITY)
-    token = 9707
+    token = 1707
     interp.set_tokens([token])
     rng = np.random.default_rng(1)
     for step in range(steps):
@@ -199,7 +199,7 @@ def test_mtp_prefill_and_chained_drafts_bit_identical_to_the_reference(weights, 
     chain = Interpreter(lower_mtp(c, rows=1, sms=7, capacity=CAPACITY, chained=True, debug_logits=True), weights,
                         session_of=target)
     session = reference.new_session(CAPACITY)
-    prompt = [9707, 11, 1879, 0]
+    prompt = [1707, 11, 1879, 0]
     rng = np.random.default_rng(5)
     target.set_tokens(prompt)
     target.run(1, rng)
@@ -228,7 +228,7 @@ def test_prompt_through_m_row_passes_equals_one_row_passes(weights):
     from megakernel.generate import InterpreterBackend, prompt_chunks
 
     c = weights.config
-    prompt = [9707, 11, 1879, 0, 151, 77, 3000, 42, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]
+    prompt = [1707, 11, 1879, 0, 151, 77, 1300, 42, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]
     assert [len(x) for x in prompt_chunks(prompt, 8)] == [8, 8, 3]
     wide, narrow = InterpreterBackend(weights, CAPACITY, prompt_rows=8), InterpreterBackend(weights, CAPACITY,
                                                                                            prompt_rows=1)

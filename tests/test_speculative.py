@@ -9,7 +9,7 @@ from megakernel import speculative
 from megakernel.generate import InterpreterBackend, ProgramBackend
 
 CAPACITY = 64
-PROMPT = [9707, 11, 1879, 0]
+PROMPT = [1707, 11, 1879, 0]  # ids of micro's 2,048-row vocabulary
 TOKENS = 12
 K = 3
 
@@ -22,12 +22,12 @@ def tok():
 
 
 @pytest.fixture(scope="module")
-def runs(tiny_weights):
+def runs(micro_weights):
     """A plain run long enough for any speculative run, and one backend reused for the speculative runs."""
-    c = tiny_weights.config
-    plain = InterpreterBackend(tiny_weights, CAPACITY)
+    c = micro_weights.config
+    plain = InterpreterBackend(micro_weights, CAPACITY)
     reference = speculative.plain_greedy(plain, PROMPT, TOKENS + K + 1, c.defined_vocab)
-    return plain, reference, InterpreterBackend(tiny_weights, CAPACITY)
+    return plain, reference, InterpreterBackend(micro_weights, CAPACITY)
 
 
 def session_state(backend, c) -> list[np.ndarray]:
@@ -53,8 +53,8 @@ def drafters(reference, vocab):
 
 
 @pytest.mark.parametrize("case", ["oracle", "adversarial"] + [f"wrong at {i}" for i in range(K)])
-def test_speculative_greedy_equals_plain_greedy_and_rolls_back_exactly(tiny_weights, runs, case):
-    c = tiny_weights.config
+def test_speculative_greedy_equals_plain_greedy_and_rolls_back_exactly(micro_weights, runs, case):
+    c = micro_weights.config
     plain, reference, spec = runs
     name, drafts, accepted_each = next(d for d in drafters(reference, c.vocab_size) if d[0] == case)
     tokens, accepted = speculative.generate_greedy(spec, PROMPT, TOKENS, K, drafts, c.defined_vocab)
@@ -86,8 +86,8 @@ def sessions_after_a_partly_rejected_verify_pass(runs, vocab, kept):
 
 
 @pytest.mark.parametrize("kept", range(1, K + 1))
-def test_a_verify_pass_keeps_its_rejected_rows_out_of_the_session(tiny_weights, runs, kept):
-    c = tiny_weights.config
+def test_a_verify_pass_keeps_its_rejected_rows_out_of_the_session(micro_weights, runs, kept):
+    c = micro_weights.config
     assert_same_session(*sessions_after_a_partly_rejected_verify_pass(runs, c.defined_vocab, kept), c)
 
 
@@ -112,18 +112,18 @@ def fold_every_verify_row_into_the_gdn_state(monkeypatch):
 
 @pytest.mark.parametrize("plant_bug, caught_by", [(keep_every_verify_row, "positions"),
                                                   (fold_every_verify_row_into_the_gdn_state, "states")])
-def test_the_rollback_check_catches_a_broken_rollback(tiny_weights, runs, monkeypatch, plant_bug, caught_by):
-    c = tiny_weights.config
+def test_the_rollback_check_catches_a_broken_rollback(micro_weights, runs, monkeypatch, plant_bug, caught_by):
+    c = micro_weights.config
     plant_bug(monkeypatch)
     with pytest.raises(AssertionError, match=f"sessions' {caught_by} differ"):
         assert_same_session(*sessions_after_a_partly_rejected_verify_pass(runs, c.defined_vocab, kept=1), c)
 
 
-def test_the_models_own_mtp_head_drafts_and_the_tokens_stay_those_of_plain_greedy(tiny_weights, runs):
+def test_the_models_own_mtp_head_drafts_and_the_tokens_stay_those_of_plain_greedy(micro_weights, runs):
     """The MTP head prefilled over a prompt of two chunks (8 + 3 rows) and re-prefilled over the kept rows
     after every verify pass; whatever it drafts (random tiny weights: its acceptance means nothing), the
     tokens and the session are plain greedy's."""
-    c = tiny_weights.config
+    c = micro_weights.config
     plain, _, spec = runs
     prompt = PROMPT + [5, 6, 7, 8, 9, 10, 11]
     reference = speculative.plain_greedy(plain, prompt, TOKENS + K + 1, c.defined_vocab)
@@ -137,15 +137,15 @@ def test_the_models_own_mtp_head_drafts_and_the_tokens_stay_those_of_plain_greed
     assert_same_session(spec, plain, c)
 
 
-def test_mtp_over_kept_rows_equals_the_reference_head(tiny_weights, runs):
+def test_mtp_over_kept_rows_equals_the_reference_head(micro_weights, runs):
     """The MTP rows the speculative loop writes after a verify pass (the kept rows' hidden moved
     right-aligned) give the MTP logits of the NumPy reference head (engine mode) bit for bit, and so do
     the chained drafts after them."""
     from megakernel.reference import Mode, ReferenceModel
 
-    c = tiny_weights.config
+    c = micro_weights.config
     _, reference_tokens, spec = runs
-    model = ReferenceModel(tiny_weights, Mode.ENGINE)
+    model = ReferenceModel(micro_weights, Mode.ENGINE)
     session = model.new_session(CAPACITY)
     t0, drafts, kept = reference_tokens[0], reference_tokens[1:K + 1], 2
     # prompt: target rows, then the MTP head over them
@@ -180,7 +180,7 @@ def test_commit_needs_a_verify_pass_and_keeps_at_most_its_rows(runs):
         spec.commit(1)  # once
 
 
-def test_generate_with_spec_k_gives_the_plain_greedy_tokens(tiny_weights, runs, tok):
+def test_generate_with_spec_k_gives_the_plain_greedy_tokens(micro_weights, runs, tok):
     """The generation loop (megakernel generate --spec-k) over MTP drafts and verify passes: the same
     tokens as without speculation, the drafts accepted reported per verify pass, a stop at max tokens."""
     from megakernel.generate import LENGTH, generate
@@ -194,26 +194,26 @@ def test_generate_with_spec_k_gives_the_plain_greedy_tokens(tiny_weights, runs, 
     assert ref.drafts_accepted is None and "drafts_accepted" in out.as_dict()
 
 
-def test_speculation_near_the_session_capacity_continues_one_pass_at_a_time(tiny_weights, tok):
+def test_speculation_near_the_session_capacity_continues_one_pass_at_a_time(micro_weights, tok):
     """Fewer than k + 1 rows left: plain passes take over, up to context_full, with plain greedy's tokens."""
     from megakernel.generate import CONTEXT_FULL, generate
 
     small = 20
-    plain, spec = InterpreterBackend(tiny_weights, small), InterpreterBackend(tiny_weights, small)
+    plain, spec = InterpreterBackend(micro_weights, small), InterpreterBackend(micro_weights, small)
     ref = generate(plain, tok, PROMPT, 64)
     out = generate(spec, tok, PROMPT, 64, spec_k=K)
     assert out.tokens == ref.tokens and out.stop_reason == ref.stop_reason == CONTEXT_FULL
 
 
 @pytest.mark.parametrize("temperature,top_k,branch", [(1.5, 0, "accept"), (1.0, 5, "reject")])
-def test_sampled_speculation_leaves_the_session_plain_decoding_of_its_tokens_would(tiny_weights, runs, temperature,
+def test_sampled_speculation_leaves_the_session_plain_decoding_of_its_tokens_would(micro_weights, runs, temperature,
                                                                                    top_k, branch):
     """Sampled drafts from the MTP head's distribution, accepted by the exact rule (speculative_step, tested
     against its distribution in test_sampling.py); the session is then that of plain passes over the same
     tokens, and a second run with the seed repeats the tokens."""
     from megakernel.sampling import SamplingParams
 
-    c = tiny_weights.config
+    c = micro_weights.config
     plain, _, spec = runs
     prompt = PROMPT + [5, 6, 7, 8, 9, 10, 11]
     params = SamplingParams(temperature=temperature, top_k=top_k, seed=3)
