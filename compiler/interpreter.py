@@ -107,6 +107,9 @@ class Interpreter:
             self._views[i] = flat.reshape(b.rows, b.cols)
         self._gemv_weights: dict[int, tuple[np.ndarray, np.ndarray | None]] = {}
         self._tasks = self._block_tasks()
+        # each tile's waits, once: the scheduler asks for them every time it looks for a ready block
+        self._waits = {task: waits_of(program, program.words[task[0]], task[1], task[2])
+                       for tasks in self._tasks for task in tasks}
         self.counters = np.zeros(len(self.program.counters), np.int64)
         self.iteration = [0] * self.program.sms
         if session_of is None:
@@ -168,10 +171,8 @@ class Interpreter:
         return tasks
 
     def _ready(self, block: int, task: tuple[int, int, int]) -> bool:
-        i, stage, tile = task
         t = self.iteration[block]
-        return all(self.counters[c] >= expected * (t + 1 - lag)
-                   for c, expected, lag in waits_of(self.program, self.program.words[i], stage, tile))
+        return all(self.counters[c] >= expected * (t + 1 - lag) for c, expected, lag in self._waits[task])
 
     def run(self, steps: int = 1, rng: np.random.Generator | None = None) -> None:
         """Every block runs the program `steps` times; rng picks among ready blocks (fuzzing)."""

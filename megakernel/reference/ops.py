@@ -198,9 +198,12 @@ def partition_stats(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def combine_stats(maxes: np.ndarray, sums: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """[P, heads] partition statistics -> global (max, sum) per head, partitions added in order."""
     m = maxes.max(axis=0)
+    # each partition's term elementwise, all at once (the same fp32 operations per element); then added
+    # in partition order
+    terms = np.where(np.isfinite(maxes), sums * np.exp(maxes - m, dtype=F32), F32(0))
     total = np.zeros_like(m)
-    for p in range(maxes.shape[0]):
-        total += np.where(np.isfinite(maxes[p]), sums[p] * np.exp(maxes[p] - m, dtype=F32), F32(0))
+    for term in terms:
+        total += term
     return m, total
 
 
