@@ -203,7 +203,7 @@ class _Builder:
         to its id through mtp.draft_ids."""
         c, m, L = self.c, self.m, self.prefix
         n = draft_rows(c) if working_vocab else c.vocab_size
-        groups = -(-n // plan.ROW_BLOCK)
+        groups = -(-n // plan.HEAD_TILE_ROWS)
         candidates = self.buffer(f"{L}head_candidates", m, 2 * groups, DType.I32)
         bufs = {"in": x, "out": candidates, "aux1": hidden}
         argmax_bufs = {"in": candidates, "out": "ctrl"}

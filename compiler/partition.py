@@ -1,9 +1,10 @@
 """Partitioning: how many tiles each instruction has and how big they are (the block assignment of
 tiles is the fixed rule of tiling.block_range). Split-K GEMVs get a scratch buffer for their partials.
 
-GEMV row groups are plan.row_tile rows (128, one scale block, or 64 / 32 where that fills more than a
-wave without k-slices), except NORM_GEMV_QKV whose row groups are one head (head_dim rows) so that the
-epilogue can normalise and rotate a whole head, and NORM_HEAD (128: its candidates are per 128 rows);
+GEMV row groups are plan.row_tile rows (128, one scale block, or the 16-row strips that fit one wave
+where 128-row groups would spill a few tiles into a second), except NORM_GEMV_QKV whose row groups are
+one head (head_dim rows) so that the epilogue can normalise and rotate a whole head, and NORM_HEAD
+(plan.HEAD_TILE_ROWS: one argmax candidate per group);
 k-slices are plan.k_slices of the instruction's row groups and k (megakernel/plan.py), the numbers the
 reference's engine mode sums with.
 """
@@ -28,7 +29,7 @@ def partition(low: Lowered, c: ModelConfig) -> None:
             if ins.flags & Flag.WORKING_VOCAB:  # the head's rows are a session buffer
                 seg_rows = (low.buffers[ins.bufs["aux2"]].rows,)
             paired = op == Op.NORM_GATE_UP
-            ins.tile_rows = (c.head_dim if op == Op.NORM_GEMV_QKV else plan.ROW_BLOCK if op == Op.NORM_HEAD
+            ins.tile_rows = (c.head_dim if op == Op.NORM_GEMV_QKV else plan.HEAD_TILE_ROWS if op == Op.NORM_HEAD
                              else plan.row_tile(seg_rows, ins.k, paired))
             groups = plan.row_groups(seg_rows, ins.tile_rows, paired=paired)
             ins.k_slices = plan.k_slices(groups, ins.k)

@@ -10,8 +10,9 @@ k-slices cut tiles smaller at the price of partial sums and a reduce launch, few
 
 A variant is `landed` (plan.row_tile and plan.k_slices as they are), `v1` (the rule before D17: gate_up
 and qkv one slice) or overrides joined by '+': name=S or name=S@R (R rows per row group), e.g.
-gate_up=4+qkv=1 or in_proj=1@128+out=3@128 (names: gate_up, qkv, down, out, in_proj; out is every GEMV of
-out_proj's shape, o_proj too where attn_out_dim equals gdn_value_dim, as on the 27B). A Program with
+gate_up=4+qkv=1 or in_proj=1@128+out=3@128 (names: a GEMV's last name part in plan.gemv_groups, e.g. gate_up,
+qkv, down, in_proj; out is out_proj's shape, o_proj's too where attn_out_dim equals gdn_value_dim, as on
+the 27B). A Program with
 other slices than plan.k_slices does not match the reference's engine sums: only its timing is measured.
 """
 
@@ -32,15 +33,13 @@ V1 = "gate_up=1+qkv=1"
 
 def overrides(config, variant: str) -> tuple[dict, dict]:
     """({(segment rows, k): rows per group}, {(row groups, k): slices}) of a variant for this config's
-    gate_up, qkv, down, out_proj and in_proj shapes."""
+    GEMV shapes."""
     if variant == "landed":
         return {}, {}
-    h, nv = config.hidden_size, config.linear_num_value_heads
-    shapes = {"gate_up": ((config.intermediate_size,) * 2, h, True),
-              "qkv": ((config.q_proj_rows, config.kv_dim, config.kv_dim), h, False),
-              "down": ((h,), config.intermediate_size, False),
-              "out": ((h,), config.gdn_value_dim, False),  # and o_proj
-              "in_proj": ((config.gdn_conv_dim, config.gdn_value_dim, nv, nv), h, False)}
+    shapes = {}  # a GEMV's last name part -> its shape, from the plan's own list
+    for g in plan.gemv_groups(config):
+        shapes.setdefault(g.name.split(".")[-1], (g.segment_rows, g.k, g.paired))
+    shapes["out"] = shapes["out_proj"]  # and o_proj, whose shape it is on the 27B
     rows_table, slices_table = {}, {}
     for item in (V1 if variant == "v1" else variant).split("+"):
         name, value = item.split("=")

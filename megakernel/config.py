@@ -26,6 +26,7 @@ QWEN35_DEFINED_VOCAB = 248077
 FP8_MAX = 448.0  # largest finite float8_e4m3fn value
 MAX_DIM = 1 << 20  # no integer of config.json beyond this (max_position_embeddings: MAX_POSITIONS)
 MAX_POSITIONS = 1 << 24
+MAX_TOKEN_ID = 1 << 24  # eos ids: far above any vocabulary, bounded so a huge integer is refused
 MAX_CONV_KERNEL = 8  # taps the GDN tile holds (cuda/gdn.cuh GDN_MAX_KERNEL); the compiler's conv ring allows 17
 
 # What the CUDA tiles are specialised to (cuda/attention.cuh, gdn.cuh, gemv.cuh): the GPU builds refuse
@@ -303,7 +304,7 @@ def _bool(value: Any, key: str) -> bool:
 def _token_ids(value: Any, key: str, where: str = "config.json") -> tuple[int, ...]:
     """A token id or a list of them (absent: none)."""
     ids = [] if value is None else value if isinstance(value, list) else [value]
-    if not all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < MAX_DIM * 16 for i in ids):
+    if not all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < MAX_TOKEN_ID for i in ids):
         raise ConfigError(f"{where}: field {key!r} must be a token id or a list of token ids, got {value!r}")
     return tuple(ids)
 

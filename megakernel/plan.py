@@ -29,6 +29,7 @@ ONE_WAVE_TILES = 132  # the H200's SM count: one wave of GEMV tiles, one per SM
 MAX_K_SLICES = 8  # more slices add partial traffic for little extra parallelism
 STRIP_ROWS = 16  # rows of one warp's mma tile (gemv.cuh WARP_ROWS): row groups are whole strips
 MAX_TILE_ROWS = 256  # gemv_tile.cuh: the rows one GEMV tile keeps in shared memory
+HEAD_TILE_ROWS = ROW_BLOCK  # the head's row groups: one argmax candidate per this many vocabulary rows (ISA.md)
 ATTENTION_PARTITIONS = 32  # x 4 KV heads = 128 attention tiles on the 27B
 
 
@@ -124,7 +125,7 @@ def gemv_groups(c: ModelConfig) -> list[GemvGroup]:
             group(f"layers.{i}.out_proj", [g + "out_proj.weight"], [h], c.gdn_value_dim)
         group(f"layers.{i}.gate_up", [p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight"], [f, f], h, paired=True)
         group(f"layers.{i}.down", [p + "mlp.down_proj.weight"], [h], f)
-    group("lm_head", [LM_HEAD], [c.vocab_size], h, tile_rows=ROW_BLOCK)  # candidates per 128 rows (ISA.md)
+    group("lm_head", [LM_HEAD], [c.vocab_size], h, tile_rows=HEAD_TILE_ROWS)
     if c.mtp_num_hidden_layers:
         m = mtp_layer_prefix()
         group("mtp.fc", [MTP_PREFIX + "fc.weight"], [h], 2 * h)
