@@ -47,6 +47,8 @@ def module(source: Path, device_id: int, cooperative: bool = False):
     code, base = f"// headers {headers}\n" + source.read_text(), ("-std=c++17", f"-I{CUDA_DIR}")
     if os.environ.get("MEGAKERNEL_LINEINFO"):  # source lines in compute-sanitizer's and profilers' reports
         base += ("-lineinfo",)
+    if os.environ.get("MEGAKERNEL_TILE_STAMPS"):  # the GEMV tiles' phase probe (experiments/tile_phases.py)
+        base += ("-DMK_TILE_STAMPS",)
     # CuPy appends its own -arch=sm_XY; NVRTC 13 takes both and builds for the "a" target. Nothing
     # here needs arch-specific features, so if an NVRTC refuses the second arch option, build with
     # CuPy's alone rather than fail.

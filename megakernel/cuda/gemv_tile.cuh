@@ -356,6 +356,29 @@ __device__ inline void gemv_epilogue(const Ctx& ctx, const Word& w, const RowGro
     }
 }
 
+#ifdef MK_TILE_STAMPS
+// A timing probe (experiments/tile_phases.py; built only with MEGAKERNEL_TILE_STAMPS set): thread 0 of
+// block b records %clock64 at each phase of its main tile in [b][phase], %globaltimer at the start and
+// the end in [b][6], [b][7], and its SM in [b][5].
+constexpr int STAMP_BLOCKS = 8192;
+__device__ unsigned long long mk_tile_stamps[STAMP_BLOCKS][8];
+__device__ __forceinline__ void tile_stamp(int phase, bool wall = false) {
+    __syncthreads();
+    if (threadIdx.x != 0 || blockIdx.x >= STAMP_BLOCKS) return;
+    u64 t;
+    if (wall) {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+        mk_tile_stamps[blockIdx.x][phase == 0 ? 6 : 7] = t;
+        u32 sm;
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+        mk_tile_stamps[blockIdx.x][5] = sm;
+    }
+    mk_tile_stamps[blockIdx.x][phase] = clock64();
+}
+#else
+__device__ __forceinline__ void tile_stamp(int, bool = false) {}
+#endif
+
 // --- tiles ---------------------------------------------------------------------------------------------
 // A main-stage tile in two parts that share nothing but (ctx, w, tile): the input rows (prologue, then for
 // fp8 weights the f16 operand), and the GEMV passes with their epilogue. Few values live across the seam
@@ -383,6 +406,7 @@ __device__ inline void gemv_main_input(const Ctx& ctx, const Word& w, int tile, 
     }
     gemv_prologue(ctx, w, mt.b0 * K_BLOCK, mt.b1 * K_BLOCK, sm.x, sm.y);  // y: free until the passes
     __syncthreads();
+    tile_stamp(2);
     if (fp8) f16_operand(sm.x, mt.width, sm.x, mt.width, mt.m, mt.b1 - mt.b0, sm.x_p);
 }
 
@@ -403,6 +427,7 @@ __device__ inline void gemv_main_passes(const Ctx& ctx, const Word& w, int tile,
             a += prows;
         }
     }
+    tile_stamp(3);
     if (S > 1) {  // this slice's sums -> scratch rows [s m, (s + 1) m); the reduce tile finishes the group
         const Buffer scratch = ctx.buffer(w.buf_scratch());
         const int halves = gate_up ? 2 : 1, n = w.n();
@@ -415,9 +440,13 @@ __device__ inline void gemv_main_passes(const Ctx& ctx, const Word& w, int tile,
     gemv_epilogue(ctx, w, rg, sm);
 }
 
+
 __device__ inline void gemv_main_tile(const Ctx& ctx, const Word& w, int tile, u8* smem) {
+    tile_stamp(0, true);
     gemv_main_input(ctx, w, tile, smem);
+    tile_stamp(1);
     gemv_main_passes(ctx, w, tile, smem);
+    tile_stamp(4, true);
 }
 
 __device__ inline void gemv_reduce_tile(const Ctx& ctx, const Word& w, int tile, u8* smem) {

@@ -1,0 +1,120 @@
+"""Where a GEMV word's time goes, tile by tile (discrete build, 27B synthetic weights generated on the GPU):
+each main tile's phases by %clock64 (input rows: the prologue and the f16 operand; the passes; the epilogue
+or split-K store) and its start and end by %globaltimer, for one GDN and one attention layer's GEMV words
+and the head, at M = 1 and M = 8 rows. Each word is timed as bench_step times it (its launches repeated 10
+times in a CUDA graph); the stamps are the last repetition's. Built with MEGAKERNEL_TILE_STAMPS
+(gemv_tile.cuh tile_stamp: a block barrier at each stamp, so the probe's build is itself slightly slower).
+Writes tile_phases.json.
+
+  python experiments/tile_phases.py --out DIR [--rows 1,8] [--layers 0,3]
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ["MEGAKERNEL_TILE_STAMPS"] = "1"  # before any module is built
+
+import argparse
+import datetime
+import json
+import sys
+
+import numpy as np
+from bench_gemv import graph_us
+
+from megakernel.budgets import instruction_bytes
+from megakernel.provenance import git_commit
+
+TOKEN = 9707
+CONTEXT = 1024
+STAMP_BLOCKS = 8192  # gemv_tile.cuh
+
+
+def stamps_of(module):
+    import cupy
+
+    ptr = module.get_global("mk_tile_stamps")
+    return cupy.ndarray((STAMP_BLOCKS, 8), dtype=cupy.uint64, memptr=ptr)
+
+
+def summarize(s: np.ndarray, tiles: int) -> dict:
+    """Per-phase medians and maxima (us) over a word's main tiles; the launch's spread by %globaltimer."""
+    s = s[:tiles].astype(np.int64)
+    wall = (s[:, 7] - s[:, 6]).astype(float)  # ns
+    cycles = (s[:, 4] - s[:, 0]).astype(float)
+    ghz = float(cycles.sum() / wall.sum())  # the SM clock over the word's tiles (globaltimer is coarse)
+    has_prologue = s[:, 2] > 0
+    phases = {"input": s[:, 1] - s[:, 0], "passes": s[:, 3] - s[:, 1], "epilogue": s[:, 4] - s[:, 3],
+              "tile": s[:, 4] - s[:, 0]}
+    if has_prologue.all():
+        phases["prologue"] = s[:, 2] - s[:, 0]
+        phases["operand"] = s[:, 1] - s[:, 2]
+    out = {"tiles": tiles, "sm_ghz": round(ghz, 3)}
+    for name, c in phases.items():
+        us = c / ghz / 1e3
+        out[name + "_us"] = {"median": round(float(np.median(us)), 2), "max": round(float(us.max()), 2)}
+    start, end = s[:, 6], s[:, 7]
+    out["start_spread_us"] = round(float(start.max() - start.min()) / 1e3, 2)
+    out["span_us"] = round(float(end.max() - start.min()) / 1e3, 2)
+    out["last_end_after_median_end_us"] = round(float(end.max() - np.median(end)) / 1e3, 2)
+    out["max_tiles_per_sm"] = int(np.bincount(s[:, 5]).max())
+    return out
+
+
+def main() -> None:
+    import cupy
+
+    from compiler import lower
+    from discrete.backend import device_weights
+    from discrete.kernels import module
+    from discrete.launcher import DiscreteProgram
+    from isa import GEMV_OPS, Op
+    from megakernel.device import DeviceSession
+    from megakernel.models import model_config
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--model", default="synthetic:qwen3.5-27b")
+    parser.add_argument("--rows", default="1,8")
+    parser.add_argument("--layers", default="0,3", help="layers whose GEMV words are probed (the head always)")
+    args = parser.parse_args()
+    config = model_config(args.model)
+    layers = {f"L{i}." for i in args.layers.split(",")}
+    weights = None
+    results = []
+    for m in (int(r) for r in args.rows.split(",")):
+        program = lower(config, rows=m, sms=132, capacity=CONTEXT + 64)
+        if weights is None:
+            weights = device_weights(program, args.model, progress=False)
+        session = DeviceSession(program)
+        runner = DiscreteProgram(program, weights, session)
+        session.set_tokens([TOKEN] * m, config.vocab_size)
+        session.set_position(CONTEXT - 1)
+        stamps = stamps_of(module())
+        names = program.meta["instructions"]
+        for i, w in enumerate(program.words):
+            if w.opcode not in GEMV_OPS or not (names[i][:3] in layers or names[i][:4] in layers
+                                                 or w.opcode == Op.NORM_HEAD):
+                continue
+            mine = [launch for launch in runner.launches if launch[0] == i]
+            stamps.fill(0)
+            us, _, _ = graph_us(lambda _, mine=mine: [runner._launch(launch) for launch in mine], 5, 10)
+            row = {"rows": m, "name": names[i], "op": w.opcode.name, "us": round(us, 2), "launches": len(mine),
+                   "k_slices": w.k_slices, "tile_rows": w.tile_rows, "shared_bytes": mine[0][3],
+                   "bytes": instruction_bytes(program, w, CONTEXT)}
+            row.update(summarize(cupy.asnumpy(stamps), w.tiles))
+            print(json.dumps(row), flush=True)
+            results.append(row)
+        runner = session = None
+        cupy.get_default_memory_pool().free_all_blocks()
+    os.makedirs(args.out, exist_ok=True)
+    result = {"device": cupy.cuda.runtime.getDeviceProperties(0)["name"].decode(), "git_commit": git_commit(),
+              "command": "python " + " ".join(sys.argv), "created": datetime.datetime.now(datetime.UTC).isoformat(),
+              "model": args.model, "context": CONTEXT, "words": results}
+    with open(os.path.join(args.out, "tile_phases.json"), "w") as f:
+        json.dump(result, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
