@@ -361,7 +361,9 @@ __device__ inline void gemv_epilogue(const Ctx& ctx, const Word& w, const RowGro
 // block b records %clock64 at each phase of its main tile in [b][phase], %globaltimer at the start and
 // the end in [b][6], [b][7], and its SM in [b][5].
 constexpr int STAMP_BLOCKS = 8192;
+extern "C" {  // unmangled: the probe finds it by name
 __device__ unsigned long long mk_tile_stamps[STAMP_BLOCKS][8];
+}
 __device__ __forceinline__ void tile_stamp(int phase, bool wall = false) {
     __syncthreads();
     if (threadIdx.x != 0 || blockIdx.x >= STAMP_BLOCKS) return;
