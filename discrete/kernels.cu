@@ -22,12 +22,9 @@ __device__ __forceinline__ void gemv_slices(const unsigned char* weight, const _
     const int b0 = s * blocks / slices, b1 = (s + 1) * blocks / slices, width = (b1 - b0) * mk::K_BLOCK;
     // the slice's input rows into shared memory as a GEMV_RESIDUAL tile takes them (gemv_tile.cuh)
     const __nv_bfloat16* x_slice = x + b0 * mk::K_BLOCK;
-    if (FP8) {
-        mk::f16_operand(x_slice, k, sm.x, width, m, b1 - b0, sm.x_p);
-    } else {
-        mk::copy_rows16(x_slice, k, sm.x, m, width);
-        __syncthreads();
-    }
+    mk::stage_rows(x_slice, k, sm.x, width, m, width);
+    mk::stage_wait();
+    if (FP8) mk::f16_operand(sm.x, width, sm.x, width, m, b1 - b0, sm.x_p);
     float acc[4];
     mk::gemv_block_rows(acc, FP8, weight, scale, k, blockIdx.x * tile_rows, tile_rows, b0, b1, sm.x, sm.x_p, width, m,
                         sm.ring(m * width), sm.ring_bytes(m * width), sm.scales);

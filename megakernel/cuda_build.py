@@ -94,7 +94,8 @@ def gemv_smem_bytes(program) -> int:
 
 def gemv_word_smem(program, w, depth: int) -> int:
     """Dynamic shared memory of one GEMV word's tiles with a weight ring `depth` k-blocks deep per warp:
-    the fixed part, the k-slice's bf16 input rows, then the ring (gemv_tile.cuh)."""
+    the fixed part, the k-slice's bf16 input rows, then the ring, which must also hold what the prologue
+    stages there (gemv_tile.cuh)."""
     from isa import DType
 
     from . import plan
@@ -103,7 +104,23 @@ def gemv_word_smem(program, w, depth: int) -> int:
     fixed, ring = define(tile, "GEMV_SMEM_FIXED"), define(tile, "GEMV_MIN_RING")
     width = max(b1 - b0 for b0, b1 in (plan.slice_blocks(w.k, w.k_slices, s) for s in range(w.k_slices)))
     elem = max(2 if e.dtype == DType.BF16 else 1 for e in program.gemv_weights(w))
-    return fixed + 2 * program.rows * width * plan.K_BLOCK + 128 + depth * ring * elem
+    width *= plan.K_BLOCK
+    return fixed + 2 * program.rows * width + 128 + max(depth * ring * elem, prologue_stage_bytes(program, w, width))
+
+
+def prologue_stage_bytes(program, w, width: int) -> int:
+    """What a GEMV tile's prologue stages in its ring's memory (gemv_tile.cuh norm_rows, gated_norm) for a
+    k-slice of `width` columns; norm weights counted as fp32 (a bound)."""
+    from isa import Op
+
+    m = program.rows
+    if w.opcode in (Op.NORM_GEMV, Op.NORM_GEMV_QKV, Op.NORM_GATE_UP, Op.NORM_HEAD):
+        return 2 * m * w.k + 4 * (w.k if w.opcode == Op.NORM_HEAD else width)  # the head's tile 0 keeps all k
+    if w.opcode == Op.MTP_FC:  # one half's rows at a time
+        return 2 * m * (w.k // 2) + 4 * min(width, w.k // 2)
+    if w.opcode == Op.GATED_NORM_GEMV_RESIDUAL:  # o and z over the slice, then one head's weight
+        return 2 * 2 * m * width + 4 * w.params[3]
+    return 0  # GEMV_RESIDUAL stages into the input rows' own place
 
 
 @functools.cache

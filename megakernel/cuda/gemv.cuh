@@ -91,8 +91,8 @@ __device__ __forceinline__ u32 f16x2_scaled(u32 bf16x2, float two_p) {
 
 __device__ __forceinline__ u32 top_exponent(u32 bf16x2) { return max((bf16x2 >> 7) & 0xFFu, (bf16x2 >> 23) & 0xFFu); }
 
-// The tiles run it in place after their prologue, or, GEMV_RESIDUAL, from the input buffer itself
-// (gemv_tile.cuh gemv_main_input). Rows are read in 16-byte pieces: src_stride and x_stride are multiples of
+// The tiles run it in place after their prologue (gemv_tile.cuh gemv_main_input), which leaves the bf16
+// rows in shared memory. Rows are read in 16-byte pieces: src_stride and x_stride are multiples of
 // 8 elements (rows of k-blocks).
 __device__ inline void f16_operand(const bf16* src, int src_stride, bf16* x, int x_stride, int m, int blocks,
                                    signed char* p) {
@@ -119,18 +119,6 @@ __device__ inline void f16_operand(const bf16* src, int src_stride, bf16* x, int
     __syncthreads();
 }
 
-// Rows [0, m) of src (row stride src_stride elements) over `width` elements into x [m][width], in 16-byte
-// pieces (width and src_stride multiples of 8): a GEMV's bf16 input as it is. All threads; not synced.
-__device__ inline void copy_rows16(const bf16* src, int src_stride, bf16* x, int m, int width) {
-    const int pieces = width / 8;
-    for (int i = threadIdx.x; i < m * pieces; i += TILE_THREADS)
-        reinterpret_cast<uint4*>(x)[i] =
-            *reinterpret_cast<const uint4*>(src + static_cast<size_t>(i / pieces) * src_stride + 8 * (i % pieces));
-}
-
-// 2^-P of a kept P (P in [-113, 125]: a normal float).
-__device__ __forceinline__ float unscale_of(signed char P) { return __int_as_float((127 - P) << 23); }
-
 __device__ __forceinline__ u32 smem_addr(const void* p) {
     return static_cast<u32>(__cvta_generic_to_shared(p));
 }
@@ -139,15 +127,57 @@ __device__ __forceinline__ void copy_async16(u32 dst, const void* src) {  // dst
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
 }
 
+__device__ __forceinline__ void copies_commit() {
+    asm volatile("cp.async.commit_group;" ::: "memory");
+}
+
+// --- a prologue's inputs staged into shared memory ------------------------------------------------
+// A prologue reads its input rows (and norm weights) from global memory once, by async copies that are
+// all in flight together: a load-then-use loop waits on memory once per piece and row in each thread,
+// which made a tile's prologue cost 5-20 us (experiments/tile_phases.py). Staging changes no
+// arithmetic. The pieces are 16 bytes where the source rows allow, else 8 or 4 (a row slice of a buffer
+// whose row is not a multiple of 16 bytes, e.g. the tiny model's in_proj output).
+
+// Rows [0, m) of src (row stride src_stride elements; src and the stride at least 4-byte aligned) over
+// `width` elements (a multiple of 8) into dst [m][dst_stride] in shared memory (16-byte aligned rows).
+// All threads issue copies; none waits (stage_wait).
+__device__ inline void stage_rows(const bf16* src, size_t src_stride, bf16* dst, int dst_stride, int m, int width) {
+    const size_t align = reinterpret_cast<size_t>(src) | (src_stride * 2);
+    const int piece = align % 16 == 0 ? 16 : align % 8 == 0 ? 8 : 4;
+    for (int r = 0; r < m; ++r) {
+        const u8* from = reinterpret_cast<const u8*>(src + r * src_stride);
+        const u32 to = smem_addr(dst + r * dst_stride);
+        for (int c = piece * threadIdx.x; c < 2 * width; c += piece * TILE_THREADS) {
+            if (piece == 16) copy_async16(to + c, from + c);
+            else if (piece == 8) asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(to + c), "l"(from + c) : "memory");
+            else asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(to + c), "l"(from + c) : "memory");
+        }
+    }
+}
+
+// `bytes` (a multiple of 16) from src (16-byte aligned) into dst in shared memory; as stage_rows.
+__device__ inline void stage_bytes(const void* src, u8* dst, int bytes) {
+    for (int i = threadIdx.x; i < bytes / 16; i += TILE_THREADS)
+        copy_async16(smem_addr(dst + 16 * i), reinterpret_cast<const u8*>(src) + 16 * i);
+}
+
+// Every staged copy of this thread has landed and the block sees all of them. All threads.
+__device__ __forceinline__ void stage_wait() {
+    copies_commit();
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
+    __syncthreads();
+}
+
+// 2^-P of a kept P (P in [-113, 125]: a normal float).
+__device__ __forceinline__ float unscale_of(signed char P) { return __int_as_float((127 - P) << 23); }
+
+
 __device__ __forceinline__ uint4 load_shared16(u32 at) {
     uint4 r;
     asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "r"(at));
     return r;
 }
 
-__device__ __forceinline__ void copies_commit() {
-    asm volatile("cp.async.commit_group;" ::: "memory");
-}
 
 // Wait until at most `pending` (0 .. MAX_DEPTH - 1) of this thread's newest copy groups are in flight.
 __device__ __forceinline__ void copies_wait(int pending) {

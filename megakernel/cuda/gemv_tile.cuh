@@ -117,27 +117,39 @@ __device__ __forceinline__ u32 pack_bf16x2(float lo, float hi) {  // lo, hi: bf1
     return (__float_as_uint(lo) >> 16) | (__float_as_uint(hi) & 0xFFFF0000u);
 }
 
-// Elements c .. c + 7 (c a multiple of 8) of a bf16 or fp32 norm weight.
-__device__ __forceinline__ void weight8(const Weight& w, int c, float (&f)[8]) {
-    if (w.dtype == DT_F32) {
-        const float4 a = reinterpret_cast<const float4*>(w.base)[c / 4], b = reinterpret_cast<const float4*>(w.base)[c / 4 + 1];
+// Elements c .. c + 7 (c a multiple of 8) of a bf16 or fp32 norm weight at `base` (shared memory).
+__device__ __forceinline__ void weight8(const u8* base, int dtype, int c, float (&f)[8]) {
+    if (dtype == DT_F32) {
+        const float4 a = reinterpret_cast<const float4*>(base)[c / 4], b = reinterpret_cast<const float4*>(base)[c / 4 + 1];
         f[0] = a.x, f[1] = a.y, f[2] = a.z, f[3] = a.w, f[4] = b.x, f[5] = b.y, f[6] = b.z, f[7] = b.w;
     } else {
-        unpack_bf16x8(reinterpret_cast<const uint4*>(w.base)[c / 8], f);
+        unpack_bf16x8(reinterpret_cast<const uint4*>(base)[c / 8], f);
     }
 }
 
+__device__ __forceinline__ int weight_bytes(const Weight& w) { return w.dtype == DT_F32 ? 4 : 2; }
+
+// Element d of a bf16 or fp32 weight staged at `base` (shared memory), as float.
+__device__ __forceinline__ float staged_value(const u8* base, int dtype, int d) {
+    return dtype == DT_F32 ? reinterpret_cast<const float*>(base)[d] : bf(reinterpret_cast<const bf16*>(base)[d]);
+}
+
 // RMSNorm1p of m rows of k values each: dst(r)[c - c0] = bf16(x * rsqrt(mean(x^2) + eps) * (1 + w[c])) for
-// the columns [c0, c1) (k, c0, c1 multiples of 8; src(r), dst(r): 16-byte aligned row pointers). Rows are
-// read in 16-byte pieces and all rows share one block reduction (a per-element loop may wait on L2 once
-// per element: its loads may not pass stores that might alias them). Thread i sums the squares of pieces i,
-// i + TILE_THREADS, .. of each row, then the block adds the threads' sums in a fixed tree: a row's bits
-// never depend on m (the order is the GPU's own; the reference's np.mean agrees to fp32 rounding).
-// scratch: (TILE_WARPS + 1) x MAX_ROWS floats. All threads; ends synced.
+// the columns [c0, c1) (k, c0, c1 multiples of 8; src(r), dst(r): 16-byte aligned row pointers). The rows
+// and the weight's columns [c0, c1) are staged at `stage` first (m k bf16, then the weight: the
+// prologue's staging area, gemv_word_smem in megakernel/cuda_build.py sizes it). Thread i sums the squares
+// of pieces i, i + TILE_THREADS, .. of each row, then the block adds the threads' sums in a fixed tree: a
+// row's bits never depend on m (the order is the GPU's own; the reference's np.mean agrees to fp32
+// rounding). scratch: (TILE_WARPS + 1) x MAX_ROWS floats. All threads; ends synced.
 template <class Src, class Dst>
 __device__ inline void norm_rows(Src src, Dst dst, int m, int k, const Weight& nw, float eps, int c0, int c1,
-                                 float* scratch) {
+                                 float* scratch, u8* stage) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    bf16* rows = reinterpret_cast<bf16*>(stage);
+    u8* weight = stage + static_cast<size_t>(m) * k * 2;
+    for (int r = 0; r < m; ++r) stage_bytes(src(r), reinterpret_cast<u8*>(rows + r * k), 2 * k);
+    stage_bytes(nw.base + static_cast<size_t>(c0) * weight_bytes(nw), weight, (c1 - c0) * weight_bytes(nw));
+    stage_wait();
     float ss[MAX_ROWS];
 #pragma unroll
     for (int r = 0; r < MAX_ROWS; ++r) ss[r] = 0.0f;
@@ -146,7 +158,7 @@ __device__ inline void norm_rows(Src src, Dst dst, int m, int k, const Weight& n
         for (int r = 0; r < MAX_ROWS; ++r) {
             if (r >= m) break;
             float f[8];
-            unpack_bf16x8(reinterpret_cast<const uint4*>(src(r))[c], f);
+            unpack_bf16x8(reinterpret_cast<const uint4*>(rows + r * k)[c], f);
 #pragma unroll
             for (int e = 0; e < 8; ++e) ss[r] = add_rn(ss[r], mul_rn(f[e], f[e]));
         }
@@ -166,10 +178,10 @@ __device__ inline void norm_rows(Src src, Dst dst, int m, int k, const Weight& n
     __syncthreads();
     for (int c = c0 / 8 + threadIdx.x; c < c1 / 8; c += TILE_THREADS) {
         float w[8];
-        weight8(nw, 8 * c, w);
+        weight8(weight, nw.dtype, 8 * c - c0, w);
         for (int r = 0; r < m; ++r) {
             float f[8];
-            unpack_bf16x8(reinterpret_cast<const uint4*>(src(r))[c], f);
+            unpack_bf16x8(reinterpret_cast<const uint4*>(rows + r * k)[c], f);
             const float rf = factor[r];
             u32 out[4];
 #pragma unroll
@@ -181,36 +193,45 @@ __device__ inline void norm_rows(Src src, Dst dst, int m, int k, const Weight& n
     __syncthreads();
 }
 
-// scratch: norm_rows's (TILE_WARPS + 1) x MAX_ROWS floats.
-__device__ inline void gemv_prologue(const Ctx& ctx, const Word& w, int k0, int k1, bf16* x, float* scratch) {
+// The bf16 input rows over k-columns [k0, k1) into x [m][k1 - k0]: RMSNorm1p of the residual rows, the gated
+// norm, MTP_FC's two norms, or (GEMV_RESIDUAL) the rows as they are. scratch: norm_rows's (TILE_WARPS + 1)
+// x MAX_ROWS floats; stage: the staging area (the weight ring's memory, free until the passes).
+__device__ inline void gemv_prologue(const Ctx& ctx, const Word& w, int k0, int k1, bf16* x, float* scratch,
+                                     u8* stage) {
     const int op = w.opcode(), m = w.rows(), width = k1 - k0, k = w.k();
     const Buffer in = ctx.buffer(w.buf_in());
     if (op == OP_GEMV_RESIDUAL) {  // (k0 and width are multiples of 128)
-        copy_rows16(in.at<bf16>(0, k0), in.cols, x, m, width);
+        stage_rows(in.at<bf16>(0, k0), in.cols, x, width, m, width);
+        stage_wait();
         return;
     }
     if (op == OP_GATED_NORM_GEMV_RESIDUAL) {
-        // Per value head of dv values: bf16(bf16(w * bf16(o * rsqrt(mean(o^2) + eps))) * silu(z)).
+        // Per value head of dv values: bf16(bf16(w * bf16(o * rsqrt(mean(o^2) + eps))) * silu(z)). o, z and
+        // the norm weight staged: [m][width] each, then dv values.
         const Weight nw = ctx.weight(w.p(0));
         const float eps = w.pf(1);
         const int z_col = w.p(2), dv = w.p(3), per_lane = dv / 32;
         const Buffer z = ctx.buffer(w.buf_aux1());
+        bf16* o_s = reinterpret_cast<bf16*>(stage);  // [m][width], then z [m][width], then the weight
+        const int z_at = m * width;
+        stage_rows(in.at<bf16>(0, k0), in.cols, o_s, width, m, width);
+        stage_rows(z.at<bf16>(0, z_col + k0), z.cols, o_s + z_at, width, m, width);
+        stage_bytes(nw.base, reinterpret_cast<u8*>(o_s + 2 * z_at), (dv * weight_bytes(nw) + 15) / 16 * 16);
+        stage_wait();
         const int lane = threadIdx.x & 31, heads = width / dv;
         for (int pair = threadIdx.x >> 5; pair < m * heads; pair += TILE_WARPS) {
-            const int row = pair / heads, c0 = k0 + (pair % heads) * dv;
-            const bf16* o_row = in.at<bf16>(row, c0);
-            const bf16* z_row = z.at<bf16>(row, z_col + c0);
+            const int row = pair / heads, c = row * width + (pair % heads) * dv;
             float ss = 0.0f;
             for (int j = 0; j < per_lane; ++j) {
-                const float o = bf(o_row[lane + 32 * j]);
+                const float o = bf(o_s[c + lane + 32 * j]);
                 ss = add_rn(ss, mul_rn(o, o));
             }
             const float r = rsqrt_ref(add_rn(div_rn(warp_sum(ss), static_cast<float>(dv)), eps));
             for (int j = 0; j < per_lane; ++j) {
                 const int d = lane + 32 * j;
-                const float xn = round_bf16(mul_rn(bf(o_row[d]), r));
-                const float t = round_bf16(mul_rn(nw.value(d), xn));
-                x[row * width + c0 - k0 + d] = to_bf16(mul_rn(t, silu_ref(bf(z_row[d]))));
+                const float xn = round_bf16(mul_rn(bf(o_s[c + d]), r));
+                const float t = round_bf16(mul_rn(staged_value(reinterpret_cast<const u8*>(o_s + 2 * z_at), nw.dtype, d), xn));
+                x[c + d] = to_bf16(mul_rn(t, silu_ref(bf(o_s[z_at + c + d]))));
             }
         }
         return;
@@ -223,24 +244,25 @@ __device__ inline void gemv_prologue(const Ctx& ctx, const Word& w, int k0, int 
         const int* tokens = ctx.control() + w.ctrl_base() + CTRL_TOKENS_IN;
         if (k0 < h)
             norm_rows([&](int r) { return reinterpret_cast<const bf16*>(embed.base) + static_cast<size_t>(tokens[r]) * h; },
-                      [&](int r) { return x + r * width; }, m, h, ctx.weight(w.p(1)), eps, k0, min(k1, h), scratch);
+                      [&](int r) { return x + r * width; }, m, h, ctx.weight(w.p(1)), eps, k0, min(k1, h), scratch,
+                      stage);
         if (k1 > h)
             norm_rows([&](int r) { return in.at<bf16>(MAX_ROWS - m + r, 0); },
                       [&](int r) { return x + r * width + max(h - k0, 0); }, m, h, ctx.weight(w.p(2)), eps,
-                      max(k0, h) - h, k1 - h, scratch);
+                      max(k0, h) - h, k1 - h, scratch, stage);
         return;
     }
     // NORM_GEMV, NORM_GEMV_QKV, NORM_GATE_UP, NORM_HEAD: RMSNorm1p of the whole residual rows.
     norm_rows([&](int r) { return in.at<bf16>(r, 0); }, [&](int r) { return x + r * width; }, m, k,
-              ctx.weight(w.p(0)), w.pf(1), k0, k1, scratch);
+              ctx.weight(w.p(0)), w.pf(1), k0, k1, scratch, stage);
 }
 
 // NORM_HEAD's main tile 0 keeps the normalised rows for the MTP head: `hidden` rows [8 - m, 8).
-__device__ inline void keep_hidden(const Ctx& ctx, const Word& w, float* scratch) {
+__device__ inline void keep_hidden(const Ctx& ctx, const Word& w, float* scratch, u8* stage) {
     const Buffer in = ctx.buffer(w.buf_in()), out = ctx.buffer(w.buf_aux1());
     const int m = w.rows();
     norm_rows([&](int r) { return in.at<bf16>(r, 0); }, [&](int r) { return out.at<bf16>(MAX_ROWS - m + r, 0); }, m,
-              w.k(), ctx.weight(w.p(0)), w.pf(1), 0, w.k(), scratch);
+              w.k(), ctx.weight(w.p(0)), w.pf(1), 0, w.k(), scratch, stage);
 }
 
 // --- the GEMV proper ------------------------------------------------------------------------------------
@@ -397,16 +419,12 @@ struct MainTile {
 __device__ inline void gemv_main_input(const Ctx& ctx, const Word& w, int tile, u8* smem) {
     const GemvSmem sm(smem);
     const MainTile mt(ctx, w, tile);
-    if (w.opcode() == OP_NORM_HEAD && tile == 0 && w.buf_aux1() != NO_BUFFER) keep_hidden(ctx, w, sm.y);
+    u8* stage = sm.ring(mt.m * mt.width);  // the ring's memory stages the prologue's inputs
+    if (w.opcode() == OP_NORM_HEAD && tile == 0 && w.buf_aux1() != NO_BUFFER) keep_hidden(ctx, w, sm.y, stage);
     // one dtype per tile (a row group lies in one segment; gate and up are both fp8)
     const int segment = mt.gate_up ? 0 : row_group(ctx, w, tile % mt.groups).segment;
     const bool fp8 = gemv_weight(ctx, w, segment).dtype == DT_FP8;
-    if (fp8 && w.opcode() == OP_GEMV_RESIDUAL) {  // no prologue: the input rows go straight into the operand
-        const Buffer in = ctx.buffer(w.buf_in());
-        f16_operand(in.at<bf16>(0, mt.b0 * K_BLOCK), in.cols, sm.x, mt.width, mt.m, mt.b1 - mt.b0, sm.x_p);
-        return;
-    }
-    gemv_prologue(ctx, w, mt.b0 * K_BLOCK, mt.b1 * K_BLOCK, sm.x, sm.y);  // y: free until the passes
+    gemv_prologue(ctx, w, mt.b0 * K_BLOCK, mt.b1 * K_BLOCK, sm.x, sm.y, stage);  // y: free until the passes
     __syncthreads();
     tile_stamp(2);
     if (fp8) f16_operand(sm.x, mt.width, sm.x, mt.width, mt.m, mt.b1 - mt.b0, sm.x_p);
