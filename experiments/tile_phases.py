@@ -1,6 +1,6 @@
 """Where a GEMV word's time goes, tile by tile (discrete build, 27B synthetic weights generated on the GPU):
-each main tile's phases by %clock64 (input rows: the prologue and the f16 operand; the passes; the epilogue
-or split-K store) and its start and end by %globaltimer, for one GDN and one attention layer's GEMV words
+each main tile's phases by %clock64 (input rows: the prologue, split into addressing its inputs, staging
+them and computing, then the f16 operand; the passes; the epilogue or split-K store) and its start and end by %globaltimer, for one GDN and one attention layer's GEMV words
 and the head, at M = 1 and M = 8 rows. Each word is timed as bench_step times it (its launches repeated 10
 times in a CUDA graph); the stamps are the last repetition's. Built with MEGAKERNEL_TILE_STAMPS
 (gemv_tile.cuh tile_stamp: a block barrier at each stamp, so the probe's build is itself slightly slower).
@@ -28,14 +28,14 @@ from megakernel.provenance import git_commit
 
 TOKEN = 9707
 CONTEXT = 1024
-STAMP_BLOCKS = 8192  # gemv_tile.cuh
+STAMP_BLOCKS, STAMP_SLOTS = 8192, 10  # gemv_tile.cuh
 
 
 def stamps_of(module):
     import cupy
 
     ptr = module.get_global("mk_tile_stamps")
-    return cupy.ndarray((STAMP_BLOCKS, 8), dtype=cupy.uint64, memptr=ptr)
+    return cupy.ndarray((STAMP_BLOCKS, STAMP_SLOTS), dtype=cupy.uint64, memptr=ptr)
 
 
 def summarize(s: np.ndarray, tiles: int) -> dict:
@@ -50,6 +50,10 @@ def summarize(s: np.ndarray, tiles: int) -> dict:
     if has_prologue.all():
         phases["prologue"] = s[:, 2] - s[:, 0]
         phases["operand"] = s[:, 1] - s[:, 2]
+    if (s[:, 8] > 0).all() and (s[:, 9] > 0).all():  # the prologue: addressing, staging, computing
+        phases["addressing"] = s[:, 8] - s[:, 0]
+        phases["staging"] = s[:, 9] - s[:, 8]
+        phases["computing"] = s[:, 2] - s[:, 9]
     out = {"tiles": tiles, "sm_ghz": round(ghz, 3)}
     for name, c in phases.items():
         us = c / ghz / 1e3

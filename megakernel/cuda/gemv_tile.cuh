@@ -101,6 +101,32 @@ __device__ inline RowGroup row_group(const Ctx& ctx, const Word& w, int g) {
     return RowGroup{-1, 0, 0, 0, 0};
 }
 
+#ifdef MK_TILE_STAMPS
+// A timing probe (experiments/tile_phases.py; built only with MEGAKERNEL_TILE_STAMPS set): thread 0 of
+// block b records %clock64 at each phase of its main tile in [b][phase] (0 start, 8 prologue inputs
+// addressed, 9 staged, 2 prologue done, 1 operand done, 3 passes done, 4 end), %globaltimer at the start
+// and the end in [b][6], [b][7], and its SM in [b][5].
+constexpr int STAMP_BLOCKS = 8192, STAMP_SLOTS = 10;
+extern "C" {  // unmangled: the probe finds it by name
+__device__ unsigned long long mk_tile_stamps[STAMP_BLOCKS][STAMP_SLOTS];
+}
+__device__ __forceinline__ void tile_stamp(int phase, bool wall = false) {
+    __syncthreads();
+    if (threadIdx.x != 0 || blockIdx.x >= STAMP_BLOCKS) return;
+    u64 t;
+    if (wall) {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+        mk_tile_stamps[blockIdx.x][phase == 0 ? 6 : 7] = t;
+        u32 sm;
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+        mk_tile_stamps[blockIdx.x][5] = sm;
+    }
+    mk_tile_stamps[blockIdx.x][phase] = clock64();
+}
+#else
+__device__ __forceinline__ void tile_stamp(int, bool = false) {}
+#endif
+
 // --- prologues: the GEMV input rows over k-columns [k0, k1) into x [m][k1 - k0] --------------------------
 __device__ __forceinline__ float norm_1p(float x, float r, float w) { return round_bf16(mul_rn(mul_rn(x, r), add_rn(1.0f, w))); }
 
@@ -147,9 +173,11 @@ __device__ inline void norm_rows(Src src, Dst dst, int m, int k, const Weight& n
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     bf16* rows = reinterpret_cast<bf16*>(stage);
     u8* weight = stage + static_cast<size_t>(m) * k * 2;
+    tile_stamp(8);
     for (int r = 0; r < m; ++r) stage_bytes(src(r), reinterpret_cast<u8*>(rows + r * k), 2 * k);
     stage_bytes(nw.base + static_cast<size_t>(c0) * weight_bytes(nw), weight, (c1 - c0) * weight_bytes(nw));
     stage_wait();
+    tile_stamp(9);
     float ss[MAX_ROWS];
 #pragma unroll
     for (int r = 0; r < MAX_ROWS; ++r) ss[r] = 0.0f;
@@ -201,8 +229,10 @@ __device__ inline void gemv_prologue(const Ctx& ctx, const Word& w, int k0, int 
     const int op = w.opcode(), m = w.rows(), width = k1 - k0, k = w.k();
     const Buffer in = ctx.buffer(w.buf_in());
     if (op == OP_GEMV_RESIDUAL) {  // (k0 and width are multiples of 128)
+        tile_stamp(8);
         stage_rows(in.at<bf16>(0, k0), in.cols, x, width, m, width);
         stage_wait();
+        tile_stamp(9);
         return;
     }
     if (op == OP_GATED_NORM_GEMV_RESIDUAL) {
@@ -214,10 +244,12 @@ __device__ inline void gemv_prologue(const Ctx& ctx, const Word& w, int k0, int 
         const Buffer z = ctx.buffer(w.buf_aux1());
         bf16* o_s = reinterpret_cast<bf16*>(stage);  // [m][width], then z [m][width], then the weight
         const int z_at = m * width;
+        tile_stamp(8);
         stage_rows(in.at<bf16>(0, k0), in.cols, o_s, width, m, width);
         stage_rows(z.at<bf16>(0, z_col + k0), z.cols, o_s + z_at, width, m, width);
         stage_bytes(nw.base, reinterpret_cast<u8*>(o_s + 2 * z_at), (dv * weight_bytes(nw) + 15) / 16 * 16);
         stage_wait();
+        tile_stamp(9);
         const int lane = threadIdx.x & 31, heads = width / dv;
         for (int pair = threadIdx.x >> 5; pair < m * heads; pair += TILE_WARPS) {
             const int row = pair / heads, c = row * width + (pair % heads) * dv;
@@ -378,30 +410,6 @@ __device__ inline void gemv_epilogue(const Ctx& ctx, const Word& w, const RowGro
     }
 }
 
-#ifdef MK_TILE_STAMPS
-// A timing probe (experiments/tile_phases.py; built only with MEGAKERNEL_TILE_STAMPS set): thread 0 of
-// block b records %clock64 at each phase of its main tile in [b][phase], %globaltimer at the start and
-// the end in [b][6], [b][7], and its SM in [b][5].
-constexpr int STAMP_BLOCKS = 8192;
-extern "C" {  // unmangled: the probe finds it by name
-__device__ unsigned long long mk_tile_stamps[STAMP_BLOCKS][8];
-}
-__device__ __forceinline__ void tile_stamp(int phase, bool wall = false) {
-    __syncthreads();
-    if (threadIdx.x != 0 || blockIdx.x >= STAMP_BLOCKS) return;
-    u64 t;
-    if (wall) {
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-        mk_tile_stamps[blockIdx.x][phase == 0 ? 6 : 7] = t;
-        u32 sm;
-        asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-        mk_tile_stamps[blockIdx.x][5] = sm;
-    }
-    mk_tile_stamps[blockIdx.x][phase] = clock64();
-}
-#else
-__device__ __forceinline__ void tile_stamp(int, bool = false) {}
-#endif
 
 // --- tiles ---------------------------------------------------------------------------------------------
 // A main-stage tile in two parts that share nothing but (ctx, w, tile): the input rows (prologue, then for
