@@ -206,13 +206,14 @@ struct Ctx {
         return Word{reinterpret_cast<const u32*>(program + HEADER_BYTES + static_cast<size_t>(WORD_BYTES) * i)};
     }
     __device__ Buffer buffer(u32 id) const {
-        const u8* r = records() + RECORD_BYTES * id;
+        const u8* r = program + HEADER_BYTES + static_cast<size_t>(WORD_BYTES) * n_words() + RECORD_BYTES * id;
         const u64 offset = *reinterpret_cast<const u64*>(r);
         const u32* u = reinterpret_cast<const u32*>(r + 8);
         return Buffer{arena + offset, static_cast<int>(u[0]), static_cast<int>(u[1]), r[16]};
     }
     __device__ Weight weight(int id) const {
-        const u8* r = records() + static_cast<size_t>(RECORD_BYTES) * (n_buffers() + id);
+        const u8* r = program + HEADER_BYTES + static_cast<size_t>(WORD_BYTES) * n_words() +
+                      static_cast<size_t>(RECORD_BYTES) * (n_buffers() + id);
         const u64 offset = *reinterpret_cast<const u64*>(r);
         const u64 scale_offset = *reinterpret_cast<const u64*>(r + 8);
         const u32* u = reinterpret_cast<const u32*>(r + 16);
@@ -220,27 +221,6 @@ struct Ctx {
                       static_cast<int>(u[0]), static_cast<int>(u[1]), r[24], r[25]};
     }
     __device__ int* control() const { return reinterpret_cast<int*>(arena); }  // buffer 0 at offset 0
-    __device__ const u8* records() const { return program + HEADER_BYTES + static_cast<size_t>(WORD_BYTES) * n_words(); }
 };
-
-__device__ __forceinline__ void prefetch_l1(const void* p) { asm volatile("prefetch.global.L1 [%0];" ::"l"(p)); }
-
-// Warp 0 asks L1 for the records a tile of word w reads (its buffers', its weights', and p(0)'s, the norm
-// weight of most GEMV words) all at once: read where first needed, they form a chain of L2 round trips
-// (word -> header -> record -> ..., 1.3-3.4 us before a GEMV tile's first input copy,
-// experiments/tile_phases.py). Changes nothing the tile computes; ids past the tables are skipped.
-__device__ inline void prefetch_records(const Ctx& ctx, const Word& w) {
-    const int lane = threadIdx.x;
-    if (lane >= 32) return;
-    const u32 n_buffers = ctx.n_buffers();
-    u32 id = ~0u;  // a record index: buffers first, then weights
-    if (lane < 6)  // buffer ids: 16 bits each of word fields 7, 8, 9 (buf_in .. buf_scratch)
-        id = (w.u[7 + lane / 2] >> (16 * (lane & 1))) & 0xFFFFu;
-    else if (lane == 6)
-        id = n_buffers + w.p(0);
-    else if (lane - 7 < w.weight_count())
-        id = n_buffers + w.weight_first() + lane - 7;
-    if (id < n_buffers + ctx.header(4)) prefetch_l1(ctx.records() + static_cast<size_t>(RECORD_BYTES) * id);
-}
 
 }  // namespace mk

@@ -471,7 +471,6 @@ __device__ inline void gemv_main_passes(const Ctx& ctx, const Word& w, int tile,
 
 __device__ inline void gemv_main_tile(const Ctx& ctx, const Word& w, int tile, u8* smem) {
     tile_stamp(0, true);
-    prefetch_records(ctx, w);
     gemv_main_input(ctx, w, tile, smem);
     tile_stamp(1);
     gemv_main_passes(ctx, w, tile, smem);
