@@ -1,6 +1,6 @@
 """Where a GEMV word's time goes, tile by tile (discrete build, 27B synthetic weights generated on the GPU):
-each main tile's phases by %clock64 (input rows: the prologue, split into addressing its inputs, staging
-them and computing, then the f16 operand; the passes; the epilogue or split-K store) and its start and end by %globaltimer, for one GDN and one attention layer's GEMV words
+each main tile's phases by %clock64 (the input rows, split into addressing the prologue's inputs, staging
+them and computing the rows (norm and f16 operand); the passes; the epilogue or split-K store) and its start and end by %globaltimer, for one GDN and one attention layer's GEMV words
 and the head, at M = 1 and M = 8 rows. Each word is timed as bench_step times it (its launches repeated 10
 times in a CUDA graph); the stamps are the last repetition's. Built with MEGAKERNEL_TILE_STAMPS
 (gemv_tile.cuh tile_stamp: a block barrier at each stamp, so the probe's build is itself slightly slower).
@@ -44,16 +44,12 @@ def summarize(s: np.ndarray, tiles: int) -> dict:
     wall = (s[:, 7] - s[:, 6]).astype(float)  # ns
     cycles = (s[:, 4] - s[:, 0]).astype(float)
     ghz = float(cycles.sum() / wall.sum())  # the SM clock over the word's tiles (globaltimer is coarse)
-    has_prologue = s[:, 2] > 0
     phases = {"input": s[:, 1] - s[:, 0], "passes": s[:, 3] - s[:, 1], "epilogue": s[:, 4] - s[:, 3],
               "tile": s[:, 4] - s[:, 0]}
-    if has_prologue.all():
-        phases["prologue"] = s[:, 2] - s[:, 0]
-        phases["operand"] = s[:, 1] - s[:, 2]
-    if (s[:, 8] > 0).all() and (s[:, 9] > 0).all():  # the prologue: addressing, staging, computing
+    if (s[:, 8] > 0).all() and (s[:, 9] > 0).all():  # the input rows: addressing, staging, computing
         phases["addressing"] = s[:, 8] - s[:, 0]
         phases["staging"] = s[:, 9] - s[:, 8]
-        phases["computing"] = s[:, 2] - s[:, 9]
+        phases["computing"] = s[:, 1] - s[:, 9]
     out = {"tiles": tiles, "sm_ghz": round(ghz, 3)}
     for name, c in phases.items():
         us = c / ghz / 1e3

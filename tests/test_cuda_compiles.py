@@ -30,8 +30,9 @@ def ptxas_report(log: str) -> dict[str, str]:
 
 
 # A called (not inlined) function saves the callee-saved registers it uses on entry: ptxas counts those
-# stores as spills. The megakernel calls its GDN tile (docs/DECISIONS.md D16); one saved register per call
-# is allowed there, nothing more, and entry functions (every kernel's own body) must not spill at all.
+# stores as spills. The megakernel calls its GDN tile and a GEMV tile's input rows (docs/DECISIONS.md D16,
+# D31); CALL_SAVES bytes of saves per call are allowed there, nothing more, and entry functions (every kernel's
+# own body) must not spill at all.
 CALL_SAVES = 8
 
 

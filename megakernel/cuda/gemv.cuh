@@ -82,14 +82,37 @@ constexpr int MAX_SLICE_BLOCKS = 256;  // k-blocks of one k-slice (k <= 32768)
 constexpr int F16_TOP_BINADE = 15;      // megakernel/reference/ops.py, checked by discrete/kernels.py
 constexpr int TOP_EXPONENT_FLOOR = 17;  // 2^P stays <= 2^125, a normal float
 
+// Two f32 -> f16 conversions in one instruction (cvt.rn.f16x2.f32: each rounded to nearest, as
+// __float2half_rn): conversions issue at an eighth of the multiply rate, and they set the price of the
+// f16 operand at M = 8.
 __device__ __forceinline__ u32 f16x2_scaled(u32 bf16x2, float two_p) {
     const float lo = mul_rn(__uint_as_float(bf16x2 << 16), two_p);
     const float hi = mul_rn(__uint_as_float(bf16x2 & 0xFFFF0000u), two_p);
-    const __half2 h = __halves2half2(__float2half_rn(lo), __float2half_rn(hi));
+    const __half2 h = __floats2half2_rn(lo, hi);
     return *reinterpret_cast<const u32*>(&h);
 }
 
 __device__ __forceinline__ u32 top_exponent(u32 bf16x2) { return max((bf16x2 >> 7) & 0xFFu, (bf16x2 >> 23) & 0xFFu); }
+
+// P of a k-block from the top exponents of its 16 pieces, one per lane of a half-warp: `lanes` the lanes
+// taking part (the half-warp's at least).
+__device__ __forceinline__ int block_p(u32 top, u32 lanes) {
+#pragma unroll
+    for (int o = 8; o > 0; o >>= 1) top = max(top, __shfl_xor_sync(lanes, top, o));
+    return 127 + F16_TOP_BINADE - max(static_cast<int>(top), TOP_EXPONENT_FLOOR);
+}
+
+// 2^P as a float, and f16(v 2^P) of a piece's 8 bf16 values (4 packed words).
+__device__ __forceinline__ float two_to(int P) { return __int_as_float((127 + P) << 23); }
+
+__device__ __forceinline__ uint4 f16_piece(const uint4& v, float two_p) {
+    return make_uint4(f16x2_scaled(v.x, two_p), f16x2_scaled(v.y, two_p), f16x2_scaled(v.z, two_p),
+                      f16x2_scaled(v.w, two_p));
+}
+
+__device__ __forceinline__ u32 piece_top(const uint4& v) {
+    return max(max(top_exponent(v.x), top_exponent(v.y)), max(top_exponent(v.z), top_exponent(v.w)));
+}
 
 // The tiles run it in place after their prologue (gemv_tile.cuh gemv_main_input), which leaves the bf16
 // rows in shared memory. Rows are read in 16-byte pieces: src_stride and x_stride are multiples of
@@ -104,15 +127,9 @@ __device__ inline void f16_operand(const bf16* src, int src_stride, bf16* x, int
         const int row = pair / blocks, block = pair % blocks;
         uint4 v = make_uint4(0u, 0u, 0u, 0u);
         if (on) v = reinterpret_cast<const uint4*>(src + static_cast<size_t>(row) * src_stride + block * K_BLOCK)[l];
-        u32 top = max(max(top_exponent(v.x), top_exponent(v.y)), max(top_exponent(v.z), top_exponent(v.w)));
-#pragma unroll
-        for (int o = 8; o > 0; o >>= 1) top = max(top, __shfl_xor_sync(0xFFFFFFFFu, top, o));
-        const int P = 127 + F16_TOP_BINADE - max(static_cast<int>(top), TOP_EXPONENT_FLOOR);
-        const float two_p = __int_as_float((127 + P) << 23);
+        const int P = block_p(piece_top(v), 0xFFFFFFFFu);
         if (on) {
-            reinterpret_cast<uint4*>(x + static_cast<size_t>(row) * x_stride + block * K_BLOCK)[l] =
-                make_uint4(f16x2_scaled(v.x, two_p), f16x2_scaled(v.y, two_p), f16x2_scaled(v.z, two_p),
-                           f16x2_scaled(v.w, two_p));
+            reinterpret_cast<uint4*>(x + static_cast<size_t>(row) * x_stride + block * K_BLOCK)[l] = f16_piece(v, two_to(P));
             if (l == 0) p[row * MAX_SLICE_BLOCKS + block] = static_cast<signed char>(P);
         }
     }

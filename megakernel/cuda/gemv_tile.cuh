@@ -104,7 +104,7 @@ __device__ inline RowGroup row_group(const Ctx& ctx, const Word& w, int g) {
 #ifdef MK_TILE_STAMPS
 // A timing probe (experiments/tile_phases.py; built only with MEGAKERNEL_TILE_STAMPS set): thread 0 of
 // block b records %clock64 at each phase of its main tile in [b][phase] (0 start, 8 prologue inputs
-// addressed, 9 staged, 2 prologue done, 1 operand done, 3 passes done, 4 end), %globaltimer at the start
+// addressed, 9 staged, 1 input rows done, 3 passes done, 4 end), %globaltimer at the start
 // and the end in [b][6], [b][7], and its SM in [b][5].
 constexpr int STAMP_BLOCKS = 8192, STAMP_SLOTS = 10;
 extern "C" {  // unmangled: the probe finds it by name
@@ -128,7 +128,14 @@ __device__ __forceinline__ void tile_stamp(int, bool = false) {}
 #endif
 
 // --- prologues: the GEMV input rows over k-columns [k0, k1) into x [m][k1 - k0] --------------------------
-__device__ __forceinline__ float norm_1p(float x, float r, float w) { return round_bf16(mul_rn(mul_rn(x, r), add_rn(1.0f, w))); }
+__device__ __forceinline__ float norm_1p_raw(float x, float r, float w) { return mul_rn(mul_rn(x, r), add_rn(1.0f, w)); }
+__device__ __forceinline__ float norm_1p(float x, float r, float w) { return round_bf16(norm_1p_raw(x, r, w)); }
+
+// bf16(lo), bf16(hi) packed, by one paired conversion (cvt.rn.bf16x2.f32; each rounded to nearest).
+__device__ __forceinline__ u32 bf16x2_rn(float lo, float hi) {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const u32*>(&h);
+}
 
 __device__ __forceinline__ void unpack_bf16x8(const uint4& v, float (&f)[8]) {
     const u32 w[4] = {v.x, v.y, v.z, v.w};
@@ -137,10 +144,6 @@ __device__ __forceinline__ void unpack_bf16x8(const uint4& v, float (&f)[8]) {
         f[2 * i] = __uint_as_float(w[i] << 16);
         f[2 * i + 1] = __uint_as_float(w[i] & 0xFFFF0000u);
     }
-}
-
-__device__ __forceinline__ u32 pack_bf16x2(float lo, float hi) {  // lo, hi: bf16 values
-    return (__float_as_uint(lo) >> 16) | (__float_as_uint(hi) & 0xFFFF0000u);
 }
 
 // Elements c .. c + 7 (c a multiple of 8) of a bf16 or fp32 norm weight at `base` (shared memory).
@@ -166,10 +169,13 @@ __device__ __forceinline__ float staged_value(const u8* base, int dtype, int d) 
 // prologue's staging area, gemv_word_smem in megakernel/cuda_build.py sizes it). Thread i sums the squares
 // of pieces i, i + TILE_THREADS, .. of each row, then the block adds the threads' sums in a fixed tree: a
 // row's bits never depend on m (the order is the GPU's own; the reference's np.mean agrees to fp32
-// rounding). scratch: (TILE_WARPS + 1) x MAX_ROWS floats. All threads; ends synced.
+// rounding). With x_p (fp8 tiles, c0 and c1 multiples of 128) the rows go to dst as the f16 operand
+// instead, P per (row, k-block of the slice) in x_p (f16_operand's rule: the same values): a half-warp
+// normalises the 16 pieces of one k-block. scratch: (TILE_WARPS + 1) x MAX_ROWS floats. All threads; ends
+// synced.
 template <class Src, class Dst>
 __device__ inline void norm_rows(Src src, Dst dst, int m, int k, const Weight& nw, float eps, int c0, int c1,
-                                 float* scratch, u8* stage) {
+                                 float* scratch, u8* stage, signed char* x_p = nullptr) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     bf16* rows = reinterpret_cast<bf16*>(stage);
     u8* weight = stage + static_cast<size_t>(m) * k * 2;
@@ -211,21 +217,33 @@ __device__ inline void norm_rows(Src src, Dst dst, int m, int k, const Weight& n
             float f[8];
             unpack_bf16x8(reinterpret_cast<const uint4*>(rows + r * k)[c], f);
             const float rf = factor[r];
-            u32 out[4];
-#pragma unroll
-            for (int i = 0; i < 4; ++i)
-                out[i] = pack_bf16x2(norm_1p(f[2 * i], rf, w[2 * i]), norm_1p(f[2 * i + 1], rf, w[2 * i + 1]));
-            reinterpret_cast<uint4*>(dst(r))[c - c0 / 8] = make_uint4(out[0], out[1], out[2], out[3]);
+            uint4 out;
+            out.x = bf16x2_rn(norm_1p_raw(f[0], rf, w[0]), norm_1p_raw(f[1], rf, w[1]));
+            out.y = bf16x2_rn(norm_1p_raw(f[2], rf, w[2]), norm_1p_raw(f[3], rf, w[3]));
+            out.z = bf16x2_rn(norm_1p_raw(f[4], rf, w[4]), norm_1p_raw(f[5], rf, w[5]));
+            out.w = bf16x2_rn(norm_1p_raw(f[6], rf, w[6]), norm_1p_raw(f[7], rf, w[7]));
+            if (x_p != nullptr) {  // f16_operand's rule: the half-warp holds this k-block's 16 pieces
+                const int P = block_p(piece_top(out), 0xFFFFu << (threadIdx.x & 16));
+                out = f16_piece(out, two_to(P));
+                if ((threadIdx.x & 15) == 0) x_p[r * MAX_SLICE_BLOCKS + (c - c0 / 8) / 16] = static_cast<signed char>(P);
+            }
+            reinterpret_cast<uint4*>(dst(r))[c - c0 / 8] = out;
         }
     }
     __syncthreads();
 }
 
-// The bf16 input rows over k-columns [k0, k1) into x [m][k1 - k0]: RMSNorm1p of the residual rows, the gated
-// norm, MTP_FC's two norms, or (GEMV_RESIDUAL) the rows as they are. scratch: norm_rows's (TILE_WARPS + 1)
-// x MAX_ROWS floats; stage: the staging area (the weight ring's memory, free until the passes).
+// The input rows over k-columns [k0, k1) into x [m][k1 - k0]: RMSNorm1p of the residual rows, the gated
+// norm, MTP_FC's two norms, or (GEMV_RESIDUAL) the rows as they are. The residual-row norms write the f16
+// operand with its P in x_p where x_p is given (fp8 tiles; fuses_operand), the others bf16. scratch:
+// norm_rows's (TILE_WARPS + 1) x MAX_ROWS floats; stage: the staging area (the weight ring's memory, free
+// until the passes).
+__device__ __forceinline__ bool fuses_operand(int op) {
+    return op == OP_NORM_GEMV || op == OP_NORM_GEMV_QKV || op == OP_NORM_GATE_UP || op == OP_NORM_HEAD;
+}
+
 __device__ inline void gemv_prologue(const Ctx& ctx, const Word& w, int k0, int k1, bf16* x, float* scratch,
-                                     u8* stage) {
+                                     u8* stage, signed char* x_p) {
     const int op = w.opcode(), m = w.rows(), width = k1 - k0, k = w.k();
     const Buffer in = ctx.buffer(w.buf_in());
     if (op == OP_GEMV_RESIDUAL) {  // (k0 and width are multiples of 128)
@@ -266,6 +284,7 @@ __device__ inline void gemv_prologue(const Ctx& ctx, const Word& w, int k0, int 
                 x[c + d] = to_bf16(mul_rn(t, silu_ref(bf(o_s[z_at + c + d]))));
             }
         }
+        __syncthreads();
         return;
     }
     if (op == OP_MTP_FC) {
@@ -286,7 +305,7 @@ __device__ inline void gemv_prologue(const Ctx& ctx, const Word& w, int k0, int 
     }
     // NORM_GEMV, NORM_GEMV_QKV, NORM_GATE_UP, NORM_HEAD: RMSNorm1p of the whole residual rows.
     norm_rows([&](int r) { return in.at<bf16>(r, 0); }, [&](int r) { return x + r * width; }, m, k,
-              ctx.weight(w.p(0)), w.pf(1), k0, k1, scratch, stage);
+              ctx.weight(w.p(0)), w.pf(1), k0, k1, scratch, stage, x_p);
 }
 
 // NORM_HEAD's main tile 0 keeps the normalised rows for the MTP head: `hidden` rows [8 - m, 8).
@@ -432,10 +451,10 @@ __device__ inline void gemv_main_input(const Ctx& ctx, const Word& w, int tile, 
     // one dtype per tile (a row group lies in one segment; gate and up are both fp8)
     const int segment = mt.gate_up ? 0 : row_group(ctx, w, tile % mt.groups).segment;
     const bool fp8 = gemv_weight(ctx, w, segment).dtype == DT_FP8;
-    gemv_prologue(ctx, w, mt.b0 * K_BLOCK, mt.b1 * K_BLOCK, sm.x, sm.y, stage);  // y: free until the passes
+    // y: free until the passes
+    gemv_prologue(ctx, w, mt.b0 * K_BLOCK, mt.b1 * K_BLOCK, sm.x, sm.y, stage, fp8 ? sm.x_p : nullptr);
     __syncthreads();
-    tile_stamp(2);
-    if (fp8) f16_operand(sm.x, mt.width, sm.x, mt.width, mt.m, mt.b1 - mt.b0, sm.x_p);
+    if (fp8 && !fuses_operand(w.opcode())) f16_operand(sm.x, mt.width, sm.x, mt.width, mt.m, mt.b1 - mt.b0, sm.x_p);
 }
 
 __device__ inline void gemv_main_passes(const Ctx& ctx, const Word& w, int tile, u8* smem) {

@@ -137,6 +137,12 @@ __device__ __noinline__ void run_gdn(const Ctx ctx, const Word w, int tile, u8* 
     gdn_tile(ctx, w, tile, *reinterpret_cast<GdnSmem*>(smem));
 }
 
+// A GEMV tile's input rows (prologue, f16 operand) are called, not inlined, for the same reason; the
+// passes stay inline.
+__device__ __noinline__ void run_gemv_input(const Ctx ctx, const Word w, int tile, u8* smem) {
+    gemv_main_input(ctx, w, tile, smem);
+}
+
 __device__ __forceinline__ void run_tile(const Ctx& ctx, const Word& w, int stage, int tile, u8* smem) {
     switch (w.opcode()) {
         case OP_EMBED: embed_tile(ctx, w, tile); break;
@@ -148,7 +154,10 @@ __device__ __forceinline__ void run_tile(const Ctx& ctx, const Word& w, int stag
         case OP_HANDOFF: handoff_tile(ctx, w); break;
         default:  // the GEMV family
             if (stage == 1) gemv_reduce_tile(ctx, w, tile, smem);
-            else gemv_main_tile(ctx, w, tile, smem);
+            else {
+                run_gemv_input(ctx, w, tile, smem);
+                gemv_main_passes(ctx, w, tile, smem);
+            }
     }
 }
 
