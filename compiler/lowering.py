@@ -54,7 +54,7 @@ def lower(c: ModelConfig, rows: int, capacity: int, debug_logits: bool = False) 
 
 def lower_mtp(c: ModelConfig, rows: int, capacity: int, chained: bool = False,
               debug_logits: bool = False, working_vocab: bool = False) -> Lowered:
-    """One MTP draft pass over `rows` rows at the MTP lane's position (SPEC 4): row r pairs the MTP
+    """One MTP draft pass over `rows` rows at the MTP lane's position (docs/SPEC-qwen35.md 4): row r pairs the MTP
     lane's token r with hidden row r, the target's post-final-norm `hidden` (first draft, prompt rows)
     or, chained, the MTP's own post-mtp.norm `mtp_hidden` of the previous draft. working_vocab: the head
     reads the session's working-vocabulary rows (megakernel/draft_vocab.py) instead of the lm_head."""

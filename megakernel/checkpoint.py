@@ -42,7 +42,7 @@ INDEX_FILE = "model.safetensors.index.json"
 
 NUMPY_DTYPES = {F8: ml_dtypes.float8_e4m3fn, BF16: ml_dtypes.bfloat16, F32: np.float32}
 # Dtypes accepted besides the release's own: fp32 scales (what transformers allocates) and fp32
-# A_log / dt_bias (vLLM and SGLang keep them as fp32 parameters; SPEC section 8 leaves it open).
+# A_log / dt_bias (vLLM and SGLang keep them as fp32 parameters; docs/SPEC-qwen35.md section 8 leaves it open).
 ALSO_ACCEPTED = {INIT_A_LOG: {F32}, INIT_DT_BIAS: {F32}, "scale": {F32}}
 SCAN_CHUNK = 1 << 26  # bytes per slice when scanning payloads for NaN/Inf
 MAX_HEADER_BYTES = 100_000_000  # the safetensors library's own limit

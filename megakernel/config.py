@@ -391,7 +391,7 @@ def _preset(name: str, **dims: Any) -> ModelConfig:
 
 
 PRESETS: dict[str, ModelConfig] = {
-    # SPEC section 1.
+    # docs/SPEC-qwen35.md section 1.
     "qwen3.5-27b": _preset(
         "qwen3.5-27b", hidden_size=5120, num_hidden_layers=64, num_attention_heads=24, num_key_value_heads=4,
         linear_num_key_heads=16, linear_num_value_heads=48, intermediate_size=17408),

@@ -1,6 +1,6 @@
 """The MTP draft head's working vocabulary: the lm_head rows of a fixed core set of ids and of the ids
 the session has seen, gathered into the session (buffers `mtp.draft_head`, `mtp.draft_ids`), so that a
-draft reads ~8k head rows instead of all 248,320 (the head is most of a draft's bytes: SPEC section 9).
+draft reads ~8k head rows instead of all 248,320 (the head is most of a draft's bytes: docs/SPEC-qwen35.md section 6).
 
 A draft is only a guess: any subset of the vocabulary keeps speculative decoding exact (a draft outside
 it is simply never proposed). The table is sorted by id so that ties go to the lowest id as in the full

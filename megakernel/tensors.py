@@ -1,7 +1,7 @@
 """The checkpoint manifest: every tensor a configuration implies, with its name, shape and dtype.
 
 One list, used by the synthetic writer (what to generate), the loader (what to validate) and the
-byte budgets (what a decode step reads). Names are those of the Qwen3.5 FP8 release (SPEC section 2):
+byte budgets (what a decode step reads). Names are those of the Qwen3.5 FP8 release (docs/SPEC-qwen35.md section 2):
 text weights under ``model.language_model.``, ``lm_head.weight`` at top level, the MTP head under
 ``mtp.``. The flat text-only naming (``model.`` instead of ``model.language_model.``) is mapped onto
 these canonical names by the loader.

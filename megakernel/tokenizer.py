@@ -46,8 +46,8 @@ _EXPECTED_SPECIALS = {
     THINK_ID: "<think>",
     END_THINK_ID: "</think>",
 }
-# Added tokens that the real Qwen files mark special=false (SPEC section 5). They are still split out of the
-# text as whole tokens; the flag only matters to `skip_special_tokens`-style consumers.
+# Added tokens that the real Qwen files mark special=false (docs/SPEC-qwen35.md section 5). They are still
+# split out of the text as whole tokens; the flag only matters to `skip_special_tokens`-style consumers.
 _NOT_SPECIAL = frozenset(
     ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "<think>", "</think>"]
 )

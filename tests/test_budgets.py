@@ -3,7 +3,7 @@ import pytest
 from megakernel.budgets import budgets
 from megakernel.config import preset
 
-# SPEC section 6, computed there from the shapes and cross-checked against a header audit.
+# docs/SPEC-qwen35.md section 6, computed there from the shapes and cross-checked against a header audit.
 SPEC_27B = {
     "weight_bytes_per_token": 26_925_216_768,
     "fp8_payload_bytes": 24_326_963_200,

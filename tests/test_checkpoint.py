@@ -366,7 +366,7 @@ def test_writer_refuses_a_non_empty_directory_and_leaves_nothing_on_failure(tmp_
 def test_manifest_dtypes_match_the_fp8_release():
     specs = tensor_specs(preset("qwen3.5-27b"))
     fp8 = [s for s in specs if s.dtype == F8]
-    assert len(fp8) == 48 * 6 + 16 * 7 + 7 == 407  # SPEC 2.5
+    assert len(fp8) == 48 * 6 + 16 * 7 + 7 == 407  # docs/SPEC-qwen35.md 2.5
     assert all(any(t.name == s.name + "_scale_inv" and t.dtype == BF16 for t in specs) for s in fp8)
     assert len([s for s in specs if s.name.startswith("mtp.")]) == 22
     per_layer = [sum(s.name.startswith(layer_prefix(i)) for s in specs) for i in (0, 3)]

@@ -1,4 +1,4 @@
-"""Each reference op against a direct float64 transcription of SPEC section 3, on random inputs."""
+"""Each reference op against a direct float64 transcription of docs/SPEC-qwen35.md section 3, on random inputs."""
 
 import ml_dtypes
 import numpy as np
@@ -45,7 +45,7 @@ def test_rms_norm_1p(rng):
 def test_gated_rms_norm_plain_weight_and_silu_gate(rng):
     o, z, w = rand_bf16(rng, 6, 128), rand_bf16(rng, 6, 128, scale=2), rand_bf16(rng, 128, scale=0.1) + 1
     o64, z64 = o.astype(np.float64), z.astype(np.float64)
-    # HF rounds to bf16 after the normalisation and after the weight product (SPEC 3.4), then once more
+    # HF rounds to bf16 after the normalisation and after the weight product (docs/SPEC-qwen35.md 3.4), then once more
     xn = bf16(o64 / np.sqrt((o64 ** 2).mean(-1, keepdims=True) + 1e-6)).astype(np.float64)
     t = bf16(xn * w).astype(np.float64)
     exact = t * (z64 / (1 + np.exp(-z64)))

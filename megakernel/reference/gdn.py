@@ -1,4 +1,4 @@
-"""Gated DeltaNet ops (SPEC 3.4): causal conv step, gates, l2norm, the fp32 delta-rule recurrence
+"""Gated DeltaNet ops (docs/SPEC-qwen35.md 3.4): causal conv step, gates, l2norm, the fp32 delta-rule recurrence
 (token by token) and its chunked WY form for prompts.
 
 State layout: S[j] in R^{dk x dv} per value head j (HF's layout), fp32. Conv state: the last
@@ -85,7 +85,7 @@ def chunked(state: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndarray, g: n
 
 
 def _chunk(state, q, k, v, g, beta):
-    """One chunk (length <= 64), per value head, fp32. SPEC 3.4 'Chunked form'."""
+    """One chunk (length <= 64), per value head, fp32. docs/SPEC-qwen35.md 3.4 'Chunked form'."""
     q, k, v = (np.swapaxes(x, 0, 1) for x in (q, k, v))  # [Hv, C, d]
     g, beta = g.T, beta.T  # [Hv, C]
     G = np.cumsum(g, axis=1, dtype=F32)

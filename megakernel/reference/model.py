@@ -193,7 +193,7 @@ class ReferenceModel:
 
     def mtp_forward(self, session: Session, tokens, hidden: np.ndarray, positions) -> StepOutput:
         """MTP rows: row r pairs token x_{p+1} with the target's post-final-norm hidden h_p at position p
-        (SPEC 4) and predicts x_{p+2}; writes the MTP KV cache at those positions. Returns the MTP logits
+        (docs/SPEC-qwen35.md 4) and predicts x_{p+2}; writes the MTP KV cache at those positions. Returns the MTP logits
         and its post-mtp.norm hidden (fed back when chaining drafts)."""
         if self.mtp is None:
             raise InputError("this model has no MTP head")

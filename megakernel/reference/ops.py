@@ -1,7 +1,7 @@
 """The model's ops, one small function each, on float32 arrays holding bf16 values (numerics.py).
 
 Every function that takes rows computes each row with the same code whatever the number of rows,
-so an M-row call gives each row exactly the bits of a one-row call. SPEC-qwen35.md section 3 is the
+so an M-row call gives each row exactly the bits of a one-row call. docs/SPEC-qwen35.md section 3 is the
 specification; its section numbers are cited per op.
 """
 
@@ -14,7 +14,7 @@ from ..plan import K_BLOCK, ROW_BLOCK
 from .numerics import F32, Mode, as_f32, bf16, rsqrt, sigmoid, silu
 
 
-# --- norms (SPEC 3.2, 3.4) --------------------------------------------------------------------
+# --- norms (docs/SPEC-qwen35.md 3.2, 3.4) -------------------------------------------------------------------
 def rms_norm_1p(x: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
     """Zero-centred RMSNorm over the last axis: bf16(x * rsqrt(mean(x^2) + eps) * (1 + w))."""
     xf = as_f32(x)
@@ -127,11 +127,11 @@ class Linear:
 
 
 def swiglu(gate: np.ndarray, up: np.ndarray) -> np.ndarray:
-    """SPEC 3.5: bf16(bf16(silu(gate)) * up)."""
+    """docs/SPEC-qwen35.md 3.5: bf16(bf16(silu(gate)) * up)."""
     return bf16(bf16(silu(gate)) * up)
 
 
-# --- rotary position embedding (SPEC 3.3 step 4) ----------------------------------------------
+# --- rotary position embedding (docs/SPEC-qwen35.md 3.3 step 4) ---------------------------------------------
 def rope_tables(positions: np.ndarray, rotary_dim: int, theta: float) -> tuple[np.ndarray, np.ndarray]:
     """cos, sin [len(positions), rotary_dim] in bf16, angles in fp32 (HF computes, then casts)."""
     inv_freq = F32(1) / (F32(theta) ** (np.arange(0, rotary_dim, 2, dtype=F32) / F32(rotary_dim)))
@@ -153,7 +153,7 @@ def apply_rope(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
     return out
 
 
-# --- full attention (SPEC 3.3) ----------------------------------------------------------------
+# --- full attention (docs/SPEC-qwen35.md 3.3) ---------------------------------------------------------------
 def split_query_gate(qg: np.ndarray, heads: int, head_dim: int) -> tuple[np.ndarray, np.ndarray]:
     """q_proj output [rows, heads * 2 * head_dim] is per head [query | gate]: -> q [rows, heads, head_dim],
     gate [rows, heads * head_dim] head-major."""
@@ -177,7 +177,7 @@ def attend(q: np.ndarray, keys: np.ndarray, values: np.ndarray, scale: float) ->
 
 
 def output_gate(o: np.ndarray, gate: np.ndarray) -> np.ndarray:
-    """Attention output times sigmoid(gate), both rounded to bf16 (SPEC 3.3 step 7)."""
+    """Attention output times sigmoid(gate), both rounded to bf16 (docs/SPEC-qwen35.md 3.3 step 7)."""
     return bf16(o * bf16(sigmoid(gate)))
 
 

@@ -60,7 +60,7 @@ def test_every_instruction_matches_the_interpreter(tiny_weights, rows):
 @pytest.mark.parametrize("rows,chained,working", [(3, False, False), (1, True, False), (3, False, True),
                                                   (1, True, True)])
 def test_every_mtp_instruction_matches_the_interpreter(tiny_weights, rows, chained, working):
-    """The MTP draft Programs (SPEC 4) word by word against the interpreter (bit-identical to the NumPy
+    """The MTP draft Programs (docs/SPEC-qwen35.md 4) word by word against the interpreter (bit-identical to the NumPy
     head, tests/test_interpreter.py), on a session an 8-row target pass and an 8-row MTP pass left: hidden
     rows, MTP cache rows, the MTP lane's position and, chained, its handed-off token and hidden row.
     working: the head over a working vocabulary (gathered head rows, ids mapped by ARGMAX)."""
