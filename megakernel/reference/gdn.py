@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .numerics import F32, as_f32, bf16, rsqrt, sigmoid, silu, softplus
+from .numerics import REAL, as_f32, bf16, rsqrt, sigmoid, silu, softplus
 
 CHUNK = 64  # HF torch_chunk_gated_delta_rule's chunk size; chunks are anchored at position 0
 
@@ -19,20 +19,20 @@ def conv_step(mixed: np.ndarray, conv_state: np.ndarray, weight: np.ndarray) -> 
     Returns (bf16(silu(bf16(conv))), new conv_state)."""
     window = np.concatenate([conv_state, mixed[None, :]], axis=0)  # [K, C], oldest first
     taps = as_f32(weight)[:, 0, :].T  # [K, C]
-    y = bf16((window * taps).sum(axis=0, dtype=F32))
+    y = bf16((window * taps).sum(axis=0, dtype=REAL))
     return bf16(silu(y)), window[1:]
 
 
 def gates(b: np.ndarray, a: np.ndarray, a_log: np.ndarray, dt_bias: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """beta = bf16(sigmoid(b)); g = -exp(A_log) * softplus(a + dt_bias), fp32 (log of the decay)."""
     beta = bf16(sigmoid(b))
-    g = -np.exp(as_f32(a_log), dtype=F32) * softplus(as_f32(a) + as_f32(dt_bias))
+    g = -np.exp(as_f32(a_log), dtype=REAL) * softplus(as_f32(a) + as_f32(dt_bias))
     return beta, g
 
 
 def l2norm(x: np.ndarray) -> np.ndarray:
     """x * rsqrt(sum(x^2) + 1e-6) over the last axis (eps on the sum, as FLA and HF)."""
-    return x * rsqrt((x * x).sum(axis=-1, keepdims=True, dtype=F32) + F32(1e-6))
+    return x * rsqrt((x * x).sum(axis=-1, keepdims=True, dtype=REAL) + REAL(1e-6))
 
 
 def heads_for_values(x: np.ndarray, n_value_heads: int) -> np.ndarray:
@@ -44,14 +44,14 @@ def prepare_qk(q: np.ndarray, k: np.ndarray, n_value_heads: int) -> tuple[np.nda
     """Per-value-head fp32 q and k, l2-normalised, q divided by sqrt(dk) (the decode path's form)."""
     q = l2norm(heads_for_values(as_f32(q), n_value_heads))
     k = l2norm(heads_for_values(as_f32(k), n_value_heads))
-    return q / F32(np.sqrt(q.shape[-1])), k
+    return q / REAL(np.sqrt(q.shape[-1])), k
 
 
 def recurrent_step(state: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndarray, g: np.ndarray,
                    beta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """One token for all value heads: state [Hv, dk, dv] fp32; q, k [Hv, dk]; v [Hv, dv]; g, beta [Hv].
     Returns (o [Hv, dv] bf16, new state)."""
-    state = state * np.exp(g, dtype=F32)[:, None, None]
+    state = state * np.exp(g, dtype=REAL)[:, None, None]
     memory = _transpose_times(state, k)  # S^T k
     delta = (as_f32(v) - memory) * as_f32(beta)[:, None]
     state = state + k[:, :, None] * delta[:, None, :]
@@ -62,7 +62,7 @@ def _transpose_times(state: np.ndarray, x: np.ndarray) -> np.ndarray:
     """S^T x per head, summed over k in order 0..dk-1 (fp32). An explicit order: numpy's axis
     reductions change their order with the array's shape, and a tile holding some value columns
     must get the bits of the whole."""
-    acc = np.zeros((state.shape[0], state.shape[2]), dtype=F32)
+    acc = np.zeros((state.shape[0], state.shape[2]), dtype=REAL)
     for i in range(state.shape[1]):
         acc += state[:, i, :] * x[:, i, None]
     return acc
@@ -88,22 +88,22 @@ def _chunk(state, q, k, v, g, beta):
     """One chunk (length <= 64), per value head, fp32. docs/SPEC-qwen35.md 3.4 'Chunked form'."""
     q, k, v = (np.swapaxes(x, 0, 1) for x in (q, k, v))  # [Hv, C, d]
     g, beta = g.T, beta.T  # [Hv, C]
-    G = np.cumsum(g, axis=1, dtype=F32)
+    G = np.cumsum(g, axis=1, dtype=REAL)
     C = G.shape[1]
     lower = np.tril(np.ones((C, C), dtype=bool))
-    D = np.where(lower, np.exp(np.where(lower, G[:, :, None] - G[:, None, :], F32(0)), dtype=F32), F32(0))
+    D = np.where(lower, np.exp(np.where(lower, G[:, :, None] - G[:, None, :], REAL(0)), dtype=REAL), REAL(0))
     k_beta = k * beta[:, :, None]
     A = (k_beta @ np.swapaxes(k, 1, 2)) * D
-    M = np.eye(C, dtype=F32) + np.tril(A, -1)
-    U = np.linalg.solve(M, v * beta[:, :, None]).astype(F32)
-    W = np.linalg.solve(M, k_beta * np.exp(G, dtype=F32)[:, :, None]).astype(F32)
+    M = np.eye(C, dtype=REAL) + np.tril(A, -1)
+    U = np.linalg.solve(M, v * beta[:, :, None]).astype(REAL)
+    W = np.linalg.solve(M, k_beta * np.exp(G, dtype=REAL)[:, :, None]).astype(REAL)
     v_new = U - W @ state
-    qd = q * np.exp(G, dtype=F32)[:, :, None]
+    qd = q * np.exp(G, dtype=REAL)[:, :, None]
     o = qd @ state + ((q @ np.swapaxes(k, 1, 2)) * D) @ v_new
     g_last = G[:, -1]
-    k_decayed = k * np.exp(g_last[:, None] - G, dtype=F32)[:, :, None]
-    state = state * np.exp(g_last, dtype=F32)[:, None, None] + np.swapaxes(k_decayed, 1, 2) @ v_new
-    return np.swapaxes(o, 0, 1), state.astype(F32)
+    k_decayed = k * np.exp(g_last[:, None] - G, dtype=REAL)[:, :, None]
+    state = state * np.exp(g_last, dtype=REAL)[:, None, None] + np.swapaxes(k_decayed, 1, 2) @ v_new
+    return np.swapaxes(o, 0, 1), state.astype(REAL)
 
 
 def split_qkv(x: np.ndarray, key_dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

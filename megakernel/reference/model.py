@@ -8,6 +8,7 @@ own position. With `gdn="chunked"` the GDN core uses the WY form over the rows i
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -19,7 +20,7 @@ from ..sampling import greedy
 from ..tensors import EMBED, FINAL_NORM, LM_HEAD, MTP_PREFIX, layer_prefix, mtp_layer_prefix, scale_name
 from ..weights import WeightSet
 from . import gdn, ops
-from .numerics import F32, Mode, as_f32, bf16
+from .numerics import REAL, Mode, arithmetic, as_f32, bf16
 
 
 @dataclass
@@ -30,7 +31,7 @@ class KVCache:
     @classmethod
     def empty(cls, capacity: int, c: ModelConfig) -> KVCache:
         shape = (capacity, c.num_key_value_heads, c.head_dim)
-        return cls(np.zeros(shape, F32), np.zeros(shape, F32))
+        return cls(np.zeros(shape, REAL), np.zeros(shape, REAL))
 
 
 @dataclass
@@ -122,8 +123,18 @@ def _linear(w: WeightSet, name: str, mode: Mode) -> ops.Linear:
     return ops.Linear(w[name], scale, mode, plan.slices_by_weight(w.config)[name])
 
 
+def _in_mode(method):
+    """Run a ReferenceModel method in its mode's arithmetic (numerics.arithmetic)."""
+    @functools.wraps(method)
+    def run(self, *args, **kwargs):
+        with arithmetic(self.mode):
+            return method(self, *args, **kwargs)
+    return run
+
+
 class ReferenceModel:
-    """Qwen3.5 in NumPy. `mode` picks the rounding points (Mode.ORACLE or Mode.ENGINE)."""
+    """Qwen3.5 in NumPy. `mode` picks the rounding points (Mode.ORACLE or Mode.ENGINE) or none at all
+    (Mode.EXACT: float64, sessions included)."""
 
     def __init__(self, weights: WeightSet, mode: Mode | str = Mode.ORACLE):
         self.config = c = weights.config
@@ -141,22 +152,26 @@ class ReferenceModel:
         self.lm_head = _linear(weights, LM_HEAD, self.mode)
         self.mtp = _MTPHead(weights, c, self.mode) if c.mtp_num_hidden_layers else None
 
+    @_in_mode
     def new_session(self, capacity: int = 4096) -> Session:
         c = self.config
         s = Session(capacity)
         for i in c.attention_layers:
             s.kv[i] = KVCache.empty(capacity, c)
         for i in c.gdn_layers:
-            s.ssm[i] = np.zeros((c.linear_num_value_heads, c.linear_key_head_dim, c.linear_value_head_dim), F32)
-            s.conv[i] = np.zeros((c.linear_conv_kernel_dim - 1, c.gdn_conv_dim), F32)
+            s.ssm[i] = np.zeros((c.linear_num_value_heads, c.linear_key_head_dim, c.linear_value_head_dim), REAL)
+            s.conv[i] = np.zeros((c.linear_conv_kernel_dim - 1, c.gdn_conv_dim), REAL)
         if self.mtp is not None:
             s.mtp_kv = KVCache.empty(capacity, c)
         return s
 
-    def forward(self, session: Session, tokens, gdn_form: str = "sequential", last_logits_only: bool = False) -> StepOutput:
+    @_in_mode
+    def forward(self, session: Session, tokens, gdn_form: str = "sequential", last_logits_only: bool = False,
+                layers_out: list | None = None) -> StepOutput:
         """Process len(tokens) rows at positions session.position..; advances the session. last_logits_only:
         the head runs on the last row alone (a prompt needs no more; each row's logits are its own, so that
-        row's bits are the same), logits [1, vocab]."""
+        row's bits are the same), logits [1, vocab]. layers_out: gets each layer's output rows (the
+        residual stream after the layer, [M, hidden]), in layer order."""
         c = self.config
         tokens = self.check_tokens(tokens)
         positions = np.arange(session.position, session.position + len(tokens))
@@ -173,10 +188,13 @@ class ReferenceModel:
                                                            gdn_form == "chunked")
             x = bf16(x + h)
             x = bf16(x + mlp(ops.rms_norm_1p(x, norm_post, c.rms_norm_eps)))
+            if layers_out is not None:
+                layers_out.append(x.copy())
         session.position += len(tokens)
         hidden = ops.rms_norm_1p(x, self.final_norm, c.rms_norm_eps)
         return StepOutput(self.logits(hidden[-1:] if last_logits_only else hidden), hidden)
 
+    @_in_mode
     def logits(self, hidden: np.ndarray) -> np.ndarray:
         # ENGINE keeps the fp32 accumulators: the GPU head takes its argmax before any rounding.
         acc = self.lm_head.accumulate(hidden)
@@ -191,6 +209,7 @@ class ReferenceModel:
             raise InputError(f"token id {int(bad[0])} is outside the vocabulary 0..{self.config.defined_vocab - 1}")
         return tokens
 
+    @_in_mode
     def mtp_forward(self, session: Session, tokens, hidden: np.ndarray, positions) -> StepOutput:
         """MTP rows: row r pairs token x_{p+1} with the target's post-final-norm hidden h_p at position p
         (docs/SPEC-qwen35.md 4) and predicts x_{p+2}; writes the MTP KV cache at those positions. Returns the MTP logits

@@ -11,22 +11,22 @@ import numpy as np
 
 from .. import fp8, plan
 from ..plan import K_BLOCK, ROW_BLOCK
-from .numerics import F32, Mode, as_f32, bf16, rsqrt, sigmoid, silu
+from .numerics import REAL, Mode, as_f32, bf16, rsqrt, sigmoid, silu
 
 
 # --- norms (docs/SPEC-qwen35.md 3.2, 3.4) -------------------------------------------------------------------
 def rms_norm_1p(x: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
     """Zero-centred RMSNorm over the last axis: bf16(x * rsqrt(mean(x^2) + eps) * (1 + w))."""
     xf = as_f32(x)
-    var = np.mean(xf * xf, axis=-1, keepdims=True, dtype=F32)
-    return bf16(xf * rsqrt(var + F32(eps)) * (F32(1) + as_f32(weight)))
+    var = np.mean(xf * xf, axis=-1, keepdims=True, dtype=REAL)
+    return bf16(xf * rsqrt(var + REAL(eps)) * (REAL(1) + as_f32(weight)))
 
 
 def gated_rms_norm(o: np.ndarray, z: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
     """GDN output norm per value head (last axis): plain weight, silu(z) gate, two inner bf16 roundings."""
     of = as_f32(o)
-    var = np.mean(of * of, axis=-1, keepdims=True, dtype=F32)
-    xn = bf16(of * rsqrt(var + F32(eps)))
+    var = np.mean(of * of, axis=-1, keepdims=True, dtype=REAL)
+    xn = bf16(of * rsqrt(var + REAL(eps)))
     t = bf16(as_f32(weight) * xn)
     return bf16(t * silu(as_f32(z)))
 
@@ -51,14 +51,14 @@ def f16_operand(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     xb = as_f32(x).reshape(-1, K_BLOCK)
     top = (xb.view(np.uint32) >> 23 & 0xFF).max(axis=1).astype(np.int32)
     p = 127 + F16_TOP_BINADE - np.maximum(top, TOP_EXPONENT_FLOOR)
-    x16 = (xb * np.ldexp(F32(1), p).astype(F32)[:, None]).astype(np.float16).astype(F32)
-    return x16.reshape(-1), np.ldexp(F32(1), -p).astype(F32)
+    x16 = (xb * np.ldexp(REAL(1), p).astype(REAL)[:, None]).astype(np.float16).astype(REAL)
+    return x16.reshape(-1), np.ldexp(REAL(1), -p).astype(REAL)
 
 
 def slice_sum(partials: np.ndarray, scale: np.ndarray | None, unscale: np.ndarray | None = None) -> np.ndarray:
     """Second level: accumulate scale x partial over a slice's blocks in order (fp32); an fp8 GEMV's
     partials are of the f16 operand (f16_operand): acc += (scale x partial) x 2^-P."""
-    acc = np.zeros(partials.shape[0], dtype=F32)
+    acc = np.zeros(partials.shape[0], dtype=REAL)
     for b in range(partials.shape[1]):
         if scale is None:
             acc += partials[:, b]
@@ -91,7 +91,9 @@ class Linear:
     ORACLE multiplies bf16(fp8 x scale) weights with one BLAS product per row; ENGINE widens fp8
     exactly, takes x as its f16 operand (f16_operand), applies each 128 x 128 block scale once to the
     block's fp32 partial and sums in the
-    order of megakernel/plan.py with `slices` k-slices (bf16 weights: the same order, no scale)."""
+    order of megakernel/plan.py with `slices` k-slices (bf16 weights: the same order, no scale); EXACT
+    multiplies the exact products fp8 x scale (float32 holds them: at most 12 significant bits) in
+    float64, one BLAS product per row, and rounds nothing."""
 
     def __init__(self, weight: np.ndarray, scale: np.ndarray | None, mode: Mode, slices: int = 1):
         self.out_features, self.in_features = weight.shape
@@ -103,6 +105,8 @@ class Linear:
             self.scale = None if scale is None else np.repeat(as_f32(scale), ROW_BLOCK, axis=0)[:n]
         elif scale is None:
             self.w = as_f32(weight)
+        elif mode == Mode.EXACT:
+            self.w = fp8.dequantize(weight, scale)
         else:
             self.w = bf16(fp8.dequantize(weight, scale))
 
@@ -134,10 +138,10 @@ def swiglu(gate: np.ndarray, up: np.ndarray) -> np.ndarray:
 # --- rotary position embedding (docs/SPEC-qwen35.md 3.3 step 4) ---------------------------------------------
 def rope_tables(positions: np.ndarray, rotary_dim: int, theta: float) -> tuple[np.ndarray, np.ndarray]:
     """cos, sin [len(positions), rotary_dim] in bf16, angles in fp32 (HF computes, then casts)."""
-    inv_freq = F32(1) / (F32(theta) ** (np.arange(0, rotary_dim, 2, dtype=F32) / F32(rotary_dim)))
-    freqs = np.asarray(positions, dtype=F32)[:, None] * inv_freq[None, :]
+    inv_freq = REAL(1) / (REAL(theta) ** (np.arange(0, rotary_dim, 2, dtype=REAL) / REAL(rotary_dim)))
+    freqs = np.asarray(positions, dtype=REAL)[:, None] * inv_freq[None, :]
     angles = np.concatenate([freqs, freqs], axis=-1)
-    return bf16(np.cos(angles, dtype=F32)), bf16(np.sin(angles, dtype=F32))
+    return bf16(np.cos(angles, dtype=REAL)), bf16(np.sin(angles, dtype=REAL))
 
 
 def apply_rope(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
@@ -166,12 +170,12 @@ def attend(q: np.ndarray, keys: np.ndarray, values: np.ndarray, scale: float) ->
     Query head h reads kv head h // group. Scores bf16, softmax fp32 -> bf16, P.V -> bf16 (HF eager)."""
     heads, d = q.shape
     group = heads // keys.shape[1]
-    out = np.empty((heads, d), dtype=F32)
+    out = np.empty((heads, d), dtype=REAL)
     for h in range(heads):
         kv = h // group
-        scores = bf16(bf16(keys[:, kv, :] @ q[h]) * F32(scale))
-        p = np.exp(scores - scores.max(), dtype=F32)
-        p = bf16(p / p.sum(dtype=F32))
+        scores = bf16(bf16(keys[:, kv, :] @ q[h]) * REAL(scale))
+        p = np.exp(scores - scores.max(), dtype=REAL)
+        p = bf16(p / p.sum(dtype=REAL))
         out[h] = bf16(p @ values[:, kv, :])
     return out
 
@@ -184,15 +188,15 @@ def output_gate(o: np.ndarray, gate: np.ndarray) -> np.ndarray:
 # --- engine attention: the same rounding points, summed partition by partition (plan.py) ----------
 def attention_scores(q: np.ndarray, keys: np.ndarray, scale: float) -> np.ndarray:
     """q [heads, d] of one kv head's group, keys [T, d] -> bf16 scores [heads, T]."""
-    return bf16(bf16(q @ keys.T) * F32(scale))
+    return bf16(bf16(q @ keys.T) * REAL(scale))
 
 
 def partition_stats(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """scores [heads, n] of one partition -> (max, sum of exp(s - max)) per head, fp32; empty: (-inf, 0)."""
     if scores.shape[1] == 0:
-        return np.full(scores.shape[0], -np.inf, F32), np.zeros(scores.shape[0], F32)
+        return np.full(scores.shape[0], -np.inf, REAL), np.zeros(scores.shape[0], REAL)
     m = scores.max(axis=1)
-    return m, np.exp(scores - m[:, None], dtype=F32).sum(axis=1, dtype=F32)
+    return m, np.exp(scores - m[:, None], dtype=REAL).sum(axis=1, dtype=REAL)
 
 
 def combine_stats(maxes: np.ndarray, sums: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -200,7 +204,7 @@ def combine_stats(maxes: np.ndarray, sums: np.ndarray) -> tuple[np.ndarray, np.n
     m = maxes.max(axis=0)
     # each partition's term elementwise, all at once (the same fp32 operations per element); then added
     # in partition order
-    terms = np.where(np.isfinite(maxes), sums * np.exp(maxes - m, dtype=F32), F32(0))
+    terms = np.where(np.isfinite(maxes), sums * np.exp(maxes - m, dtype=REAL), REAL(0))
     total = np.zeros_like(m)
     for term in terms:
         total += term
@@ -209,8 +213,8 @@ def combine_stats(maxes: np.ndarray, sums: np.ndarray) -> tuple[np.ndarray, np.n
 
 def partition_output(scores: np.ndarray, m: np.ndarray, total: np.ndarray, values: np.ndarray) -> np.ndarray:
     """One partition's fp32 share of P.V: P = bf16(exp(s - m) / total) (as HF), values [n, d] bf16."""
-    p = bf16(np.exp(scores - m[:, None], dtype=F32) / total[:, None])
-    return (p @ values).astype(F32)
+    p = bf16(np.exp(scores - m[:, None], dtype=REAL) / total[:, None])
+    return (p @ values).astype(REAL)
 
 
 def merge_partitions(parts: np.ndarray) -> np.ndarray:
@@ -227,7 +231,7 @@ def attend_partitioned(q: np.ndarray, keys: np.ndarray, values: np.ndarray, scal
     kv_heads = keys.shape[1]
     group = heads // kv_heads
     length = keys.shape[0]
-    out = np.empty((heads, d), dtype=F32)
+    out = np.empty((heads, d), dtype=REAL)
     bounds = [plan.partition_bounds(length, p, partitions) for p in range(partitions)]
     for kv in range(kv_heads):
         qh = q[kv * group:(kv + 1) * group]
