@@ -13,6 +13,7 @@ against Mode.EXACT (float64, weights dequantised exactly, nothing rounded), thre
 
   python experiments/exact_distance.py [--goldens tests/fixtures/oracle_tiny.npz,...] [--seeds 0,1]
       [--out experiments/results] [--plot]
+  python experiments/exact_distance.py --replot experiments/results/exact_distance_tiny.json
 
 Writes exact_distance_tiny.json (docs/RESULTS_FILES.md) and, with --plot, exact_distance_tiny.png (the
 per-layer distance of both candidates).
@@ -143,7 +144,12 @@ def main() -> None:
     parser.add_argument("--prompts", type=int, default=2, help="golden prompts measured per checkpoint")
     parser.add_argument("--out", default=os.path.join(HERE, "results"))
     parser.add_argument("--plot", action="store_true")
+    parser.add_argument("--replot", metavar="JSON", help="only draw the plot of an earlier run's file")
     args = parser.parse_args()
+    if args.replot:
+        with open(args.replot) as f:
+            plot(json.load(f)["runs"], os.path.splitext(args.replot)[0] + ".png")
+        return
     runs = []
     for path in args.goldens.split(","):
         goldens = Goldens(path)
@@ -174,9 +180,9 @@ def plot(runs: list[dict], path: str) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4))
-    for r in runs:
+    for i, r in enumerate(runs):  # one colour per checkpoint: solid the engine, dashed the oracle
         for mode, style in (("engine", "-"), ("oracle", "--")):
-            ax.semilogy(r["per_layer_rel_rms"][mode], style, marker="o", markersize=3,
+            ax.semilogy(r["per_layer_rel_rms"][mode], style, color=f"C{i}", marker="o", markersize=3,
                         label=f"{mode}, {r['scales']} scales, seed {r['seed']}")
     ax.set_xlabel("layer")
     ax.set_ylabel("relative RMS distance from exact")
