@@ -13,12 +13,13 @@ from isa.opcodes import (
     CTRL_PENDING,
     CTRL_POSITION,
     CTRL_SPECULATIVE,
-    MAX_ROWS,
 )
 
 from .draft_vocab import DRAFT_CORE, WorkingVocab, draft_rows
 from .errors import InputError, ModelOutputError
+from .passes import MAX_PROMPT_ROWS, prompt_chunks
 from .sampling import SamplingParams, make_rng, sample
+from .speculative import check_draft_count, mtp_batches
 from .tensors import LM_HEAD
 from .tokenizer import Tokenizer
 
@@ -68,16 +69,6 @@ class ReferenceBackend:
 
     def step(self, token: int) -> np.ndarray:
         return self.model.forward(self.session, [token]).logits[0]
-
-
-MAX_PROMPT_ROWS = MAX_ROWS  # the widest pass the Programs take (verify width)
-
-
-def prompt_chunks(prompt_ids: list[int], rows: int) -> list[list[int]]:
-    """The prompt cut into passes of `rows` tokens (the last may be shorter): how a backend ingests it."""
-    if not 1 <= rows <= MAX_PROMPT_ROWS:
-        raise ValueError(f"prompt rows must be 1..{MAX_PROMPT_ROWS}, got {rows}")
-    return [prompt_ids[i:i + rows] for i in range(0, len(prompt_ids), rows)]
 
 
 def mtp_arena_bytes(config, capacity: int, sms: int = 132) -> int:
@@ -329,8 +320,6 @@ def _speculative_tokens(backend, prompt_ids: list[int], k: int,
                         params: SamplingParams) -> Iterator[tuple[int, int | None]]:
     """Tokens by MTP drafts and verify passes (greedy, or sampled with the exact acceptance rule); each
     pass's drafts-accepted count with its first token."""
-    from .speculative import mtp_batches
-
     for tokens, accepted in mtp_batches(backend, prompt_ids, k, backend.defined_vocab, backend.capacity, params):
         for i, token in enumerate(tokens):
             yield token, accepted if i == 0 else None
@@ -366,8 +355,6 @@ def generate(backend, tokenizer: Tokenizer, prompt_ids: list[int], max_new_token
     if max_new_tokens < 1:
         raise InputError(f"--max-new-tokens must be at least 1, got {max_new_tokens}")
     if spec_k:
-        from .speculative import check_draft_count
-
         check_draft_count(spec_k)
     if len(prompt_ids) >= backend.capacity:  # no room for a generated token: run nothing
         return GenerationResult(prompt_ids, [], "", CONTEXT_FULL, 0.0, 0.0, [] if spec_k else None)

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from isa.opcodes import MAX_ROWS
 
 from .errors import InputError
-from .generate import MAX_PROMPT_ROWS, prompt_chunks
+from .passes import MAX_PROMPT_ROWS, prompt_chunks
 from .sampling import (
     SamplingParams,
     greedy,
