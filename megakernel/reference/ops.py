@@ -113,15 +113,16 @@ class Linear:
     def accumulate(self, x: np.ndarray) -> np.ndarray:
         """fp32 results [M, N] before the output rounding (rows computed one by one)."""
         x = as_f32(x).reshape(-1, self.in_features)
-        return np.stack([self._row(row) for row in x])
+        w = self.w.astype(REAL.dtype, copy=False)  # EXACT: one float64 copy a call, not one a row
+        return np.stack([self._row(row, w) for row in x])
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         return bf16(self.accumulate(x))
 
-    def _row(self, x: np.ndarray) -> np.ndarray:
+    def _row(self, x: np.ndarray, w: np.ndarray) -> np.ndarray:
         x = np.ascontiguousarray(x)
         if not self.engine:
-            return self.w @ x
+            return w @ x
         sums = []
         for s in range(self.slices):
             b0, b1 = plan.slice_blocks(self.in_features, self.slices, s)
