@@ -83,3 +83,42 @@ def test_the_detector_finds_a_cycle_and_reads_relative_imports():
 
 def test_no_import_cycles():
     assert cycles(import_graph()) == []
+
+
+# The layers of docs/ARCHITECTURE.md, lowest first: a module may import its own layer and those below.
+LAYERS = {
+    "base": ["megakernel.errors", "megakernel.progress", "megakernel.provenance"],
+    "model": ["megakernel.config", "megakernel.tensors", "megakernel.checkpoint", "megakernel.checkpoint_writer",
+              "megakernel.side_files", "megakernel.synthetic", "megakernel.synthetic_cache", "megakernel.weights",
+              "megakernel.models", "megakernel.fp8", "megakernel.tokenizer", "megakernel.plan", "megakernel.sampling",
+              "megakernel.draft_vocab", "megakernel.reference"],
+    "isa": ["isa"],
+    "compiler": ["compiler"],
+    "runtime": ["megakernel.cuda_build", "megakernel.weight_layout", "megakernel.gpu_synthetic", "megakernel.device",
+                "megakernel.persistent", "megakernel.session_pool", "discrete.launcher", "discrete.kernels", "discrete"],
+    "generation": ["megakernel.passes", "megakernel.generate", "megakernel.speculative", "discrete.backend"],
+    "measurement": ["megakernel.abtest", "megakernel.specbench", "megakernel.budgets", "megakernel.checker",
+                    "megakernel.trace", "discrete.observe"],
+    "cli": ["megakernel", "megakernel.cli", "megakernel.__main__"],
+}
+
+
+def layer_of(module: str) -> int:
+    """The layer of a module: the longest listed name that is the module or a package holding it."""
+    best, level = "", None
+    for i, names in enumerate(LAYERS.values()):
+        for name in names:
+            if (module == name or module.startswith(name + ".")) and len(name) > len(best):
+                best, level = name, i
+    assert level is not None, f"{module} is in no layer of LAYERS (docs/ARCHITECTURE.md)"
+    return level
+
+
+def upward(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    return sorted((m, t) for m, targets in graph.items() for t in targets if layer_of(t) > layer_of(m))
+
+
+def test_imports_point_down_the_layers():
+    assert upward({"megakernel.config": {"megakernel.generate"}, "megakernel.cli": {"megakernel.config"}}) == [
+        ("megakernel.config", "megakernel.generate")]  # the check sees an upward edge
+    assert upward(import_graph()) == []
