@@ -109,7 +109,7 @@ def gemv_word_smem(program, w, depth: int) -> int:
 
 
 def prologue_stage_bytes(program, w, width: int) -> int:
-    """What a GEMV tile's prologue stages in its ring's memory (gemv_tile.cuh norm_rows, gated_norm) for a
+    """What a GEMV tile's prologue stages in its ring's memory (gemv_tile.cuh norm_rows and gemv_prologue) for a
     k-slice of `width` columns; norm weights counted as fp32 (a bound)."""
     from isa import Op
 

@@ -3,9 +3,9 @@
 // group's S partials in order and applies the epilogue.
 //
 // Shared memory (dynamic): the fp32 results of the tile's rows (before them, the prologue's reduction
-// scratch), the block scales, the prologue's bf16 input rows over the slice,
-// then the weight ring (gemv.cuh) in whatever remains: the launch gives the tile as much as the device
-// allows.
+// scratch), the block scales, the prologue's input rows over the slice (bf16, or the f16 operand), then the
+// weight ring (gemv.cuh) in whatever remains: the launch gives the tile as much as the device allows.
+// Until the passes start, the ring's memory holds what the prologue staged (its inputs, by async copies).
 #pragma once
 
 #include "common.cuh"
