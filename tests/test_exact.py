@@ -32,8 +32,8 @@ def test_exact_arithmetic_is_float64_inside_and_float32_outside(micro_weights):
     assert REAL.dtype == np.float32 and bf16(np.float32(1 / 3)) != np.float32(1 / 3)  # outside: as before
     with arithmetic(Mode.EXACT):
         assert REAL.dtype == np.float64 and bf16(np.float32(1 / 3)) == np.float32(1 / 3)
-    oracle = ReferenceModel(micro_weights, Mode.ORACLE).forward(ReferenceModel(micro_weights, Mode.ORACLE)
-                                                                 .new_session(8), [5, 1707, 9])
+    oracle_model = ReferenceModel(micro_weights, Mode.ORACLE)
+    oracle = oracle_model.forward(oracle_model.new_session(8), [5, 1707, 9])
     assert oracle.logits.dtype == np.float32 and on_bf16_grid(oracle.hidden)
 
 
