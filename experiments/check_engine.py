@@ -5,7 +5,9 @@ checker (megakernel/checker.py), teacher-forced one token per pass, weights gene
 
 Per goldens file: the engine as built, and two negative controls the checker must reject (the same build
 compiled with RoPE base 1e6 instead of the model's 1e7; rotary over half of each head instead of a quarter). Goldens recorded without states (the 27B file)
-are scored on logits only. Writes engine_vs_oracle.json (docs/RESULTS_FILES.md, `checks`).
+are scored on logits only. Writes engine_vs_oracle.json (docs/RESULTS_FILES.md, `checks`). Where a float64
+model fits the host (tiny), each candidate also gets the exact verdict (`passed_exact`: no further from the
+reference in Mode.EXACT than the HF oracle, checker.check_exact), the one that applies to amax/448 scales.
 
 On amax/448 checkpoints (oracle_tiny, oracle_27b) the engine applies each block scale to an fp32 partial
 sum while the oracle rounds bf16(fp8 x scale) into its weights first: a different rounding point, so the
@@ -29,11 +31,23 @@ FIXTURES = os.path.join(HERE, "..", "tests", "fixtures")
 DEFAULT = ",".join(os.path.join(FIXTURES, f"oracle_{n}.npz") for n in ("tiny_pow2", "tiny", "27b_pow2", "27b"))
 
 
-def score(goldens, config, weights, label: str) -> dict:
+def exact_runs(goldens) -> dict | None:
+    """The reference in Mode.EXACT over the goldens' prompts (CPU; ~30 s for tiny), or None where a float64
+    model does not fit this host (the 27B: ~120 GB)."""
+    from megakernel.checker import observe
+    from megakernel.reference import Mode, ReferenceModel
+
+    if goldens.config.hidden_size > 1024:
+        return None
+    model = ReferenceModel(goldens.weights(), Mode.EXACT)
+    return {n: observe(model, list(ids)) for n, ids in enumerate(goldens.prompts)}
+
+
+def score(goldens, config, weights, label: str, exact: dict | None) -> dict:
     from compiler import lower
     from discrete.launcher import DiscreteProgram
     from discrete.observe import observe_device
-    from megakernel.checker import check
+    from megakernel.checker import check, check_exact
     from megakernel.device import DeviceSession
 
     capacity = max(len(p) for p in goldens.prompts) + 1
@@ -45,8 +59,14 @@ def score(goldens, config, weights, label: str) -> dict:
                     for n, ids in enumerate(goldens.prompts)}
     report = check(goldens, observations)
     print(f"\n{label}: {'PASS' if report.passed else 'FAIL'} ({time.time() - t0:.1f} s)\n{report.table()}", flush=True)
-    return {"name": label, "passed": report.passed,
-            "detail": {"candidate": report.candidate, "oracle_own": report.oracle, "checks": report.checks}}
+    entry = {"name": label, "passed": report.passed,
+             "detail": {"candidate": report.candidate, "oracle_own": report.oracle, "checks": report.checks}}
+    if exact is not None:  # the exact verdict (checker.check_exact; docs/NUMERICS.md "Exact reference")
+        exact_report = check_exact(goldens, observations, exact)
+        print(f"{label}, exact verdict: {'PASS' if exact_report.passed else 'FAIL'}\n{exact_report.table()}", flush=True)
+        entry.update(passed_exact=exact_report.passed, exact_detail={
+            "candidate": exact_report.candidate, "oracle_own": exact_report.oracle, "checks": exact_report.checks})
+    return entry
 
 
 def main() -> None:
@@ -75,9 +95,10 @@ def main() -> None:
               f"{time.time() - t0:.1f} s", flush=True)
         controls = {"rope_theta_1e6": dataclasses.replace(config, rope_theta=1e6),
                     "rotary_half_head": dataclasses.replace(config, partial_rotary_factor=0.5)}
+        exact = exact_runs(goldens)
         for label, cfg in ((f"engine_graph_{name}", config),
                            *((f"negative_control_{c}_{name}", cfg) for c, cfg in controls.items())):
-            entry = score(goldens, cfg, weights, label)
+            entry = score(goldens, cfg, weights, label, exact)
             entry["goldens"] = {"file": os.path.basename(path), "model": goldens.meta["model"],
                                 "pow2_scales": goldens.pow2_scales, "recorded": goldens.meta.get("created"),
                                 "oracle": goldens.meta.get("oracle")}
