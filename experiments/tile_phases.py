@@ -22,11 +22,11 @@ import sys
 
 import numpy as np
 from bench_gemv import graph_us
+from bench_step import TOKEN
 
 from megakernel.budgets import instruction_bytes
 from megakernel.provenance import git_commit
 
-TOKEN = 9707
 CONTEXT = 1024
 STAMP_BLOCKS, STAMP_SLOTS = 8192, 10  # gemv_tile.cuh
 

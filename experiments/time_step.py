@@ -15,10 +15,10 @@ import json
 import os
 import sys
 
+from bench_step import TOKEN, at_context
+
 from megakernel.abtest import median_event_ms
 from megakernel.provenance import git_commit
-
-TOKEN = 9707
 
 
 def main() -> None:
@@ -48,15 +48,9 @@ def main() -> None:
         session = DeviceSession(program)
         runner, mega = DiscreteProgram(program, weights, session), Megakernel(program, weights, session)
         session.set_tokens([TOKEN] * m, config.vocab_size)
-
-        def at_context(fn):
-            def run():
-                session.set_position(args.context - 1)
-                fn()
-            return run
-
-        graph = median_event_ms(at_context(runner.launch_graph), args.iters)
-        persistent = median_event_ms(at_context(functools.partial(mega.launch, 1)), args.iters)
+        graph = median_event_ms(at_context(runner, args.context, runner.launch_graph), args.iters)
+        persistent = median_event_ms(at_context(runner, args.context, functools.partial(mega.launch, 1)),
+                                     args.iters)
         mega.check()
         results.append({"rows": m, "graph_ms": round(graph, 3), "megakernel_ms": round(persistent, 3)})
         print(json.dumps({"tag": args.tag, **results[-1]}), flush=True)

@@ -216,6 +216,12 @@ def check(goldens: Goldens, observations: dict[int, Observation]) -> Report:
     oracle = envelope(goldens)
     candidate = _summary([_errors(o.view(goldens, n), goldens.view(n, "decode"), goldens.decode_gap(n))
                           for n, o in observations.items()], decisive_gap=MARGIN * oracle["logit_error_max"])
+    return Report(oracle, candidate, _judge(candidate, oracle, lambda name: MARGIN * oracle[name]))
+
+
+def _judge(candidate: dict[str, float], oracle: dict[str, float], error_bound) -> list[dict]:
+    """One check per judged metric: decisive top-1 agreement at least the oracle's, every error at most
+    error_bound(name)."""
     checks = []
     for name, value in candidate.items():
         if name in INFORMATIONAL:
@@ -223,10 +229,10 @@ def check(goldens: Goldens, observations: dict[int, Observation]) -> Report:
         if name == "top1_agreement_decisive":
             bound, passed = oracle[name], value >= oracle[name]
         else:
-            bound = MARGIN * oracle[name]
-            passed = bool(value <= bound)
-        checks.append({"name": name, "value": value, "bound": bound, "passed": passed})
-    return Report(oracle, candidate, checks)
+            bound = error_bound(name)
+            passed = value <= bound
+        checks.append({"name": name, "value": value, "bound": bound, "passed": bool(passed)})
+    return checks
 
 
 # --- the exact verdict: distance from exact arithmetic, bounded by the oracle's own ----------------------
@@ -260,17 +266,7 @@ def check_exact(goldens: Goldens, observations: dict[int, Observation], exact: d
     candidate = _summary([_errors(o.view(goldens, n), exact[n].view(goldens, n),
                                   _exact_gap(exact[n], goldens.defined_vocab)) for n, o in observations.items()],
                          decisive_gap=oracle["logit_error_max"])
-    checks = []
-    for name, value in candidate.items():
-        if name in INFORMATIONAL or name not in oracle:
-            continue
-        if name == "top1_agreement_decisive":
-            bound, passed = oracle[name], value >= oracle[name]
-        else:
-            bound = oracle[name] + noise[name]
-            passed = value <= bound
-        checks.append({"name": name, "value": value, "bound": bound, "passed": bool(passed)})
-    return Report(oracle, candidate, checks)
+    return Report(oracle, candidate, _judge(candidate, oracle, lambda name: oracle[name] + noise[name]))
 
 
 # --- negative controls: plausible implementation mistakes the checker must reject ---------------------

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .numerics import REAL, as_f32, bf16, rsqrt, sigmoid, silu, softplus
+from .numerics import REAL, as_real, bf16, rsqrt, sigmoid, silu, softplus
 
 CHUNK = 64  # HF torch_chunk_gated_delta_rule's chunk size; chunks are anchored at position 0
 
@@ -18,7 +18,7 @@ def conv_step(mixed: np.ndarray, conv_state: np.ndarray, weight: np.ndarray) -> 
     """One token: mixed [C] raw bf16, conv_state [K-1, C], weight [C, 1, K] (tap K-1 = current token).
     Returns (bf16(silu(bf16(conv))), new conv_state)."""
     window = np.concatenate([conv_state, mixed[None, :]], axis=0)  # [K, C], oldest first
-    taps = as_f32(weight)[:, 0, :].T  # [K, C]
+    taps = as_real(weight)[:, 0, :].T  # [K, C]
     y = bf16((window * taps).sum(axis=0, dtype=REAL))
     return bf16(silu(y)), window[1:]
 
@@ -26,7 +26,7 @@ def conv_step(mixed: np.ndarray, conv_state: np.ndarray, weight: np.ndarray) -> 
 def gates(b: np.ndarray, a: np.ndarray, a_log: np.ndarray, dt_bias: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """beta = bf16(sigmoid(b)); g = -exp(A_log) * softplus(a + dt_bias), fp32 (log of the decay)."""
     beta = bf16(sigmoid(b))
-    g = -np.exp(as_f32(a_log), dtype=REAL) * softplus(as_f32(a) + as_f32(dt_bias))
+    g = -np.exp(as_real(a_log), dtype=REAL) * softplus(as_real(a) + as_real(dt_bias))
     return beta, g
 
 
@@ -42,8 +42,8 @@ def heads_for_values(x: np.ndarray, n_value_heads: int) -> np.ndarray:
 
 def prepare_qk(q: np.ndarray, k: np.ndarray, n_value_heads: int) -> tuple[np.ndarray, np.ndarray]:
     """Per-value-head fp32 q and k, l2-normalised, q divided by sqrt(dk) (the decode path's form)."""
-    q = l2norm(heads_for_values(as_f32(q), n_value_heads))
-    k = l2norm(heads_for_values(as_f32(k), n_value_heads))
+    q = l2norm(heads_for_values(as_real(q), n_value_heads))
+    k = l2norm(heads_for_values(as_real(k), n_value_heads))
     return q / REAL(np.sqrt(q.shape[-1])), k
 
 
@@ -53,7 +53,7 @@ def recurrent_step(state: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndarra
     Returns (o [Hv, dv] bf16, new state)."""
     state = state * np.exp(g, dtype=REAL)[:, None, None]
     memory = _transpose_times(state, k)  # S^T k
-    delta = (as_f32(v) - memory) * as_f32(beta)[:, None]
+    delta = (as_real(v) - memory) * as_real(beta)[:, None]
     state = state + k[:, :, None] * delta[:, None, :]
     return bf16(_transpose_times(state, q)), state
 
@@ -77,8 +77,8 @@ def chunked(state: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndarray, g: n
     start = 0
     while start < T:
         end = min(T, start + CHUNK - (first_position + start) % CHUNK)
-        o, state = _chunk(state, q[start:end], k[start:end], as_f32(v[start:end]), g[start:end],
-                          as_f32(beta[start:end]))
+        o, state = _chunk(state, q[start:end], k[start:end], as_real(v[start:end]), g[start:end],
+                          as_real(beta[start:end]))
         outputs.append(o)
         start = end
     return bf16(np.concatenate(outputs, axis=0)), state

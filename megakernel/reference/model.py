@@ -20,7 +20,7 @@ from ..sampling import greedy
 from ..tensors import EMBED, FINAL_NORM, LM_HEAD, MTP_PREFIX, layer_prefix, mtp_layer_prefix, scale_name
 from ..weights import WeightSet
 from . import gdn, ops
-from .numerics import REAL, Mode, arithmetic, as_f32, bf16
+from .numerics import REAL, Mode, arithmetic, as_real, bf16
 
 
 @dataclass
@@ -178,7 +178,7 @@ class ReferenceModel:
         if positions[-1] >= session.capacity:
             raise InputError(f"context_full: position {positions[-1]} is beyond the session capacity "
                              f"{session.capacity}")
-        x = as_f32(self.embed[tokens])
+        x = as_real(self.embed[tokens])
         for i, (norm_in, mixer, norm_post, mlp) in enumerate(self.layers):
             h = ops.rms_norm_1p(x, norm_in, c.rms_norm_eps)
             if isinstance(mixer, _AttentionLayer):
@@ -251,8 +251,8 @@ class _MTPHead:
 
     def __call__(self, model: ReferenceModel, session: Session, tokens, hidden, positions) -> StepOutput:
         eps = self.c.rms_norm_eps
-        e = ops.rms_norm_1p(as_f32(model.embed[tokens]), self.norm_embedding, eps)
-        h = ops.rms_norm_1p(as_f32(hidden), self.norm_hidden, eps)
+        e = ops.rms_norm_1p(as_real(model.embed[tokens]), self.norm_embedding, eps)
+        h = ops.rms_norm_1p(as_real(hidden), self.norm_hidden, eps)
         x = self.fc(np.concatenate([e, h], axis=-1))  # embedding half first
         x = bf16(x + self.attention(ops.rms_norm_1p(x, self.norm_in, eps), positions, session.mtp_kv,
                                      model.rope_theta))

@@ -68,9 +68,13 @@ def bf16(x: np.ndarray) -> np.ndarray:
     return np.asarray(x, dtype=F32).astype(ml_dtypes.bfloat16).astype(F32)
 
 
-def as_f32(x: np.ndarray) -> np.ndarray:
+def as_real(x: np.ndarray) -> np.ndarray:
     """x in the ops' float type (REAL: float32 unless exact)."""
     return np.asarray(x).astype(REAL.dtype)
+
+
+def as_f32(x: np.ndarray) -> np.ndarray:
+    return np.asarray(x).astype(F32)
 
 
 def sigmoid(x: np.ndarray) -> np.ndarray:

@@ -11,24 +11,24 @@ import numpy as np
 
 from .. import fp8, plan
 from ..plan import K_BLOCK, ROW_BLOCK
-from .numerics import REAL, Mode, as_f32, bf16, rsqrt, sigmoid, silu
+from .numerics import REAL, Mode, as_real, bf16, rsqrt, sigmoid, silu
 
 
 # --- norms (docs/SPEC-qwen35.md 3.2, 3.4) -------------------------------------------------------------------
 def rms_norm_1p(x: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
     """Zero-centred RMSNorm over the last axis: bf16(x * rsqrt(mean(x^2) + eps) * (1 + w))."""
-    xf = as_f32(x)
+    xf = as_real(x)
     var = np.mean(xf * xf, axis=-1, keepdims=True, dtype=REAL)
-    return bf16(xf * rsqrt(var + REAL(eps)) * (REAL(1) + as_f32(weight)))
+    return bf16(xf * rsqrt(var + REAL(eps)) * (REAL(1) + as_real(weight)))
 
 
 def gated_rms_norm(o: np.ndarray, z: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
     """GDN output norm per value head (last axis): plain weight, silu(z) gate, two inner bf16 roundings."""
-    of = as_f32(o)
+    of = as_real(o)
     var = np.mean(of * of, axis=-1, keepdims=True, dtype=REAL)
     xn = bf16(of * rsqrt(var + REAL(eps)))
-    t = bf16(as_f32(weight) * xn)
-    return bf16(t * silu(as_f32(z)))
+    t = bf16(as_real(weight) * xn)
+    return bf16(t * silu(as_real(z)))
 
 
 # --- linear layers ----------------------------------------------------------------------------
@@ -48,7 +48,7 @@ def f16_operand(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     within 2^32 of the block's largest is exact; smaller ones round to f16's subnormal grid (NUMERICS.md).
     P = 142 - max(E, 17) from the largest biased exponent E of the block's values (bit arithmetic, as the
     device does it). Returns x' [blocks * 128] (float32 holding f16 values) and 2^-P per block."""
-    xb = as_f32(x).reshape(-1, K_BLOCK)
+    xb = as_real(x).reshape(-1, K_BLOCK)
     top = (xb.view(np.uint32) >> 23 & 0xFF).max(axis=1).astype(np.int32)
     p = 127 + F16_TOP_BINADE - np.maximum(top, TOP_EXPONENT_FLOOR)
     x16 = (xb * np.ldexp(REAL(1), p).astype(REAL)[:, None]).astype(np.float16).astype(REAL)
@@ -101,10 +101,10 @@ class Linear:
         self.slices = slices
         if self.engine:
             n, k = weight.shape
-            self.w = as_f32(weight).reshape(n, k // K_BLOCK, K_BLOCK)
-            self.scale = None if scale is None else np.repeat(as_f32(scale), ROW_BLOCK, axis=0)[:n]
+            self.w = as_real(weight).reshape(n, k // K_BLOCK, K_BLOCK)
+            self.scale = None if scale is None else np.repeat(as_real(scale), ROW_BLOCK, axis=0)[:n]
         elif scale is None:
-            self.w = as_f32(weight)
+            self.w = as_real(weight)
         elif mode == Mode.EXACT:
             self.w = fp8.dequantize(weight, scale)
         else:
@@ -112,7 +112,7 @@ class Linear:
 
     def accumulate(self, x: np.ndarray) -> np.ndarray:
         """fp32 results [M, N] before the output rounding (rows computed one by one)."""
-        x = as_f32(x).reshape(-1, self.in_features)
+        x = as_real(x).reshape(-1, self.in_features)
         w = self.w.astype(REAL.dtype, copy=False)  # EXACT: one float64 copy a call, not one a row
         return np.stack([self._row(row, w) for row in x])
 
