@@ -32,19 +32,6 @@ def define(path: Path, name: str) -> int:
     return int(m.group(1) or m.group(2))
 
 
-_DEFINE = re.compile(r"MK_[A-Z0-9_]+=-?\d+")
-
-
-def lever_defines(text: str) -> tuple[str, ...]:
-    """-D options from MEGAKERNEL_DEFINES ("MK_L2_AHEAD=4 ..."): a device lever's value for one
-    experiment (experiments/time_step.py compares them), never a product setting."""
-    names = text.split()
-    bad = [n for n in names if not _DEFINE.fullmatch(n)]
-    if bad:
-        raise ValueError(f"MEGAKERNEL_DEFINES: {bad[0]!r} is not MK_NAME=<integer>")
-    return tuple(f"-D{n}" for n in names)
-
-
 @functools.cache
 def module(source: Path, device_id: int, cooperative: bool = False):
     """The compiled cupy.RawModule of `source` for device `device_id` (cached), with CUDA_DIR on the
@@ -62,7 +49,6 @@ def module(source: Path, device_id: int, cooperative: bool = False):
         base += ("-lineinfo",)
     if os.environ.get("MEGAKERNEL_TILE_STAMPS"):  # the GEMV tiles' phase probe (experiments/tile_phases.py)
         base += ("-DMK_TILE_STAMPS",)
-    base += lever_defines(os.environ.get("MEGAKERNEL_DEFINES", ""))
     # CuPy appends its own -arch=sm_XY; NVRTC 13 takes both and builds for the "a" target. Nothing
     # here needs arch-specific features, so if an NVRTC refuses the second arch option, build with
     # CuPy's alone rather than fail.

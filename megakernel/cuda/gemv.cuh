@@ -209,22 +209,6 @@ __device__ __forceinline__ void copies_wait(int pending) {
 }
 static_assert(MAX_DEPTH == 6, "copies_wait covers pending 0 .. MAX_DEPTH - 1");
 
-// --- weights prefetched into L2 ahead of the ring ----------------------------------------------------
-// The ring holds what a warp has in flight in shared memory; besides it, each warp asks L2 for its block
-// L2_AHEAD blocks past the ring's newest (fp8: one bulk prefetch per 2 KB unit), and a tile prefetches
-// the start of its first pass before its prologue (gemv_tile.cuh prefetch_first_pass), so HBM streams
-// while the tile addresses and computes its input rows. Prefetches are hints: they change no value.
-// MK_L2_AHEAD (a build define: MEGAKERNEL_DEFINES, experiments only) sets the distance; 0 turns both off.
-#ifndef MK_L2_AHEAD
-#define MK_L2_AHEAD 8
-#endif
-constexpr int L2_AHEAD = MK_L2_AHEAD;
-
-// `bytes` (a multiple of 16) from p (16-byte aligned) into L2, asynchronously; one thread.
-__device__ __forceinline__ void prefetch_l2(const void* p, u32 bytes) {
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
-}
-
 __device__ __forceinline__ int swizzled(int piece, int row) {
     return piece ^ ((row & 1) << 2);
 }
@@ -367,16 +351,9 @@ struct StripStream {
         const int lane = threadIdx.x & 31;
         if (fp8) stage_unit(slot_at(slot) + PIECE * lane, units + static_cast<size_t>(block(j)) * UNIT_BYTES);
         else stage_block(slot_at(slot), row_g, g8_delta, row_bytes(), block(j), lane >> 2, lane & 3);
-        prefetch(j + L2_AHEAD);
     }
     // Blocks staged before the first is consumed (a full ring).
     __device__ int ahead() const { return min(depth, mine); }
-    // This warp's block j into L2 by lane 0 (nothing past its last block). fp8 only: the bf16 head's
-    // passes stream at 84-88 % without it, and its addressing spilled the megakernel's GDN call.
-    __device__ void prefetch(int j) const {
-        if (L2_AHEAD > 0 && fp8 && j < mine && (threadIdx.x & 31) == 0)
-            prefetch_l2(units + static_cast<size_t>(block(j)) * UNIT_BYTES, UNIT_BYTES);
-    }
 };
 
 __device__ __forceinline__ void store_shared16(u32 at, const float (&v)[4]) {
@@ -419,22 +396,19 @@ __device__ inline void gemv_block_rows(float (&acc)[4], bool fp8, const u8* weig
                                        float* scales) {
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const int blocks = b1 - b0;
-    const StripStream st(fp8, weight, k, row0, rows, b0, b1, ring, ring_bytes);
-    // The ring filled first (the ring's memory is free: the caller synced), then the L2 prefetches past it,
-    // then the rows' block scales for the slice into shared memory once (one L2 read per block would stall
-    // the stream), while the first blocks are in flight.
-    int issued = 0;
-    for (; issued < st.ahead(); ++issued) st.stage(issued, issued);
-    for (int j = issued; j < L2_AHEAD; ++j) st.prefetch(j);  // (stage(j) asked for block j + L2_AHEAD)
+    // The rows' block scales for the slice, into shared memory once (one L2 read per block would stall it).
     if (fp8) {
         const __nv_bfloat16* scale_row = scale + static_cast<size_t>(row0 / ROW_BLOCK) * (k / K_BLOCK) + b0;
         for (int i = threadIdx.x; i < blocks; i += TILE_THREADS) scales[i] = __bfloat162float(scale_row[i]);
     }
     __syncthreads();
     acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
+    const StripStream st(fp8, weight, k, row0, rows, b0, b1, ring, ring_bytes);
     if (st.mine > 0) {
         const __nv_bfloat16* x_row = x + static_cast<size_t>(g) * x_stride;
         const bool has_row = g < m;
+        int issued = 0;
+        for (; issued < st.ahead(); ++issued) st.stage(issued, issued);
         for (int j = 0; j < st.mine; ++j) {
             copies_wait(issued - j - 1);  // block j has landed (this lane's pieces: all it reads)
             const int slot = j % st.depth, n = st.block(j);

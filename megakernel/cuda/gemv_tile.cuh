@@ -488,31 +488,8 @@ __device__ inline void gemv_main_passes(const Ctx& ctx, const Word& w, int tile,
 }
 
 
-// The weights the tile's first pass streams first (each warp's first MAX_DEPTH + L2_AHEAD blocks) into L2:
-// the discrete tile asks for them before its prologue, the megakernel before it waits for the tile's
-// inputs (weights never depend on them). Items i = lane, lane + lanes, .. of the pass's strips (fp8) or
-// rows (bf16), one bulk prefetch each.
-__device__ inline void prefetch_first_pass(const Ctx& ctx, const Word& w, int tile, int lane, int lanes) {
-    if (L2_AHEAD == 0) return;
-    const MainTile mt(ctx, w, tile);
-    const RowGroup rg = row_group(ctx, w, tile % mt.groups);
-    const Weight W = gemv_weight(ctx, w, mt.gate_up ? 0 : rg.segment);
-    const int first = rg.r0 - rg.seg_r0, rows = min(rg.r1 - rg.r0, ROW_BLOCK - first % ROW_BLOCK);
-    const int strips = (rows + WARP_ROWS - 1) / WARP_ROWS, phases = TILE_WARPS / strips;
-    const int blocks = min(mt.b1 - mt.b0, (MAX_DEPTH + L2_AHEAD) * phases);
-    if (W.dtype == DT_FP8) {
-        for (int i = lane; i < strips; i += lanes)
-            prefetch_l2(W.base + (static_cast<size_t>(first / WARP_ROWS + i) * (mt.k / K_BLOCK) + mt.b0) * UNIT_BYTES,
-                        blocks * UNIT_BYTES);
-    } else {
-        for (int i = lane; i < rows; i += lanes)
-            prefetch_l2(W.base + (static_cast<size_t>(first + i) * mt.k + mt.b0 * K_BLOCK) * 2, blocks * K_BLOCK * 2);
-    }
-}
-
 __device__ inline void gemv_main_tile(const Ctx& ctx, const Word& w, int tile, u8* smem) {
     tile_stamp(0, true);
-    prefetch_first_pass(ctx, w, tile, threadIdx.x, TILE_THREADS);
     gemv_main_input(ctx, w, tile, smem);
     tile_stamp(1);
     gemv_main_passes(ctx, w, tile, smem);

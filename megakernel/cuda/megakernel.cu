@@ -204,9 +204,7 @@ __device__ inline void interpret(const Run& run) {
             } else {
                 u32 polls = 0;
                 if (TRACE && tile == first) trace_start = global_ns(), trace_polls = 0;
-                const Word v = ctx.word(i);  // its weights stream into L2 while the block waits
-                if (stage == 0 && is_gemv(v.opcode())) prefetch_first_pass(ctx, v, tile, 0, 1);
-                go = wait_tile(run, ctx, v, i, stage, tile, run.step_base + step, polls) ? 1 : 0;
+                go = wait_tile(run, ctx, ctx.word(i), i, stage, tile, run.step_base + step, polls) ? 1 : 0;
                 if (!go) {  // stopped by the watchdog: where this block stood, for the host's stall report
                     volatile u32* place = run.error + ERROR_PLACES + 4 * b;
                     place[0] = step + 1, place[1] = i, place[2] = stage, place[3] = tile;
