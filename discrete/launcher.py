@@ -42,11 +42,14 @@ class DiscreteProgram:
         self.program, self.weights, self.session = program, weights, session
         self.bytes = cupy.asarray(np.frombuffer(program.to_bytes(), dtype=np.uint8))
         mod = module()
-        need, self.smem = cuda_build.gemv_smem_bytes(program), cuda_build.max_dynamic_smem()
+        need, self.smem = cuda_build.tile_smem_bytes(program), cuda_build.max_dynamic_smem()
         if need > self.smem:
-            raise ValueError(f"GEMV tiles need {need} bytes of shared memory, the device offers {self.smem}")
+            raise ValueError(f"the tiles need {need} bytes of shared memory, the device offers {self.smem}")
         gemv = mod.get_function(GEMV_KERNEL)
         gemv.max_dynamic_shared_size_bytes = self.smem
+        ring_kernels = {Op.ATTN_SCORES, Op.ATTN_PV}  # they stream keys or values through all they are given
+        for op in ring_kernels:
+            mod.get_function(KERNEL_OF[op]).max_dynamic_shared_size_bytes = self.smem
         self.launches = []  # (word index, kernel, tiles, shared bytes, GEMV stage or None)
         for i, w in enumerate(program.words):
             if w.opcode == Op.NOP:
@@ -57,7 +60,8 @@ class DiscreteProgram:
                 if w.reduce_tiles:
                     self.launches.append((i, gemv, w.reduce_tiles, smem, 1))
             else:
-                self.launches.append((i, mod.get_function(KERNEL_OF[w.opcode]), w.tiles, 0, None))
+                smem = self.smem if w.opcode in ring_kernels else 0
+                self.launches.append((i, mod.get_function(KERNEL_OF[w.opcode]), w.tiles, smem, None))
         self.graph = None
         self.threads = cuda_build.tile_threads()
 

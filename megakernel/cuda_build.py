@@ -92,6 +92,15 @@ def gemv_smem_bytes(program) -> int:
     return max([gemv_word_smem(program, w, 1) for w in program.words if w.opcode in GEMV_OPS] or [0])
 
 
+def tile_smem_bytes(program) -> int:
+    """Least dynamic shared memory a Program's tiles run with: its GEMV words' (gemv_smem_bytes), and where
+    it has attention words, their ring of two key chunks (attention.cuh ATTN_MIN_SMEM)."""
+    from isa import Op
+
+    attention = any(w.opcode in (Op.ATTN_SCORES, Op.ATTN_PV) for w in program.words)
+    return max(gemv_smem_bytes(program), define(CUDA_DIR / "attention.cuh", "ATTN_MIN_SMEM") if attention else 0)
+
+
 def gemv_word_smem(program, w, depth: int) -> int:
     """Dynamic shared memory of one GEMV word's tiles with a weight ring `depth` k-blocks deep per warp:
     the fixed part, the k-slice's bf16 input rows, then the ring, which must also hold what the prologue

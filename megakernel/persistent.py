@@ -93,10 +93,10 @@ class Megakernel:
         mod = _module()
         self.kernels = {name: mod.get_function(name) for name in ("megakernel", "megakernel_trace")}
         static = max(k.shared_size_bytes for k in self.kernels.values())
-        self.smem = cuda_build.max_dynamic_smem() - static  # the GEMV ring takes what the other parts leave
-        need = cuda_build.gemv_smem_bytes(program)
+        self.smem = cuda_build.max_dynamic_smem() - static  # the GEMV and attention rings take what the rest leaves
+        need = cuda_build.tile_smem_bytes(program)
         if need > self.smem:
-            raise MegakernelError(f"GEMV tiles need {need} bytes of shared memory, "
+            raise MegakernelError(f"the tiles need {need} bytes of shared memory, "
                                   f"the device offers {self.smem}")
         for name, kernel in self.kernels.items():
             kernel.max_dynamic_shared_size_bytes = self.smem

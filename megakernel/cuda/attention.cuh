@@ -2,74 +2,179 @@
 // (KV head, partition) for the group of query heads sharing that KV head, ATTN_MERGE one tile per query
 // head. Row m of the pass attends to keys [0, position + m] cut into P partitions by
 // plan.partition_bounds, so a row's partitioning depends on its own length only.
+//
+// ATTN_SCORES and ATTN_PV read each key and value row of their partition once for all the pass's rows and
+// the group's heads: the rows of the partition (the union of the pass rows' ranges) stream through a ring
+// of ATTN_CHUNK-key slots in shared memory by async copies, and tensor-core mma computes the group x rows
+// queries ("query qi = head h x m + row r", up to 64, in 16-row m-tiles) against them: q.k (m16n8k16,
+// the keys as the 8 columns) and P.V (the keys as the k axis). Each (query, key) score is one warp's chain
+// of 16 mma steps over the 256 dims, and each (query, dim) P.V sum runs over 16-key k-steps aligned to
+// absolute key positions, keys outside the query row's own range entering with P = 0 (an exact +0 term):
+// a row's results never depend on the other rows present, so an M-row pass equals M one-row passes. The
+// fp32 order differs from the NumPy reference's BLAS order (NUMERICS.md: attention sums are not pinned).
 #pragma once
 
 #include "common.cuh"
+#include "gemv.cuh"
 
 namespace mk {
 
 constexpr int ATTN_MAX_GROUP = 8;    // query heads per KV head (Qwen3.5: 6)
-constexpr int ATTN_HEAD_DIM = 256;   // the tiles are specialised to head_dim 256: a lane holds 8 dims
-constexpr int ATTN_KEY_CHUNK = 64;   // keys whose probabilities ATTN_PV stages in shared memory at once
+constexpr int ATTN_HEAD_DIM = 256;   // the tiles are specialised to head_dim 256
+constexpr int ATTN_CHUNK = 64;       // keys per ring slot
+constexpr int ATTN_MAX_DEPTH = 6;    // ring slots (copies_wait covers up to 6)
+constexpr int ATTN_MAX_QUERIES = ATTN_MAX_GROUP * MAX_ROWS;
+// A staged key, value or query row: 256 bf16 and 16 bytes of padding, so that the 8 rows one ldmatrix reads
+// fall in distinct banks.
+constexpr int ATTN_ROW_BYTES = 2 * ATTN_HEAD_DIM + 16;
+constexpr int ATTN_SLOT_BYTES = ATTN_CHUNK * ATTN_ROW_BYTES;
+constexpr int ATTN_P_ROW_BYTES = 2 * ATTN_CHUNK + 16;  // a query's bf16 probabilities over one chunk
+// Dynamic shared memory before the ring: the queries (ATTN_SCORES) or two chunks' probabilities (ATTN_PV),
+// then the queries' global max and sum (ATTN_PV).
+constexpr int ATTN_SMEM_FIXED = 34304;
+static_assert(ATTN_SMEM_FIXED == ATTN_MAX_QUERIES * ATTN_ROW_BYTES + 2 * 4 * ATTN_MAX_QUERIES, "ATTN_SMEM_FIXED");
+static_assert(2 * ATTN_MAX_QUERIES * ATTN_P_ROW_BYTES <= ATTN_MAX_QUERIES * ATTN_ROW_BYTES, "the P buffers fit");
+// The least the tiles run with: two ring slots (megakernel/cuda_build.py attention_smem_bytes).
+constexpr int ATTN_MIN_SMEM = 101888;
+static_assert(ATTN_MIN_SMEM == ATTN_SMEM_FIXED + 2 * ATTN_SLOT_BYTES, "ATTN_MIN_SMEM");
 
 __device__ __forceinline__ void partition_bounds(int length, int p, int parts, int& lo, int& hi) {
     lo = static_cast<int>(static_cast<long long>(p) * length / parts);
     hi = static_cast<int>(static_cast<long long>(p + 1) * length / parts);
 }
 
-// 8 consecutive bf16 (16 bytes) as floats.
-__device__ __forceinline__ void load8(const bf16* p, float (&f)[8]) {
-    const uint4 u = *reinterpret_cast<const uint4*>(p);
-    const u32 w[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-        f[2 * i] = __uint_as_float(w[i] << 16);
-        f[2 * i + 1] = __uint_as_float(w[i] & 0xFFFF0000u);
-    }
+__device__ __forceinline__ void ldmatrix_x4(u32 (&r)[4], u32 at) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(at));
 }
+
+__device__ __forceinline__ void ldmatrix_x4_trans(u32 (&r)[4], u32 at) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(at));
+}
+
+// 16 bytes from src, or zeros where !valid (src is then not read: cp.async's source size 0).
+__device__ __forceinline__ void copy_async16_or_zero(u32 dst, const void* src, bool valid) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0) : "memory");
+}
+
+// The keys (or values) of one partition's tile: rows [c0, end) of KV head kv, c0 a multiple of 16 at or
+// below the first row's lo, end the last row's hi (rows past it are zeros in the ring).
+struct KvStream {
+    const bf16* cache;  // the cache's row 0 at KV head kv's columns
+    int stride, c0, end, chunks, depth;
+    u32 ring;
+    __device__ KvStream(const Buffer& buf, int kv, int pos, int m, int part, int parts, u32 ring, int ring_bytes)
+        : cache(buf.at<bf16>(0, kv * ATTN_HEAD_DIM)), stride(buf.cols), ring(ring) {
+        int lo, hi;
+        partition_bounds(pos + 1, part, parts, lo, hi);
+        c0 = lo / 16 * 16;
+        partition_bounds(pos + m, part, parts, lo, end);
+        chunks = end > c0 ? (end - c0 + ATTN_CHUNK - 1) / ATTN_CHUNK : 0;
+        depth = min(ATTN_MAX_DEPTH, ring_bytes / ATTN_SLOT_BYTES);
+    }
+    __device__ u32 slot(int c) const { return ring + (c % depth) * ATTN_SLOT_BYTES; }
+    // Chunk c into its slot (all threads), then one commit: the chunk's copy group (empty past the last).
+    __device__ void stage(int c) const {
+        if (c < chunks) {
+            for (int i = threadIdx.x; i < ATTN_CHUNK * 32; i += TILE_THREADS) {
+                const int row = i >> 5, piece = i & 31, t = c0 + c * ATTN_CHUNK + row;
+                copy_async16_or_zero(slot(c) + row * ATTN_ROW_BYTES + 16 * piece,
+                                     cache + static_cast<size_t>(t < end ? t : 0) * stride + 8 * piece, t < end);
+            }
+        }
+        copies_commit();
+    }
+    // Fill the ring but one slot (its groups behind whatever the caller committed before).
+    __device__ void start() const {
+        for (int c = 0; c < depth - 1; ++c) stage(c);
+    }
+    // Chunk c has landed and every thread is past chunk c - 1 (its slot free): all threads. `before_sync`
+    // runs between the wait and the barrier.
+    template <class F>
+    __device__ void next(int c, F before_sync) const {
+        copies_wait(depth - 2);
+        before_sync();
+        __syncthreads();
+        stage(c + depth - 1);
+    }
+};
 
 // Scores bf16(bf16(q . k) * scale) of the group's heads for the partition's keys -> scores rows
 // (head m-major: head * M + row), then (max, sum exp(s - max)) per head -> stats columns 2p, 2p + 1.
-__device__ inline void attn_scores_tile(const Ctx& ctx, const Word& w, int tile) {
+__device__ inline void attn_scores_tile(const Ctx& ctx, const Word& w, int tile, u8* smem) {
     const int heads = w.p(0), kv_heads = w.p(1), hd = w.p(2), parts = w.p(3);
     const float scale = w.pf(4);
     const int group = heads / kv_heads, kv = tile / parts, part = tile % parts, m = w.rows();
+    const int queries = group * m, m_tiles = (queries + 15) / 16;
     const Buffer q = ctx.buffer(w.buf_in()), keys = ctx.buffer(w.buf_aux0());
     const Buffer scores = ctx.buffer(w.buf_out()), stats = ctx.buffer(w.buf_aux1());
     const int pos = ctx.control()[w.ctrl_base() + CTRL_POSITION];
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    for (int row = 0; row < m; ++row) {
-        int lo, hi;
-        partition_bounds(pos + row + 1, part, parts, lo, hi);
-        float qf[ATTN_MAX_GROUP][8];
-        for (int h = 0; h < group; ++h) load8(q.at<bf16>(row, (kv * group + h) * hd + 8 * lane), qf[h]);
-        for (int t = lo + warp; t < hi; t += TILE_WARPS) {
-            float kf[8];
-            load8(keys.at<bf16>(t, kv * hd + 8 * lane), kf);
-            for (int h = 0; h < group; ++h) {
-                float d = mul_rn(qf[h][0], kf[0]);
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
+    const u32 qs = smem_addr(smem);
+    const KvStream kvs(keys, kv, pos, m, part, parts, qs + ATTN_SMEM_FIXED, dynamic_smem_bytes() - ATTN_SMEM_FIXED);
+    // the queries (zeros past the last, to fill the m-tiles), in the first chunk's copy group
+    for (int i = threadIdx.x; i < m_tiles * 16 * 32; i += TILE_THREADS) {
+        const int qi = i >> 5, piece = i & 31, h = qi / m, r = qi % m;
+        copy_async16_or_zero(qs + qi * ATTN_ROW_BYTES + 16 * piece,
+                             q.at<bf16>(qi < queries ? r : 0, (kv * group + (qi < queries ? h : 0)) * hd + 8 * piece),
+                             qi < queries);
+    }
+    kvs.start();
+    // warp w: the 8 keys of n-tile w % 8 of each chunk, for m-tiles w / 8 and w / 8 + 2
+    const int nt = warp & 7, mt0 = warp >> 3;
+    for (int c = 0; c < kvs.chunks; ++c) {
+        kvs.next(c, [] {});
+        if (mt0 >= m_tiles) continue;
+        float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+        const u32 kb = kvs.slot(c) + (8 * nt + (lane & 7)) * ATTN_ROW_BYTES + 16 * (lane >> 3);
+#pragma unroll 4
+        for (int ks = 0; ks < ATTN_HEAD_DIM / 16; ks += 2) {  // two k-steps of 16 dims per B load
+            u32 b[4];
+            ldmatrix_x4(b, kb + 32 * ks);
 #pragma unroll
-                for (int i = 1; i < 8; ++i) d = add_rn(d, mul_rn(qf[h][i], kf[i]));
-                d = warp_sum(d);
-                if (lane == 0)
-                    *scores.at<bf16>((kv * group + h) * m + row, t) = to_bf16(mul_rn(round_bf16(d), scale));
+            for (int i = 0; i < 2; ++i) {
+                const int mt = mt0 + 2 * i;
+                if (mt >= m_tiles) break;
+                const u32 qa = qs + (16 * mt + (lane & 15)) * ATTN_ROW_BYTES + 16 * (lane >> 4) + 32 * ks;
+                u32 a[4];
+                ldmatrix_x4(a, qa);
+                mma_16816<false>(acc[i], a, {b[0], b[1]});
+                ldmatrix_x4(a, qa + 32);
+                mma_16816<false>(acc[i], a, {b[2], b[3]});
             }
         }
-        __syncthreads();  // the partition's scores are written (and visible to the block)
-        if (warp < group) {
-            const int srow = (kv * group + warp) * m + row;
-            float mx = neg_inf();
-            for (int t = lo + lane; t < hi; t += 32) mx = fmaxf(mx, bf(*scores.at<bf16>(srow, t)));
-            mx = warp_max(mx);
-            float sum = 0.0f;
-            for (int t = lo + lane; t < hi; t += 32) sum = add_rn(sum, expf(sub_rn(bf(*scores.at<bf16>(srow, t)), mx)));
-            sum = warp_sum(sum);
-            if (lane == 0) {
-                *stats.at<float>(srow, 2 * part) = mx;
-                *stats.at<float>(srow, 2 * part + 1) = sum;
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+            const int mt = mt0 + 2 * i;
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int qi = 16 * mt + g + 8 * (e >> 1), t = kvs.c0 + c * ATTN_CHUNK + 8 * nt + 2 * t4 + (e & 1);
+                if (mt >= m_tiles || qi >= queries) continue;
+                const int h = qi / m, r = qi % m;
+                int lo, hi;
+                partition_bounds(pos + r + 1, part, parts, lo, hi);
+                if (t >= lo && t < hi)
+                    *scores.at<bf16>((kv * group + h) * m + r, t) = to_bf16(mul_rn(round_bf16(acc[i][e]), scale));
             }
         }
-        __syncthreads();
+    }
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
+    __syncthreads();  // the partition's scores are written (and visible to the block)
+    for (int qi = warp; qi < queries; qi += TILE_WARPS) {
+        const int h = qi / m, r = qi % m, srow = (kv * group + h) * m + r;
+        int lo, hi;
+        partition_bounds(pos + r + 1, part, parts, lo, hi);
+        float mx = neg_inf();
+        for (int t = lo + lane; t < hi; t += 32) mx = fmaxf(mx, bf(*scores.at<bf16>(srow, t)));
+        mx = warp_max(mx);
+        float sum = 0.0f;
+        for (int t = lo + lane; t < hi; t += 32) sum = add_rn(sum, expf(sub_rn(bf(*scores.at<bf16>(srow, t)), mx)));
+        sum = warp_sum(sum);
+        if (lane == 0) {
+            *stats.at<float>(srow, 2 * part) = mx;
+            *stats.at<float>(srow, 2 * part + 1) = sum;
+        }
     }
 }
 
@@ -82,46 +187,76 @@ __device__ inline void combined_stats(const float* st, int parts, float& mx, flo
         if (st[2 * p] > neg_inf()) total = add_rn(total, mul_rn(st[2 * p + 1], expf(sub_rn(st[2 * p], mx))));
 }
 
-// P = bf16(exp(s - max) / sum) for the partition's keys; fp32 P.V -> partial rows, columns [p hd, (p + 1) hd).
-__device__ inline void attn_pv_tile(const Ctx& ctx, const Word& w, int tile) {
-    __shared__ float prob[ATTN_MAX_GROUP][ATTN_KEY_CHUNK];
-    __shared__ float row_max[ATTN_MAX_GROUP], row_sum[ATTN_MAX_GROUP];
+// P = bf16(exp(s - max) / sum) for the partition's keys (the row's global max and sum); fp32 P.V -> partial
+// rows, columns [p hd, (p + 1) hd). Warp w computes dims [16 w, 16 w + 16) of every query.
+__device__ inline void attn_pv_tile(const Ctx& ctx, const Word& w, int tile, u8* smem) {
+    constexpr int M_TILES = ATTN_MAX_QUERIES / 16;
     const int heads = w.p(0), kv_heads = w.p(1), hd = w.p(2), parts = w.p(3);
     const int group = heads / kv_heads, kv = tile / parts, part = tile % parts, m = w.rows();
+    const int queries = group * m, m_tiles = (queries + 15) / 16;
     const Buffer scores = ctx.buffer(w.buf_in()), values = ctx.buffer(w.buf_aux0());
     const Buffer stats = ctx.buffer(w.buf_aux1()), partial = ctx.buffer(w.buf_out());
     const int pos = ctx.control()[w.ctrl_base() + CTRL_POSITION];
-    const int d = threadIdx.x % ATTN_HEAD_DIM, first_head = threadIdx.x / ATTN_HEAD_DIM;
-    constexpr int HEAD_STEP = TILE_THREADS / ATTN_HEAD_DIM;
-    for (int row = 0; row < m; ++row) {
-        int lo, hi;
-        partition_bounds(pos + row + 1, part, parts, lo, hi);
-        if (threadIdx.x < group) {
-            float mx, total;
-            combined_stats(stats.at<float>((kv * group + threadIdx.x) * m + row, 0), parts, mx, total);
-            row_max[threadIdx.x] = mx, row_sum[threadIdx.x] = total;
-        }
-        float acc[ATTN_MAX_GROUP / HEAD_STEP];
-        for (int i = 0; i < ATTN_MAX_GROUP / HEAD_STEP; ++i) acc[i] = 0.0f;
-        for (int c0 = lo; c0 < hi; c0 += ATTN_KEY_CHUNK) {
-            __syncthreads();  // row_max/row_sum written; the previous chunk's probabilities consumed
-            for (int i = threadIdx.x; i < group * ATTN_KEY_CHUNK; i += TILE_THREADS) {
-                const int h = i / ATTN_KEY_CHUNK, t = c0 + i % ATTN_KEY_CHUNK;
-                if (t < hi) {
-                    const float s = bf(*scores.at<bf16>((kv * group + h) * m + row, t));
-                    prob[h][i % ATTN_KEY_CHUNK] = round_bf16(div_rn(expf(sub_rn(s, row_max[h])), row_sum[h]));
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
+    const u32 probs = smem_addr(smem);  // [2][query][chunk key] bf16, rows of ATTN_P_ROW_BYTES
+    float* row_max = reinterpret_cast<float*>(smem + ATTN_MAX_QUERIES * ATTN_ROW_BYTES);
+    float* row_sum = row_max + ATTN_MAX_QUERIES;
+    const KvStream kvs(values, kv, pos, m, part, parts, probs + ATTN_SMEM_FIXED, dynamic_smem_bytes() - ATTN_SMEM_FIXED);
+    kvs.start();
+    if (threadIdx.x < queries) {
+        float mx, total;
+        combined_stats(stats.at<float>(kv * group * m + threadIdx.x, 0), parts, mx, total);
+        row_max[threadIdx.x] = mx, row_sum[threadIdx.x] = total;
+    }
+    __syncthreads();
+    float acc[M_TILES][2][4];
+#pragma unroll
+    for (int mt = 0; mt < M_TILES; ++mt)
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc[mt][e >> 2][e & 3] = 0.0f;
+    for (int c = 0; c < kvs.chunks; ++c) {
+        const u32 pc = probs + (c & 1) * ATTN_MAX_QUERIES * ATTN_P_ROW_BYTES;
+        kvs.next(c, [&] {  // this chunk's probabilities (0 outside a query row's own keys, and past the queries)
+            for (int i = threadIdx.x; i < m_tiles * 16 * ATTN_CHUNK; i += TILE_THREADS) {
+                const int qi = i / ATTN_CHUNK, j = i % ATTN_CHUNK, t = kvs.c0 + c * ATTN_CHUNK + j;
+                float p = 0.0f;
+                if (qi < queries) {
+                    int lo, hi;
+                    partition_bounds(pos + qi % m + 1, part, parts, lo, hi);
+                    if (t >= lo && t < hi) {
+                        const float s = bf(*scores.at<bf16>(kv * group * m + qi, t));
+                        p = round_bf16(div_rn(expf(sub_rn(s, row_max[qi])), row_sum[qi]));
+                    }
                 }
+                reinterpret_cast<bf16*>(smem + (c & 1) * ATTN_MAX_QUERIES * ATTN_P_ROW_BYTES + qi * ATTN_P_ROW_BYTES)[j] =
+                    to_bf16(p);
             }
-            __syncthreads();
-            const int count = min(ATTN_KEY_CHUNK, hi - c0);
-            for (int t = 0; t < count; ++t) {
-                const float vv = bf(*values.at<bf16>(c0 + t, kv * hd + d));
-                for (int h = first_head, i = 0; h < group; h += HEAD_STEP, ++i) acc[i] = add_rn(acc[i], mul_rn(prob[h][t], vv));
+        });
+        const u32 vb = kvs.slot(c) + ((lane & 7) + 8 * ((lane >> 3) & 1)) * ATTN_ROW_BYTES + 2 * (16 * warp + 8 * (lane >> 4));
+#pragma unroll
+        for (int ks = 0; ks < ATTN_CHUNK / 16; ++ks) {
+            u32 b[4];  // values: keys 16 ks.. as the k axis, dims 16 warp .. + 7 (b0, b1) and + 8 .. + 15 (b2, b3)
+            ldmatrix_x4_trans(b, vb + 16 * ks * ATTN_ROW_BYTES);
+#pragma unroll
+            for (int mt = 0; mt < M_TILES; ++mt) {
+                if (mt >= m_tiles) break;
+                u32 a[4];
+                ldmatrix_x4(a, pc + (16 * mt + (lane & 15)) * ATTN_P_ROW_BYTES + 16 * (lane >> 4) + 32 * ks);
+                mma_16816<false>(acc[mt][0], a, {b[0], b[1]});
+                mma_16816<false>(acc[mt][1], a, {b[2], b[3]});
             }
         }
-        for (int h = first_head, i = 0; h < group; h += HEAD_STEP, ++i)
-            *partial.at<float>((kv * group + h) * m + row, part * hd + d) = acc[i];
-        __syncthreads();
+    }
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
+#pragma unroll
+    for (int mt = 0; mt < M_TILES; ++mt) {
+#pragma unroll
+        for (int e = 0; e < 8; e += 2) {
+            const int qi = 16 * mt + g + 8 * ((e >> 1) & 1), d = 16 * warp + 8 * (e >> 2) + 2 * t4;
+            if (mt < m_tiles && qi < queries)
+                *reinterpret_cast<float2*>(partial.at<float>(kv * group * m + qi, part * hd + d)) =
+                    make_float2(acc[mt][e >> 2][e & 3], acc[mt][e >> 2][(e & 3) + 1]);
+        }
     }
 }
 

@@ -136,6 +136,12 @@ __device__ inline void f16_operand(const bf16* src, int src_stride, bf16* x, int
     __syncthreads();
 }
 
+__device__ __forceinline__ u32 dynamic_smem_bytes() {
+    u32 r;
+    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(r));
+    return r;
+}
+
 __device__ __forceinline__ u32 smem_addr(const void* p) {
     return static_cast<u32>(__cvta_generic_to_shared(p));
 }

@@ -25,12 +25,6 @@ static_assert(GEMV_SMEM_FIXED == 4 * (Y_FLOATS + MAX_SLICE_BLOCKS) + MAX_ROWS * 
 constexpr int GEMV_MIN_RING = 32768;
 static_assert(GEMV_MIN_RING == TILE_WARPS * WARP_ROWS * K_BLOCK, "GEMV_MIN_RING");
 
-__device__ __forceinline__ u32 dynamic_smem_bytes() {
-    u32 r;
-    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(r));
-    return r;
-}
-
 struct GemvSmem {
     u8* base;
     float* y;

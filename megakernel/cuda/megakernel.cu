@@ -137,6 +137,15 @@ __device__ __noinline__ void run_gdn(const Ctx ctx, const Word w, int tile, u8* 
     gdn_tile(ctx, w, tile, *reinterpret_cast<GdnSmem*>(smem));
 }
 
+// The attention tiles' tensor-core loops are called too.
+__device__ __noinline__ void run_attn_scores(const Ctx ctx, const Word w, int tile, u8* smem) {
+    attn_scores_tile(ctx, w, tile, smem);
+}
+
+__device__ __noinline__ void run_attn_pv(const Ctx ctx, const Word w, int tile, u8* smem) {
+    attn_pv_tile(ctx, w, tile, smem);
+}
+
 // A GEMV tile's input rows (prologue, f16 operand) are called, not inlined, for the same reason; the
 // passes stay inline.
 __device__ __noinline__ void run_gemv_input(const Ctx ctx, const Word w, int tile, u8* smem) {
@@ -147,8 +156,8 @@ __device__ __forceinline__ void run_tile(const Ctx& ctx, const Word& w, int stag
     switch (w.opcode()) {
         case OP_EMBED: embed_tile(ctx, w, tile); break;
         case OP_GDN_CORE: run_gdn(ctx, w, tile, smem); break;
-        case OP_ATTN_SCORES: attn_scores_tile(ctx, w, tile); break;
-        case OP_ATTN_PV: attn_pv_tile(ctx, w, tile); break;
+        case OP_ATTN_SCORES: run_attn_scores(ctx, w, tile, smem); break;
+        case OP_ATTN_PV: run_attn_pv(ctx, w, tile, smem); break;
         case OP_ATTN_MERGE: attn_merge_tile(ctx, w, tile); break;
         case OP_ARGMAX: argmax_tile(ctx, w, tile); break;
         case OP_HANDOFF: handoff_tile(ctx, w); break;
