@@ -83,7 +83,7 @@ extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS) tile_attn_scores(
     mk::attn_scores_tile(ctx, ctx.word(word), blockIdx.x, smem);
 }
 
-extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS) tile_attn_pv(PROGRAM_ARGS) {
+extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS, 1) tile_attn_pv(PROGRAM_ARGS) {
     extern __shared__ __align__(16) unsigned char smem[];
     const mk::Ctx ctx{arena, weights, program};
     mk::attn_pv_tile(ctx, ctx.word(word), blockIdx.x, smem);

@@ -30,12 +30,13 @@ constexpr int ATTN_ROW_BYTES = 2 * ATTN_HEAD_DIM + 16;
 constexpr int ATTN_SLOT_BYTES = ATTN_CHUNK * ATTN_ROW_BYTES;
 constexpr int ATTN_P_ROW_BYTES = 2 * ATTN_CHUNK + 16;  // a query's bf16 probabilities over one chunk
 // Dynamic shared memory before the ring: the queries (ATTN_SCORES) or two chunks' probabilities (ATTN_PV),
-// then the queries' global max and sum (ATTN_PV).
-constexpr int ATTN_SMEM_FIXED = 34304;
-static_assert(ATTN_SMEM_FIXED == ATTN_MAX_QUERIES * ATTN_ROW_BYTES + 2 * 4 * ATTN_MAX_QUERIES, "ATTN_SMEM_FIXED");
+// the queries' global max and sum (ATTN_PV), each pass row's key range in the partition (AttnSmem).
+constexpr int ATTN_SMEM_FIXED = 34368;
+static_assert(ATTN_SMEM_FIXED == ATTN_MAX_QUERIES * ATTN_ROW_BYTES + 2 * 4 * ATTN_MAX_QUERIES + 2 * 4 * MAX_ROWS,
+              "ATTN_SMEM_FIXED");
 static_assert(2 * ATTN_MAX_QUERIES * ATTN_P_ROW_BYTES <= ATTN_MAX_QUERIES * ATTN_ROW_BYTES, "the P buffers fit");
 // The least the tiles run with: two ring slots (megakernel/cuda_build.py attention_smem_bytes).
-constexpr int ATTN_MIN_SMEM = 101888;
+constexpr int ATTN_MIN_SMEM = 101952;
 static_assert(ATTN_MIN_SMEM == ATTN_SMEM_FIXED + 2 * ATTN_SLOT_BYTES, "ATTN_MIN_SMEM");
 
 __device__ __forceinline__ void partition_bounds(int length, int p, int parts, int& lo, int& hi) {
@@ -57,6 +58,25 @@ __device__ __forceinline__ void ldmatrix_x4_trans(u32 (&r)[4], u32 at) {
 __device__ __forceinline__ void copy_async16_or_zero(u32 dst, const void* src, bool valid) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0) : "memory");
 }
+
+struct AttnSmem {
+    u8* base;
+    float* row_max;
+    float* row_sum;
+    int* lo;  // row r's keys in the partition: [lo[r], hi[r])
+    int* hi;
+    // Threads < m fill lo and hi; the caller syncs before they are read.
+    __device__ AttnSmem(u8* smem, int pos, int m, int part, int parts)
+        : base(smem),
+          row_max(reinterpret_cast<float*>(smem + ATTN_MAX_QUERIES * ATTN_ROW_BYTES)),
+          row_sum(row_max + ATTN_MAX_QUERIES),
+          lo(reinterpret_cast<int*>(row_sum + ATTN_MAX_QUERIES)),
+          hi(lo + MAX_ROWS) {
+        if (threadIdx.x < m) partition_bounds(pos + threadIdx.x + 1, part, parts, lo[threadIdx.x], hi[threadIdx.x]);
+    }
+    __device__ u32 ring() const { return smem_addr(base) + ATTN_SMEM_FIXED; }
+    __device__ int ring_bytes() const { return static_cast<int>(dynamic_smem_bytes()) - ATTN_SMEM_FIXED; }
+};
 
 // The keys (or values) of one partition's tile: rows [c0, end) of KV head kv, c0 a multiple of 16 at or
 // below the first row's lo, end the last row's hi (rows past it are zeros in the ring).
@@ -111,8 +131,9 @@ __device__ inline void attn_scores_tile(const Ctx& ctx, const Word& w, int tile,
     const Buffer scores = ctx.buffer(w.buf_out()), stats = ctx.buffer(w.buf_aux1());
     const int pos = ctx.control()[w.ctrl_base() + CTRL_POSITION];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
+    const AttnSmem sm(smem, pos, m, part, parts);
     const u32 qs = smem_addr(smem);
-    const KvStream kvs(keys, kv, pos, m, part, parts, qs + ATTN_SMEM_FIXED, dynamic_smem_bytes() - ATTN_SMEM_FIXED);
+    const KvStream kvs(keys, kv, pos, m, part, parts, sm.ring(), sm.ring_bytes());
     // the queries (zeros past the last, to fill the m-tiles), in the first chunk's copy group
     for (int i = threadIdx.x; i < m_tiles * 16 * 32; i += TILE_THREADS) {
         const int qi = i >> 5, piece = i & 31, h = qi / m, r = qi % m;
@@ -152,24 +173,35 @@ __device__ inline void attn_scores_tile(const Ctx& ctx, const Word& w, int tile,
                 const int qi = 16 * mt + g + 8 * (e >> 1), t = kvs.c0 + c * ATTN_CHUNK + 8 * nt + 2 * t4 + (e & 1);
                 if (mt >= m_tiles || qi >= queries) continue;
                 const int h = qi / m, r = qi % m;
-                int lo, hi;
-                partition_bounds(pos + r + 1, part, parts, lo, hi);
-                if (t >= lo && t < hi)
+                if (t >= sm.lo[r] && t < sm.hi[r])
                     *scores.at<bf16>((kv * group + h) * m + r, t) = to_bf16(mul_rn(round_bf16(acc[i][e]), scale));
             }
         }
     }
     asm volatile("cp.async.wait_group 0;" ::: "memory");
     __syncthreads();  // the partition's scores are written (and visible to the block)
+    // a warp per query: lane l takes keys lo + l, lo + l + 32, .. in order, 8 loads in flight at a time
+    constexpr int UNROLL = 8;
     for (int qi = warp; qi < queries; qi += TILE_WARPS) {
-        const int h = qi / m, r = qi % m, srow = (kv * group + h) * m + r;
-        int lo, hi;
-        partition_bounds(pos + r + 1, part, parts, lo, hi);
+        const int h = qi / m, r = qi % m, srow = (kv * group + h) * m + r, lo = sm.lo[r], hi = sm.hi[r];
         float mx = neg_inf();
-        for (int t = lo + lane; t < hi; t += 32) mx = fmaxf(mx, bf(*scores.at<bf16>(srow, t)));
+        for (int t0 = lo + lane; t0 < hi; t0 += 32 * UNROLL) {
+            float v[UNROLL];
+#pragma unroll
+            for (int j = 0; j < UNROLL; ++j) v[j] = t0 + 32 * j < hi ? bf(*scores.at<bf16>(srow, t0 + 32 * j)) : neg_inf();
+#pragma unroll
+            for (int j = 0; j < UNROLL; ++j) mx = fmaxf(mx, v[j]);
+        }
         mx = warp_max(mx);
         float sum = 0.0f;
-        for (int t = lo + lane; t < hi; t += 32) sum = add_rn(sum, expf(sub_rn(bf(*scores.at<bf16>(srow, t)), mx)));
+        for (int t0 = lo + lane; t0 < hi; t0 += 32 * UNROLL) {
+            float v[UNROLL];
+#pragma unroll
+            for (int j = 0; j < UNROLL; ++j) v[j] = t0 + 32 * j < hi ? bf(*scores.at<bf16>(srow, t0 + 32 * j)) : 0.0f;
+#pragma unroll
+            for (int j = 0; j < UNROLL; ++j)
+                if (t0 + 32 * j < hi) sum = add_rn(sum, expf(sub_rn(v[j], mx)));
+        }
         sum = warp_sum(sum);
         if (lane == 0) {
             *stats.at<float>(srow, 2 * part) = mx;
@@ -198,15 +230,14 @@ __device__ inline void attn_pv_tile(const Ctx& ctx, const Word& w, int tile, u8*
     const Buffer stats = ctx.buffer(w.buf_aux1()), partial = ctx.buffer(w.buf_out());
     const int pos = ctx.control()[w.ctrl_base() + CTRL_POSITION];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
+    const AttnSmem sm(smem, pos, m, part, parts);
     const u32 probs = smem_addr(smem);  // [2][query][chunk key] bf16, rows of ATTN_P_ROW_BYTES
-    float* row_max = reinterpret_cast<float*>(smem + ATTN_MAX_QUERIES * ATTN_ROW_BYTES);
-    float* row_sum = row_max + ATTN_MAX_QUERIES;
-    const KvStream kvs(values, kv, pos, m, part, parts, probs + ATTN_SMEM_FIXED, dynamic_smem_bytes() - ATTN_SMEM_FIXED);
+    const KvStream kvs(values, kv, pos, m, part, parts, sm.ring(), sm.ring_bytes());
     kvs.start();
     if (threadIdx.x < queries) {
         float mx, total;
         combined_stats(stats.at<float>(kv * group * m + threadIdx.x, 0), parts, mx, total);
-        row_max[threadIdx.x] = mx, row_sum[threadIdx.x] = total;
+        sm.row_max[threadIdx.x] = mx, sm.row_sum[threadIdx.x] = total;
     }
     __syncthreads();
     float acc[M_TILES][2][4];
@@ -220,13 +251,9 @@ __device__ inline void attn_pv_tile(const Ctx& ctx, const Word& w, int tile, u8*
             for (int i = threadIdx.x; i < m_tiles * 16 * ATTN_CHUNK; i += TILE_THREADS) {
                 const int qi = i / ATTN_CHUNK, j = i % ATTN_CHUNK, t = kvs.c0 + c * ATTN_CHUNK + j;
                 float p = 0.0f;
-                if (qi < queries) {
-                    int lo, hi;
-                    partition_bounds(pos + qi % m + 1, part, parts, lo, hi);
-                    if (t >= lo && t < hi) {
-                        const float s = bf(*scores.at<bf16>(kv * group * m + qi, t));
-                        p = round_bf16(div_rn(expf(sub_rn(s, row_max[qi])), row_sum[qi]));
-                    }
+                if (qi < queries && t >= sm.lo[qi % m] && t < sm.hi[qi % m]) {
+                    const float s = bf(*scores.at<bf16>(kv * group * m + qi, t));
+                    p = round_bf16(div_rn(expf(sub_rn(s, sm.row_max[qi])), sm.row_sum[qi]));
                 }
                 reinterpret_cast<bf16*>(smem + (c & 1) * ATTN_MAX_QUERIES * ATTN_P_ROW_BYTES + qi * ATTN_P_ROW_BYTES)[j] =
                     to_bf16(p);
