@@ -142,8 +142,13 @@ __device__ inline void attn_scores_tile(const Ctx& ctx, const Word& w, int tile,
                              qi < queries);
     }
     kvs.start();
-    // warp w: the 8 keys of n-tile w % 8 of each chunk, for m-tiles w / 8 and w / 8 + 2
+    // warp w: the 8 keys of n-tile w % 8 of each chunk, for m-tiles w / 8 and w / 8 + 2. Each (query, key
+    // residue mod 64) keeps a running (max, sum of exp(s - max)) over its keys in key order, rescaled when
+    // the max grows; the 64 residues are combined in order at the end. Both depend on key positions only.
     const int nt = warp & 7, mt0 = warp >> 3;
+    float run_max[2][4], run_sum[2][4];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) run_max[e >> 2][e & 3] = neg_inf(), run_sum[e >> 2][e & 3] = 0.0f;
     for (int c = 0; c < kvs.chunks; ++c) {
         kvs.next(c, [] {});
         if (mt0 >= m_tiles) continue;
@@ -173,37 +178,46 @@ __device__ inline void attn_scores_tile(const Ctx& ctx, const Word& w, int tile,
                 const int qi = 16 * mt + g + 8 * (e >> 1), t = kvs.c0 + c * ATTN_CHUNK + 8 * nt + 2 * t4 + (e & 1);
                 if (mt >= m_tiles || qi >= queries) continue;
                 const int h = qi / m, r = qi % m;
-                if (t >= sm.lo[r] && t < sm.hi[r])
-                    *scores.at<bf16>((kv * group + h) * m + r, t) = to_bf16(mul_rn(round_bf16(acc[i][e]), scale));
+                if (t < sm.lo[r] || t >= sm.hi[r]) continue;
+                const bf16 v = to_bf16(mul_rn(round_bf16(acc[i][e]), scale));
+                *scores.at<bf16>((kv * group + h) * m + r, t) = v;
+                const float x = bf(v);
+                float& mx = run_max[i][e];
+                float& sum = run_sum[i][e];
+                if (x > mx) {
+                    sum = add_rn(mul_rn(sum, expf(sub_rn(mx, x))), 1.0f);
+                    mx = x;
+                } else {
+                    sum = add_rn(sum, expf(sub_rn(x, mx)));
+                }
             }
         }
     }
     asm volatile("cp.async.wait_group 0;" ::: "memory");
-    __syncthreads();  // the partition's scores are written (and visible to the block)
-    // a warp per query: lane l takes keys lo + l, lo + l + 32, .. in order, 8 loads in flight at a time
-    constexpr int UNROLL = 8;
-    for (int qi = warp; qi < queries; qi += TILE_WARPS) {
-        const int h = qi / m, r = qi % m, srow = (kv * group + h) * m + r, lo = sm.lo[r], hi = sm.hi[r];
-        float mx = neg_inf();
-        for (int t0 = lo + lane; t0 < hi; t0 += 32 * UNROLL) {
-            float v[UNROLL];
+    __syncthreads();  // the ring is free: it takes the residues' (max, sum) [query][64]
+    float2* residues = reinterpret_cast<float2*>(smem + ATTN_SMEM_FIXED);
+    static_assert(ATTN_MAX_QUERIES * ATTN_CHUNK * 8 <= ATTN_SLOT_BYTES, "the residues fit one ring slot");
+    if (mt0 < m_tiles) {
 #pragma unroll
-            for (int j = 0; j < UNROLL; ++j) v[j] = t0 + 32 * j < hi ? bf(*scores.at<bf16>(srow, t0 + 32 * j)) : neg_inf();
+        for (int i = 0; i < 2; ++i) {
 #pragma unroll
-            for (int j = 0; j < UNROLL; ++j) mx = fmaxf(mx, v[j]);
+            for (int e = 0; e < 4; ++e) {
+                const int qi = 16 * (mt0 + 2 * i) + g + 8 * (e >> 1);
+                const int residue = (kvs.c0 + 8 * nt + 2 * t4 + (e & 1)) % ATTN_CHUNK;
+                if (mt0 + 2 * i < m_tiles && qi < queries) residues[qi * ATTN_CHUNK + residue] = make_float2(run_max[i][e], run_sum[i][e]);
+            }
         }
-        mx = warp_max(mx);
+    }
+    __syncthreads();
+    for (int qi = warp; qi < queries; qi += TILE_WARPS) {  // a warp per query: lane l combines residues l, l + 32
+        const float2 lo_part = residues[qi * ATTN_CHUNK + lane], hi_part = residues[qi * ATTN_CHUNK + lane + 32];
+        const float mx = warp_max(fmaxf(lo_part.x, hi_part.x));
         float sum = 0.0f;
-        for (int t0 = lo + lane; t0 < hi; t0 += 32 * UNROLL) {
-            float v[UNROLL];
-#pragma unroll
-            for (int j = 0; j < UNROLL; ++j) v[j] = t0 + 32 * j < hi ? bf(*scores.at<bf16>(srow, t0 + 32 * j)) : 0.0f;
-#pragma unroll
-            for (int j = 0; j < UNROLL; ++j)
-                if (t0 + 32 * j < hi) sum = add_rn(sum, expf(sub_rn(v[j], mx)));
-        }
+        if (lo_part.x > neg_inf()) sum = add_rn(sum, mul_rn(lo_part.y, expf(sub_rn(lo_part.x, mx))));
+        if (hi_part.x > neg_inf()) sum = add_rn(sum, mul_rn(hi_part.y, expf(sub_rn(hi_part.x, mx))));
         sum = warp_sum(sum);
         if (lane == 0) {
+            const int srow = kv * group * m + qi;
             *stats.at<float>(srow, 2 * part) = mx;
             *stats.at<float>(srow, 2 * part + 1) = sum;
         }
@@ -247,16 +261,30 @@ __device__ inline void attn_pv_tile(const Ctx& ctx, const Word& w, int tile, u8*
         for (int e = 0; e < 8; ++e) acc[mt][e >> 2][e & 3] = 0.0f;
     for (int c = 0; c < kvs.chunks; ++c) {
         const u32 pc = probs + (c & 1) * ATTN_MAX_QUERIES * ATTN_P_ROW_BYTES;
-        kvs.next(c, [&] {  // this chunk's probabilities (0 outside a query row's own keys, and past the queries)
-            for (int i = threadIdx.x; i < m_tiles * 16 * ATTN_CHUNK; i += TILE_THREADS) {
-                const int qi = i / ATTN_CHUNK, j = i % ATTN_CHUNK, t = kvs.c0 + c * ATTN_CHUNK + j;
-                float p = 0.0f;
-                if (qi < queries && t >= sm.lo[qi % m] && t < sm.hi[qi % m]) {
-                    const float s = bf(*scores.at<bf16>(kv * group * m + qi, t));
-                    p = round_bf16(div_rn(expf(sub_rn(s, sm.row_max[qi])), sm.row_sum[qi]));
+        // this chunk's probabilities (0 outside a query row's own keys, and past the queries): thread i takes
+        // elements i, i + TILE_THREADS, .. of the [query][key] grid, BATCH scores' loads in flight at once
+        kvs.next(c, [&] {
+            constexpr int BATCH = 4;  // loads in flight per thread (all 8 at once spilled the megakernel's call)
+            bf16* pr = reinterpret_cast<bf16*>(smem + (c & 1) * ATTN_MAX_QUERIES * ATTN_P_ROW_BYTES);
+#pragma unroll 1
+            for (int i0 = threadIdx.x; i0 < m_tiles * 16 * ATTN_CHUNK; i0 += BATCH * TILE_THREADS) {
+                float s[BATCH];
+                u32 have = 0;
+#pragma unroll
+                for (int k = 0; k < BATCH; ++k) {
+                    const int i = i0 + k * TILE_THREADS, qi = i / ATTN_CHUNK, t = kvs.c0 + c * ATTN_CHUNK + i % ATTN_CHUNK;
+                    if (qi < queries && t >= sm.lo[qi % m] && t < sm.hi[qi % m]) {
+                        s[k] = bf(*scores.at<bf16>(kv * group * m + qi, t));
+                        have |= 1u << k;
+                    }
                 }
-                reinterpret_cast<bf16*>(smem + (c & 1) * ATTN_MAX_QUERIES * ATTN_P_ROW_BYTES + qi * ATTN_P_ROW_BYTES)[j] =
-                    to_bf16(p);
+#pragma unroll
+                for (int k = 0; k < BATCH; ++k) {
+                    const int i = i0 + k * TILE_THREADS, qi = i / ATTN_CHUNK;
+                    float p = 0.0f;
+                    if (have >> k & 1) p = round_bf16(div_rn(expf(sub_rn(s[k], sm.row_max[qi])), sm.row_sum[qi]));
+                    if (qi < ATTN_MAX_QUERIES) pr[qi * (ATTN_P_ROW_BYTES / 2) + i % ATTN_CHUNK] = to_bf16(p);
+                }
             }
         });
         const u32 vb = kvs.slot(c) + ((lane & 7) + 8 * ((lane >> 3) & 1)) * ATTN_ROW_BYTES + 2 * (16 * warp + 8 * (lane >> 4));
