@@ -59,3 +59,24 @@ def test_plot_is_written(tmp_path):
     abtest.plot(samples, str(tmp_path / "p.png"))
     assert (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
 
+
+
+def test_context_sweep_reads_back_each_backends_line_and_the_floor(tmp_path):
+    """experiments/context_sweep.py: the floor it draws is the one the bench summarised (fraction x ms)."""
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parents[1] / "experiments" / "context_sweep.py"
+    spec = importlib.util.spec_from_file_location("context_sweep", path)
+    sweep = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sweep)
+    backends, start_at, timer, _ = fake({"megakernel": 0.95, "graph": 1.0})
+    samples = abtest.interleave(backends, [4096, 1024], tokens=2, rounds=2, start_at=start_at, timer=timer)
+    result = {**abtest.summarize(samples, floor_ms={1024: 0.5, 4096: 0.7}), "model": "m", "device": "d",
+              "git_commit": "0" * 40}
+    lines, floor = sweep.series(result)
+    assert floor == [(1024, pytest.approx(0.5)), (4096, pytest.approx(0.7))]
+    assert [c for c, _ in lines["graph"]] == [1024, 4096]
+    assert lines["graph"][1][1] == pytest.approx(1.0 * (1 + 4096 / 1e4))
+    sweep.plot(result, str(tmp_path / "s.png"))
+    assert (tmp_path / "s.png").read_bytes()[:4] == b"\x89PNG"

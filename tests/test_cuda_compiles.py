@@ -93,3 +93,7 @@ def test_gemv_tiles_fit_the_h200_shared_memory_with_a_ring(rows):
                     lower_mtp(config, rows=rows, sms=132, capacity=64, working_vocab=True)):
         need = cuda_build.gemv_smem_bytes(program)
         assert need <= H200_MAX_DYNAMIC_SMEM - 4096, f"{need} bytes needed, M = {rows}"
+        # and the attention tiles' two-chunk ring, which every Program with attention words needs
+        tiles = cuda_build.tile_smem_bytes(program)
+        assert max(need, cuda_build.define(CUDA_DIR / "attention.cuh", "ATTN_MIN_SMEM")) == tiles
+        assert tiles <= H200_MAX_DYNAMIC_SMEM - 4096, f"{tiles} bytes needed, M = {rows}"
