@@ -29,7 +29,7 @@ from isa.opcodes import (
     MAX_ROWS,
     control_base,
 )
-from megakernel import plan
+from megakernel.model import plan
 
 from .tiling import main_tile, params, row_groups, tile_meaning
 

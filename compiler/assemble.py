@@ -8,8 +8,8 @@ from __future__ import annotations
 from isa import GEMV_OPS, NO_BUFFER, NO_LAYER, BufferEntry, DType, Program, WeightEntry, Word
 from isa.opcodes import PARAMS
 from isa.word import f32_bits
-from megakernel.config import ModelConfig
-from megakernel.tensors import F8, F32, scale_name, tensor_specs
+from megakernel.model.config import ModelConfig
+from megakernel.model.tensors import F8, F32, scale_name, tensor_specs
 
 from .allocate import align
 from .ir import Lowered

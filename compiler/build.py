@@ -6,7 +6,7 @@ import functools
 import time
 
 from isa import Program
-from megakernel.config import ModelConfig
+from megakernel.model.config import ModelConfig
 
 from .allocate import allocate
 from .assemble import assemble
@@ -30,7 +30,7 @@ def lower(config: ModelConfig, rows: int = 1, sms: int = 132, capacity: int = DE
 def lower_mtp(config: ModelConfig, rows: int = 1, sms: int = 132, capacity: int = DEFAULT_CAPACITY,
               chained: bool = False, debug_logits: bool = False, working_vocab: bool = False) -> Program:
     """One MTP draft pass (docs/SPEC-qwen35.md 4) over `rows` rows; `chained` reads the MTP's own previous hidden;
-    `working_vocab` drafts from the session's working-vocabulary head (megakernel/draft_vocab.py)."""
+    `working_vocab` drafts from the session's working-vocabulary head (megakernel/model/draft_vocab.py)."""
     t0 = time.perf_counter()
     return _finish(lower_mtp_pass(config, rows, capacity, chained, debug_logits, working_vocab), config, sms, t0,
                    {"program": "mtp-chained" if chained else "mtp", "debug_logits": debug_logits,

@@ -25,13 +25,13 @@ from isa.opcodes import (
     MAX_ROWS,
     control_base,
 )
-from megakernel import plan
+from megakernel.model import plan
 from megakernel.errors import InputError
-from megakernel.fp8 import BF16, E4M3
+from megakernel.model.fp8 import BF16, E4M3
 from megakernel.reference import gdn, ops
 from megakernel.reference.numerics import F32, bf16
-from megakernel.tensors import scale_name
-from megakernel.weights import WeightSet
+from megakernel.model.tensors import scale_name
+from megakernel.model.weights import WeightSet
 
 from .access import Access, accesses
 from .hb import signals, waits_of

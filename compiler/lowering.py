@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from isa import DType, Flag, Kind, Op
 from isa.opcodes import CTRL_WORDS, MAX_ROWS, MTP_LAYER
-from megakernel import plan
-from megakernel.config import ModelConfig
-from megakernel.draft_vocab import draft_rows
-from megakernel.tensors import (
+from megakernel.model import plan
+from megakernel.model.config import ModelConfig
+from megakernel.model.draft_vocab import draft_rows
+from megakernel.model.tensors import (
     EMBED,
     FINAL_NORM,
     LM_HEAD,
@@ -57,7 +57,7 @@ def lower_mtp(c: ModelConfig, rows: int, capacity: int, chained: bool = False,
     """One MTP draft pass over `rows` rows at the MTP lane's position (docs/SPEC-qwen35.md 4): row r pairs the MTP
     lane's token r with hidden row r, the target's post-final-norm `hidden` (first draft, prompt rows)
     or, chained, the MTP's own post-mtp.norm `mtp_hidden` of the previous draft. working_vocab: the head
-    reads the session's working-vocabulary rows (megakernel/draft_vocab.py) instead of the lm_head."""
+    reads the session's working-vocabulary rows (megakernel/model/draft_vocab.py) instead of the lm_head."""
     if not c.mtp_num_hidden_layers:
         raise ValueError(f"config {c.name!r} has no MTP layer")
     b = _Builder(c, rows, capacity, MTP_LAYER)

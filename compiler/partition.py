@@ -5,16 +5,16 @@ GEMV row groups are plan.row_tile rows (128, one scale block, or the 16-row stri
 where 128-row groups would spill a few tiles into a second), except NORM_GEMV_QKV whose row groups are
 one head (head_dim rows) so that the epilogue can normalise and rotate a whole head, and NORM_HEAD
 (plan.HEAD_TILE_ROWS: one argmax candidate per group);
-k-slices are plan.k_slices of the instruction's row groups and k (megakernel/plan.py), the numbers the
+k-slices are plan.k_slices of the instruction's row groups and k (megakernel/model/plan.py), the numbers the
 reference's engine mode sums with.
 """
 
 from __future__ import annotations
 
 from isa import GEMV_OPS, DType, Flag, Kind, Op
-from megakernel import plan
-from megakernel.config import ModelConfig
-from megakernel.tensors import tensor_specs
+from megakernel.model import plan
+from megakernel.model.config import ModelConfig
+from megakernel.model.tensors import tensor_specs
 
 from .ir import BufferDecl, Lowered
 from .lowering import EMBED_TILE_COLS

@@ -10,11 +10,11 @@ import numpy as np
 
 from compiler import lower, lower_mtp
 from isa.opcodes import CTRL_PENDING, CTRL_SPECULATIVE
-from megakernel.device import DeviceSession, DeviceWeights
-from megakernel.generate import MAX_PROMPT_ROWS, ProgramBackend, session_arena_bytes
-from megakernel.models import model_config
-from megakernel.synthetic import parse_synthetic
-from megakernel.tensors import LM_HEAD
+from megakernel.runtime.device import DeviceSession, DeviceWeights
+from megakernel.generation.generate import MAX_PROMPT_ROWS, ProgramBackend, session_arena_bytes
+from megakernel.model.models import model_config
+from megakernel.model.synthetic import parse_synthetic
+from megakernel.model.tensors import LM_HEAD
 
 from .launcher import DiscreteProgram
 
@@ -26,7 +26,7 @@ def device_weights(program, model: str, progress: bool = True) -> DeviceWeights:
     if synthetic:
         config, seed = synthetic
         return DeviceWeights.synthetic(program, config, seed, progress=progress)
-    from megakernel.models import open_weights
+    from megakernel.model.models import open_weights
 
     return DeviceWeights.from_weightset(program, open_weights(model), progress=progress)
 
@@ -41,7 +41,7 @@ def device_pass(runner, mode: str):
 
 class DiscreteBackend(ProgramBackend):
     """mode: "eager" (launch by launch), "graph" (CUDA graph replay) or "megakernel" (the persistent
-    kernel, megakernel/persistent.py: same device functions, same Program). One session holds every
+    kernel, megakernel/runtime/persistent.py: same device functions, same Program). One session holds every
     Program the backend runs (one per row count and the MTP draft passes, built when first needed);
     passes, prompts and speculation as in generate.ProgramBackend; the prompt enters `prompt_rows`
     (default 8) rows a pass, bit-identical to one-row passes (tests/gpu/test_speculative_gpu.py).
@@ -82,7 +82,7 @@ class DiscreteBackend(ProgramBackend):
         if key not in self._runners:
             program = lower_it()
             if self.mode == "megakernel":
-                from megakernel.persistent import Megakernel
+                from megakernel.runtime.persistent import Megakernel
 
                 self._runners[key] = Megakernel(program, self.weights, self.session, timeout_s=self.watchdog_s)
             else:

@@ -1,13 +1,13 @@
 // The discrete build's kernels: one __global__ per op family, each a thin wrapper over the device
-// functions in megakernel/cuda/*.cuh (the megakernel calls the same functions).
+// functions in megakernel/runtime/cuda/*.cuh (the megakernel calls the same functions).
 //
-// Built at run time by NVRTC (discrete/build.py, -I megakernel/cuda) and checked by nvcc in CI.
+// Built at run time by NVRTC (discrete/build.py, -I megakernel/runtime/cuda) and checked by nvcc in CI.
 
 #include "tiles.cuh"
 
 #define GEMV_THREADS 512  // 16 warps: each 16-row strip of a pass shared by 16 / strips warps (gemv.cuh WarpRole)
 
-// The GEMV core alone (bench and tests; fp8 weights in 16-row units, megakernel/weight_layout.py): block
+// The GEMV core alone (bench and tests; fp8 weights in 16-row units, megakernel/runtime/weight_layout.py): block
 // (row group r, k-slice s) writes the fp32 slice sums of rows [tile_rows r, tile_rows (r + 1)) (tile_rows a
 // multiple of 16, at most 128; fp8: a divisor of 128) for the m input rows to out[(s * m + row) * n + output
 // row]. Dynamic shared memory: a GemvSmem (the slice's input rows copied in, then the weight ring).

@@ -1,4 +1,4 @@
-"""Compile the discrete kernels (discrete/kernels.cu over megakernel/cuda/*.cuh) with NVRTC and launch them.
+"""Compile the discrete kernels (discrete/kernels.cu over megakernel/runtime/cuda/*.cuh) with NVRTC and launch them.
 
 CuPy is imported inside the functions: the package imports on machines without a GPU. Arrays cross
 as raw bits: bf16 as uint16, fp8 e4m3 as uint8.
@@ -12,9 +12,10 @@ from pathlib import Path
 import numpy as np
 
 from isa.opcodes import MAX_ROWS
-from megakernel import cuda_build, plan
+from megakernel.runtime import cuda_build
+from megakernel.model import plan
 from megakernel.reference import ops
-from megakernel.weight_layout import to_units
+from megakernel.runtime.weight_layout import to_units
 
 SOURCE = Path(__file__).with_name("kernels.cu")
 GEMV_HEADER = cuda_build.CUDA_DIR / "gemv.cuh"

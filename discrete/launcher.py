@@ -12,8 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 from isa import GEMV_OPS, Op, Program
-from megakernel import cuda_build, plan
-from megakernel.device import DeviceSession, DeviceWeights
+from megakernel.runtime import cuda_build
+from megakernel.model import plan
+from megakernel.runtime.device import DeviceSession, DeviceWeights
 
 from .kernels import module
 

@@ -1,11 +1,11 @@
-"""Teacher-forced observation of the discrete build, in the checker's layout (megakernel/checker.py)."""
+"""Teacher-forced observation of the discrete build, in the checker's layout (megakernel/measurement/checker.py)."""
 
 from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
 
-from megakernel.checker import Observation
+from megakernel.measurement.checker import Observation
 
 from .launcher import DiscreteProgram
 

@@ -128,8 +128,8 @@ def gemv_shapes(c) -> list[tuple[str, int, int, int, bool, int]]:
     """(name, rows, k, k-slices, fp8?, rows per row group) of each distinct GEMV shape of the decode step and the MTP head, in
     program order, dtypes from the tensor manifest. A fused group with fp8 and bf16 weights (in_proj's
     b and a: 96 of 16,480 rows) is timed on its fp8 part."""
-    from megakernel import plan
-    from megakernel.tensors import tensor_specs
+    from megakernel.model import plan
+    from megakernel.model.tensors import tensor_specs
 
     specs = {spec.name: spec for spec in tensor_specs(c)}
     out, seen = [], set()
@@ -194,7 +194,7 @@ def slice_sweep(shapes, iters: int, bandwidth: float, sms: int) -> list[dict]:
 def main() -> None:
     import cupy
 
-    from megakernel.config import preset
+    from megakernel.model.config import preset
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True)

@@ -25,7 +25,8 @@ import json
 import os
 import sys
 
-from megakernel import abtest, plan
+from megakernel.measurement import abtest
+from megakernel.model import plan
 from megakernel.provenance import git_commit
 
 V1 = "gate_up=1+qkv=1"
@@ -72,9 +73,9 @@ def main() -> None:
     from discrete.backend import device_weights
     from discrete.kernels import read_bandwidth_gbps
     from discrete.launcher import DiscreteProgram
-    from megakernel.device import DeviceSession
-    from megakernel.models import model_config
-    from megakernel.persistent import Megakernel
+    from megakernel.runtime.device import DeviceSession
+    from megakernel.model.models import model_config
+    from megakernel.runtime.persistent import Megakernel
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True)

@@ -1,5 +1,5 @@
 """Score the GPU engine (discrete build, CUDA-graph replay) against oracle goldens with the calibrated
-checker (megakernel/checker.py), teacher-forced one token per pass, weights generated on the GPU.
+checker (megakernel/measurement/checker.py), teacher-forced one token per pass, weights generated on the GPU.
 
   python experiments/check_engine.py --out DIR [--goldens tests/fixtures/oracle_27b.npz,...]
 
@@ -34,7 +34,7 @@ DEFAULT = ",".join(os.path.join(FIXTURES, f"oracle_{n}.npz") for n in ("tiny_pow
 def exact_runs(goldens) -> dict | None:
     """The reference in Mode.EXACT over the goldens' prompts (CPU; ~30 s for tiny), or None where a float64
     model does not fit this host (the 27B: ~120 GB)."""
-    from megakernel.checker import observe
+    from megakernel.measurement.checker import observe
     from megakernel.reference import Mode, ReferenceModel
 
     if goldens.config.hidden_size > 1024:
@@ -47,8 +47,8 @@ def score(goldens, config, weights, label: str, exact: dict | None) -> dict:
     from compiler import lower
     from discrete.launcher import DiscreteProgram
     from discrete.observe import observe_device
-    from megakernel.checker import check, check_exact
-    from megakernel.device import DeviceSession
+    from megakernel.measurement.checker import check, check_exact
+    from megakernel.runtime.device import DeviceSession
 
     capacity = max(len(p) for p in goldens.prompts) + 1
     program = lower(config, rows=1, sms=132, capacity=capacity, debug_logits=True)
@@ -73,8 +73,8 @@ def main() -> None:
     import cupy
 
     from compiler import lower
-    from megakernel.checker import Goldens
-    from megakernel.device import DeviceWeights
+    from megakernel.measurement.checker import Goldens
+    from megakernel.runtime.device import DeviceWeights
     from megakernel.provenance import git_commit
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

@@ -21,7 +21,7 @@ import os
 import sys
 import time
 
-from megakernel.checker import NEGATIVE_CONTROLS, Goldens, check, check_exact, observe
+from megakernel.measurement.checker import NEGATIVE_CONTROLS, Goldens, check, check_exact, observe
 from megakernel.provenance import git_commit
 from megakernel.reference import Mode, ReferenceModel
 

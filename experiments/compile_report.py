@@ -14,7 +14,7 @@ import sys
 import time
 
 from compiler import lower, validate
-from megakernel.config import preset
+from megakernel.model.config import preset
 from megakernel.provenance import git_commit
 
 HERE = os.path.dirname(os.path.abspath(__file__))

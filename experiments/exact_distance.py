@@ -30,11 +30,11 @@ import time
 
 import numpy as np
 
-from megakernel.checker import Goldens
+from megakernel.measurement.checker import Goldens
 from megakernel.provenance import git_commit
 from megakernel.reference import Mode, ReferenceModel
 from megakernel.reference.numerics import bf16
-from megakernel.synthetic import synthetic_weights
+from megakernel.model.synthetic import synthetic_weights
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "..", "tests", "fixtures")

@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_gemv import ROTATE_BYTES, gemv_shapes, graph_us, random_fp8, read_bandwidth  # noqa: E402
 
-from megakernel import cuda_build  # noqa: E402
+from megakernel.runtime import cuda_build  # noqa: E402
 from megakernel.provenance import git_commit  # noqa: E402
 
 SOURCE = Path(__file__).with_name("gemv_levers.cu")
@@ -36,8 +36,8 @@ def main() -> None:
     import numpy as np
 
     from discrete.kernels import gemv_slices
-    from megakernel import fp8 as fp8mod
-    from megakernel.config import preset
+    from megakernel.model import fp8 as fp8mod
+    from megakernel.model.config import preset
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True)

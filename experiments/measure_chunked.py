@@ -10,7 +10,7 @@ import os
 
 import numpy as np
 
-from megakernel.checker import Goldens
+from megakernel.measurement.checker import Goldens
 from megakernel.reference import ReferenceModel, gdn
 from megakernel.reference.numerics import bf16
 

@@ -56,12 +56,12 @@ def main() -> None:
     from compiler.tiling import params
     from discrete.kernels import read_bandwidth_gbps
     from discrete.launcher import DiscreteProgram
-    from megakernel.config import preset
-    from megakernel.device import DeviceSession, DeviceWeights
+    from megakernel.model.config import preset
+    from megakernel.runtime.device import DeviceSession, DeviceWeights
     from megakernel.provenance import git_commit
-    from megakernel import fp8
+    from megakernel.model import fp8
     from megakernel.reference import ops
-    from megakernel.weights import WeightSet
+    from megakernel.model.weights import WeightSet
     from per_word import HostWeightsFromGpu, interpret_word, poison_write_only, start_pass
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

@@ -19,8 +19,8 @@ def main() -> None:
     from compiler import lower
     from discrete.backend import device_weights
     from discrete.launcher import GEMV_KERNEL, KERNEL_OF, DiscreteProgram
-    from megakernel.device import DeviceSession
-    from megakernel.models import model_config
+    from megakernel.runtime.device import DeviceSession
+    from megakernel.model.models import model_config
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="synthetic:qwen3.5-27b")

@@ -11,7 +11,7 @@ logits at 3 positions of prompt 0. The tolerance envelope is the disagreement of
   python experiments/record_goldens.py --out DIR [--device cuda] [--models tiny,27b] [--seed 0]
 
 Needs torch and transformers (5.17.0 on the project's H200); the 27B model needs a GPU (54 GB in bf16)
-and CuPy (its weights are generated in GPU memory by megakernel.gpu_synthetic).
+and CuPy (its weights are generated in GPU memory by megakernel.runtime.gpu_synthetic).
 """
 
 from __future__ import annotations
@@ -32,12 +32,12 @@ for _package in ("fla", "causal_conv1d", "kernels"):
 
 import torch  # noqa: E402
 
-from megakernel import fp8  # noqa: E402
-from megakernel.config import ModelConfig, preset  # noqa: E402
+from megakernel.model import fp8  # noqa: E402
+from megakernel.model.config import ModelConfig, preset  # noqa: E402
 from megakernel.provenance import git_commit  # noqa: E402
-from megakernel.synthetic import synthesize  # noqa: E402
-from megakernel.tensors import TEXT_PREFIX, scale_name, tensor_specs  # noqa: E402
-from megakernel.tokenizer import load_tokenizer  # noqa: E402
+from megakernel.model.synthetic import synthesize  # noqa: E402
+from megakernel.model.tensors import TEXT_PREFIX, scale_name, tensor_specs  # noqa: E402
+from megakernel.model.tokenizer import load_tokenizer  # noqa: E402
 
 TOP_K = 32
 SKETCH_PROBES = 4
@@ -95,7 +95,7 @@ def dequantised_tensors(c: ModelConfig, seed: int, on_gpu: bool, pow2: bool):
         if spec.is_scale or name is None:
             continue
         if on_gpu:
-            from megakernel.gpu_synthetic import synthesize_gpu
+            from megakernel.runtime.gpu_synthetic import synthesize_gpu
 
             # bf16 comes back as uint16 bits: hand torch int16 (which views as bfloat16)
             arrays = {k: torch.from_dlpack(v.view("int16") if v.dtype == np.uint16 else v)

@@ -22,7 +22,7 @@ K = 3
 
 def main() -> None:
     from discrete.backend import DiscreteBackend
-    from megakernel import speculative
+    from megakernel.generation import speculative
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--modes", default="eager,megakernel", help="comma list of eager, graph, megakernel")

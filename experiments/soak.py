@@ -27,18 +27,18 @@ PROBE_CONTEXT = 1024
 def probe_ms(backend, iters: int = 20) -> float:
     """Median device ms of the one-row pass at PROBE_CONTEXT (it writes that position: run it only when
     the session's contents no longer matter)."""
-    from megakernel.specbench import pass_ms
+    from megakernel.measurement.specbench import pass_ms
 
     return pass_ms(backend, backend._runner(1), PROBE_CONTEXT, iters)
 
 
 def fork_cost(session, prefix: int, repeats: int = 5) -> dict:
-    """DeviceSession.copy_from (a fork, megakernel/session_pool.py) of `session` into a new session: ms
+    """DeviceSession.copy_from (a fork, megakernel/runtime/session_pool.py) of `session` into a new session: ms
     between CUDA events around it (the host's enqueueing of one copy per buffer included), bytes copied."""
     import cupy
 
-    from megakernel.abtest import event_ms
-    from megakernel.device import DeviceSession
+    from megakernel.measurement.abtest import event_ms
+    from megakernel.runtime.device import DeviceSession
 
     child = DeviceSession(session.program, session.arena.size)
     sizes = []
@@ -53,7 +53,7 @@ def decode(backend, tokens: int, window: int) -> dict:
     """Greedy decoding from PROMPT to `tokens` tokens; ms/token per window; device memory around it."""
     import cupy
 
-    from megakernel.sampling import greedy
+    from megakernel.model.sampling import greedy
 
     pool = cupy.get_default_memory_pool()
     cupy.cuda.Device().synchronize()

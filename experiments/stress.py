@@ -29,7 +29,7 @@ def main() -> None:
 
     from discrete.backend import DiscreteBackend
     from discrete.kernels import read_bandwidth_gbps
-    from megakernel.persistent import MegakernelStall
+    from megakernel.runtime.persistent import MegakernelStall
     from megakernel.provenance import git_commit
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

@@ -24,7 +24,7 @@ import numpy as np
 from bench_gemv import graph_us
 from bench_step import TOKEN
 
-from megakernel.budgets import instruction_bytes
+from megakernel.measurement.budgets import instruction_bytes
 from megakernel.provenance import git_commit
 
 CONTEXT = 1024
@@ -70,8 +70,8 @@ def main() -> None:
     from discrete.kernels import module
     from discrete.launcher import DiscreteProgram
     from isa import GEMV_OPS, Op
-    from megakernel.device import DeviceSession
-    from megakernel.models import model_config
+    from megakernel.runtime.device import DeviceSession
+    from megakernel.model.models import model_config
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True)

@@ -17,7 +17,7 @@ import sys
 
 from bench_step import TOKEN, at_context
 
-from megakernel.abtest import median_event_ms
+from megakernel.measurement.abtest import median_event_ms
 from megakernel.provenance import git_commit
 
 
@@ -27,9 +27,9 @@ def main() -> None:
     from compiler import lower
     from discrete.backend import device_weights
     from discrete.launcher import DiscreteProgram
-    from megakernel.device import DeviceSession
-    from megakernel.models import model_config
-    from megakernel.persistent import Megakernel
+    from megakernel.runtime.device import DeviceSession
+    from megakernel.model.models import model_config
+    from megakernel.runtime.persistent import Megakernel
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True)

@@ -18,8 +18,8 @@ import json
 import numpy as np
 
 from compiler import lower
-from megakernel import trace
-from megakernel.models import model_config
+from megakernel.measurement import trace
+from megakernel.model.models import model_config
 
 
 def main() -> None:

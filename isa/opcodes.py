@@ -32,7 +32,7 @@ class Flag(enum.IntFlag):
     DEBUG_LOGITS = 1  # NORM_HEAD also writes fp32 logits
     # NORM_HEAD: the head's rows are session buffer aux2 (bf16 [n, k], no scales) instead of a weight;
     # ARGMAX: the chosen row is mapped to a token id through session buffer aux0 (int32 [1, n]).
-    # The MTP draft head restricted to a working vocabulary (megakernel/draft_vocab.py).
+    # The MTP draft head restricted to a working vocabulary (megakernel/model/draft_vocab.py).
     WORKING_VOCAB = 2
 
 

@@ -71,7 +71,7 @@ class BufferEntry:
 
 @dataclass
 class WeightEntry:
-    name: str  # canonical tensor name (megakernel/tensors.py)
+    name: str  # canonical tensor name (megakernel/model/tensors.py)
     rows: int
     cols: int
     dtype: DType

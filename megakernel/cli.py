@@ -13,10 +13,11 @@ import sys
 from isa.opcodes import MAX_ROWS
 
 from . import __version__
-from .budgets import DEVICE_RESERVE_BYTES, budgets, host_available_bytes, host_plan, session_plan, sessions_that_fit
-from .config import PRESETS
+from .measurement.budgets import (DEVICE_RESERVE_BYTES, budgets, host_available_bytes, host_plan, session_plan,
+                                  sessions_that_fit)
+from .model.config import PRESETS
 from .errors import InputError, MegakernelError
-from .models import DEFAULT_MODEL, model_config
+from .model.models import DEFAULT_MODEL, model_config
 from .progress import count_bar
 
 MODEL_HELP = f"checkpoint directory or synthetic:<preset>[:seed], presets: {', '.join(PRESETS)} (default {DEFAULT_MODEL})"
@@ -156,8 +157,8 @@ def _parse_ids(text: str) -> list[int]:
 
 
 def cmd_make_checkpoint(args: argparse.Namespace) -> None:
-    from .checkpoint_writer import write_synthetic_checkpoint
-    from .config import preset
+    from .model.checkpoint_writer import write_synthetic_checkpoint
+    from .model.config import preset
 
     config = preset(args.preset)
     write_synthetic_checkpoint(args.out, config, seed=args.seed, pow2_scales=args.pow2_scales,
@@ -167,7 +168,7 @@ def cmd_make_checkpoint(args: argparse.Namespace) -> None:
 
 
 def cmd_tokenize(args: argparse.Namespace) -> None:
-    from .tokenizer import load_tokenizer
+    from .model.tokenizer import load_tokenizer
 
     tok = load_tokenizer(args.tokenizer)
     ids = tok.encode(args.text, allow_special=not args.no_special)
@@ -178,17 +179,17 @@ def cmd_tokenize(args: argparse.Namespace) -> None:
 
 
 def cmd_detokenize(args: argparse.Namespace) -> None:
-    from .tokenizer import load_tokenizer
+    from .model.tokenizer import load_tokenizer
 
     sys.stdout.write(load_tokenizer(args.tokenizer).decode(args.ids) + "\n")
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
-    from .generate import INTERRUPTED, ReferenceBackend, check_prompt_ids, generate
-    from .models import open_weights
+    from .generation.generate import INTERRUPTED, ReferenceBackend, check_prompt_ids, generate
+    from .model.models import open_weights
     from .reference import ReferenceModel
-    from .sampling import SamplingParams
-    from .tokenizer import load_tokenizer
+    from .model.sampling import SamplingParams
+    from .model.tokenizer import load_tokenizer
 
     program_backends = ("interpreter", "eager", "graph", "megakernel")
     if args.backend == "auto":  # the megakernel where a GPU can run it, else the CPU (which one ran is reported)
@@ -204,7 +205,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     if args.prompt_ids is not None and args.chat:
         raise InputError("--chat wraps --prompt text in the chat template: it does not take --prompt-ids")
     if args.spec_k:
-        from .speculative import check_draft_count
+        from .generation.speculative import check_draft_count
 
         check_draft_count(args.spec_k)
     if args.spec_k and args.backend not in program_backends:
@@ -236,7 +237,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         except cupy.cuda.memory.OutOfMemoryError as e:
             raise InputError(_out_of_memory(cupy, config, args.context)) from e
     elif args.backend == "interpreter":
-        from .generate import InterpreterBackend
+        from .generation.generate import InterpreterBackend
 
         backend = InterpreterBackend(open_weights(args.model), args.context)
     else:
@@ -404,9 +405,9 @@ def cmd_trace(args: argparse.Namespace) -> None:
     from compiler import lower
     from discrete.backend import device_weights
 
-    from . import trace
-    from .device import DeviceSession
-    from .persistent import Megakernel
+    from .measurement import trace
+    from .runtime.device import DeviceSession
+    from .runtime.persistent import Megakernel
 
     if args.steps < 1 or args.context < 1:
         raise InputError("--steps and --context must be positive")
@@ -443,10 +444,10 @@ def cmd_bench(args: argparse.Namespace) -> None:
     from discrete.kernels import read_bandwidth_gbps
     from discrete.launcher import DiscreteProgram
 
-    from . import abtest
-    from .budgets import instruction_bytes
-    from .device import DeviceSession
-    from .persistent import Megakernel
+    from .measurement import abtest
+    from .measurement.budgets import instruction_bytes
+    from .runtime.device import DeviceSession
+    from .runtime.persistent import Megakernel
     from .provenance import git_commit
 
     names = args.backends.split(",")
@@ -503,16 +504,16 @@ BENCH_BACKENDS = ("megakernel", "graph", "eager")
 
 def _bench_speculative(args: argparse.Namespace, modes: list[str], context: int) -> None:
     """bench --spec-k K: pass costs against rows, MTP draft costs, tokens/s against the acceptance rate,
-    time to first token (megakernel/specbench.py), per build; JSON and an optional plot."""
+    time to first token (megakernel/measurement/specbench.py), per build; JSON and an optional plot."""
     import datetime
 
     import cupy
 
     from discrete.kernels import read_bandwidth_gbps
 
-    from . import specbench
+    from .measurement import specbench
     from .provenance import git_commit
-    from .speculative import check_draft_count
+    from .generation.speculative import check_draft_count
 
     check_draft_count(args.spec_k)
     ttft = [int(n) for n in args.ttft.split(",")] if args.ttft else []
@@ -592,7 +593,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "or sampled (exact acceptance rule); Program backends only (0: off)")
     p.add_argument("--draft-vocab", default="full", choices=["full", "working"],
                    help="with --spec-k: the MTP head drafts over all ids (full) or over a working vocabulary, "
-                        "the 4096 lowest ids and the ids the session has seen (megakernel/draft_vocab.py)")
+                        "the 4096 lowest ids and the ids the session has seen (megakernel/model/draft_vocab.py)")
     p.add_argument("--numerics", default=None, choices=["oracle", "engine"],
                    help="reference rounding points: the HF oracle's or the GPU engine's (docs/NUMERICS.md)")
     p.add_argument("--json", action="store_true",
@@ -637,7 +638,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", help="per-token latency over the run for each backend (PNG); with --spec-k: pass "
                                   "cost against rows and tokens/s against the acceptance rate")
     p.add_argument("--spec-k", type=int, default=0,
-                   help="benchmark speculative decoding with K drafts instead (megakernel/specbench.py): pass "
+                   help="benchmark speculative decoding with K drafts instead "
+                        "(megakernel/measurement/specbench.py): pass "
                         "costs at the first --contexts value, --tokens greedy tokens per run, time to first token")
     p.add_argument("--prompt-tokens", type=int, default=128, help="with --spec-k: the decode runs' prompt length")
     p.add_argument("--ttft", default="128,1024,4096", help="with --spec-k: prompt lengths for time to first token")

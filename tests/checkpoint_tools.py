@@ -6,8 +6,8 @@ import os
 
 from safetensors.numpy import save_file
 
-from megakernel.checkpoint import INDEX_FILE, SafetensorsFile
-from megakernel.config import preset
+from megakernel.model.checkpoint import INDEX_FILE, SafetensorsFile
+from megakernel.model.config import preset
 
 
 def micro_config():

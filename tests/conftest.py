@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from megakernel.config import preset
-from megakernel.synthetic import synthetic_weights
+from megakernel.model.config import preset
+from megakernel.model.synthetic import synthetic_weights
 
 GPU_TESTS = Path(__file__).resolve().parent / "gpu"
 # The CUDA runtime's answers that mean "no GPU here": cudaErrorInsufficientDriver (no driver loaded at all)

@@ -11,7 +11,7 @@ GPU from the same normalised input therefore needs the device's order, not a loo
 
 import numpy as np
 
-from megakernel.cuda_build import tile_threads
+from megakernel.runtime.cuda_build import tile_threads
 from megakernel.reference.numerics import F32, as_f32, bf16, rsqrt
 
 WARP = 32

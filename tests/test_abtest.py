@@ -1,10 +1,10 @@
-"""The A/B experiment's bookkeeping (megakernel/abtest.py) with backends and a timer made here: the
+"""The A/B experiment's bookkeeping (megakernel/measurement/abtest.py) with backends and a timer made here: the
 interleaving order, the statistics in the results contract's layout, the plot, and the command's refusal
 without a GPU."""
 
 import pytest
 
-from megakernel import abtest
+from megakernel.measurement import abtest
 
 
 def fake(ms_by_backend):

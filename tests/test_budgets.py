@@ -1,7 +1,7 @@
 import pytest
 
-from megakernel.budgets import budgets
-from megakernel.config import preset
+from megakernel.measurement.budgets import budgets
+from megakernel.model.config import preset
 
 # docs/SPEC-qwen35.md section 6, computed there from the shapes and cross-checked against a header audit.
 SPEC_27B = {
@@ -35,7 +35,7 @@ def test_tiny_budgets_follow_its_shapes():
 
 
 def test_sessions_that_fit_is_the_floor_of_what_is_left():
-    from megakernel.budgets import DEVICE_RESERVE_BYTES, sessions_that_fit
+    from megakernel.measurement.budgets import DEVICE_RESERVE_BYTES, sessions_that_fit
 
     assert DEVICE_RESERVE_BYTES == 1 << 30
     assert sessions_that_fit(100, 30, 7, reserve_bytes=0) == 10  # 70 // 7
@@ -54,8 +54,8 @@ def test_session_plan_sizes_what_the_gpu_backend_allocates():
     """discrete/backend.py: a session of the 8-row target Program's arena or the widest MTP pass's, and
     one weight arena of the config's weight table (the same in every Program)."""
     from compiler import lower
-    from megakernel.budgets import session_plan, weight_staging_bytes
-    from megakernel.generate import mtp_arena_bytes
+    from megakernel.measurement.budgets import session_plan, weight_staging_bytes
+    from megakernel.generation.generate import mtp_arena_bytes
 
     c = preset("tiny")
     plan = session_plan(c, 64)
@@ -76,7 +76,7 @@ def test_session_plan_sizes_what_the_gpu_backend_allocates():
 def test_27b_sessions_on_an_h200():
     """The 27B at 4,096 tokens: ~30 GB of weights once, ~0.57 GB a session; on an H200's ~140 GB free,
     about 190 sessions (the figures info --device prints there)."""
-    from megakernel.budgets import DEVICE_RESERVE_BYTES, session_plan, sessions_that_fit
+    from megakernel.measurement.budgets import DEVICE_RESERVE_BYTES, session_plan, sessions_that_fit
 
     plan = session_plan(preset("qwen3.5-27b"), 4096)
     assert 29e9 < plan["weight_arena_bytes"] < 31e9

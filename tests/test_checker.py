@@ -4,10 +4,10 @@ import os
 
 import pytest
 
-from megakernel.checker import MARGIN, NEGATIVE_CONTROLS, Goldens, check, envelope, observe
-from megakernel.config import preset
+from megakernel.measurement.checker import MARGIN, NEGATIVE_CONTROLS, Goldens, check, envelope, observe
+from megakernel.model.config import preset
 from megakernel.reference import Mode, ReferenceModel
-from megakernel.synthetic import synthetic_weights
+from megakernel.model.synthetic import synthetic_weights
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 

@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 
 from checkpoint_tools import edit_json, micro_config, rewrite_shard, shard_of
-from megakernel.checkpoint import INDEX_FILE, SafetensorsFile, load_checkpoint
-from megakernel.checkpoint_writer import save_checkpoint, write_synthetic_checkpoint
-from megakernel.config import load_config, preset
+from megakernel.model.checkpoint import INDEX_FILE, SafetensorsFile, load_checkpoint
+from megakernel.model.checkpoint_writer import save_checkpoint, write_synthetic_checkpoint
+from megakernel.model.config import load_config, preset
 from megakernel.errors import CheckpointError, ConfigError
-from megakernel.synthetic import synthetic_weights
-from megakernel.tensors import BF16, F8, layer_prefix, tensor_specs
-from megakernel.tokenizer import load_tokenizer
+from megakernel.model.synthetic import synthetic_weights
+from megakernel.model.tensors import BF16, F8, layer_prefix, tensor_specs
+from megakernel.model.tokenizer import load_tokenizer
 
 NORM = layer_prefix(0) + "input_layernorm.weight"
 QKV = layer_prefix(0) + "linear_attn.in_proj_qkv.weight"

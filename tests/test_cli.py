@@ -10,8 +10,8 @@ import types
 import pytest
 
 from megakernel.cli import main
-from megakernel.checkpoint_writer import save_checkpoint
-from megakernel.synthetic import synthetic_weights
+from megakernel.model.checkpoint_writer import save_checkpoint
+from megakernel.model.synthetic import synthetic_weights
 from checkpoint_tools import edit_json, micro_config
 
 
@@ -87,7 +87,7 @@ def test_make_checkpoint_writes_a_loadable_directory(capsys, tiny_checkpoint):
     with open(os.path.join(out_dir, "config.json")) as f:
         assert json.load(f)["megakernel_synthetic"] == {
             "generator": "megakernel.synthetic.v1", "preset": "tiny", "seed": 2, "pow2_scales": True}
-    from megakernel.checkpoint import load_checkpoint
+    from megakernel.model.checkpoint import load_checkpoint
     loaded = load_checkpoint(out_dir)
     expected = synthetic_weights(loaded.config, seed=2, pow2_scales=True)
     assert all(loaded[n].tobytes() == t.tobytes() for n, t in expected.tensors.items())
@@ -225,8 +225,8 @@ def fake_cupy(free, total, name=b"NVIDIA H200"):
 
 
 def test_info_device_reports_the_sessions_that_fit(capsys, monkeypatch):
-    from megakernel.budgets import DEVICE_RESERVE_BYTES, session_plan
-    from megakernel.config import preset
+    from megakernel.measurement.budgets import DEVICE_RESERVE_BYTES, session_plan
+    from megakernel.model.config import preset
 
     plan = session_plan(preset("tiny"), 256)
     need = plan["weight_arena_bytes"] + plan["weight_staging_bytes"] + DEVICE_RESERVE_BYTES
@@ -299,7 +299,7 @@ def test_ctrl_c_is_one_line_and_status_130(capsys, monkeypatch):
 def test_ctrl_c_during_generate_prints_the_stats_so_far(capsys, monkeypatch):
     """Ctrl-C after two generated tokens: the text so far on stdout, the stats line (stop reason
     "interrupted") as the only line on stderr, status 130; --json says it too."""
-    from megakernel.generate import ReferenceBackend
+    from megakernel.generation.generate import ReferenceBackend
 
     real_step = ReferenceBackend.step
 
@@ -331,7 +331,7 @@ def test_a_cpu_session_too_large_for_the_host_is_one_line_before_anything_is_bui
     memory first (here 8 GB): one line with the figures, at once, not a MemoryError or minutes of
     synthesis (nothing is built: open_weights would fail the test)."""
     import megakernel.cli as cli
-    import megakernel.models as models
+    import megakernel.model.models as models
 
     monkeypatch.setattr(cli, "host_available_bytes", lambda: 8 * 10**9)
     monkeypatch.setattr(models, "open_weights", lambda *a, **k: pytest.fail("weights were built"))

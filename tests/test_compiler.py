@@ -4,8 +4,8 @@ import pytest
 
 from compiler import lower, validate
 from isa import Op, Wait, WaitMode
-from megakernel import plan
-from megakernel.config import preset
+from megakernel.model import plan
+from megakernel.model.config import preset
 
 
 @pytest.fixture(scope="module")

@@ -3,10 +3,11 @@ import json
 
 import pytest
 
-from megakernel.checkpoint_writer import config_json
-from megakernel.config import (FULL_ATTENTION, LINEAR_ATTENTION, PRESETS, config_from_hf_dict, load_config, preset)
+from megakernel.model.checkpoint_writer import config_json
+from megakernel.model.config import (FULL_ATTENTION, LINEAR_ATTENTION, PRESETS, config_from_hf_dict, load_config,
+                                     preset)
 from megakernel.errors import ConfigError
-from megakernel.tensors import tensor_specs
+from megakernel.model.tensors import tensor_specs
 
 
 def same_model(a, b):
@@ -140,8 +141,8 @@ def test_unknown_preset():
 
 
 def test_the_device_limits_are_the_cuda_tiles_own_constants():
-    from megakernel import config as cfg
-    from megakernel.cuda_build import CUDA_DIR, define
+    from megakernel.model import config as cfg
+    from megakernel.runtime.cuda_build import CUDA_DIR, define
 
     assert cfg.DEVICE_SHAPES == {"head_dim": define(CUDA_DIR / "attention.cuh", "ATTN_HEAD_DIM"),
                                  "linear_key_head_dim": define(CUDA_DIR / "gdn.cuh", "GDN_DK")}
@@ -156,7 +157,7 @@ def test_the_device_limits_are_the_cuda_tiles_own_constants():
     (dict(linear_value_head_dim=48, linear_num_value_heads=8), "linear_value_head_dim"),
 ])
 def test_the_gpu_builds_refuse_a_config_their_tiles_are_not_made_for(change, key):
-    from megakernel.config import check_device_support
+    from megakernel.model.config import check_device_support
 
     check_device_support(preset("tiny"))
     check_device_support(preset("qwen3.5-27b"))

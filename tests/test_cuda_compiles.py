@@ -1,4 +1,5 @@
-"""Every megakernel/cuda/*.cu and discrete/*.cu builds for the H200 (sm_90a) with nvcc, and no kernel spills registers.
+"""Every megakernel/runtime/cuda/*.cu and discrete/*.cu builds for the H200 (sm_90a) with nvcc, and no kernel spills
+registers.
 
 Runs on the CPU: nvcc needs no GPU. The same files are built at run time by NVRTC (through CuPy),
 so they must also stay free of anything NVRTC lacks (standard library headers); the GPU tests
@@ -12,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from megakernel import fp8, gpu_synthetic
+from megakernel.model import fp8
+from megakernel.runtime import gpu_synthetic
 
 ROOT = Path(__file__).resolve().parents[1]
-CUDA_DIR = ROOT / "megakernel" / "cuda"
+CUDA_DIR = ROOT / "megakernel" / "runtime" / "cuda"
 SOURCES = sorted(CUDA_DIR.glob("*.cu")) + sorted((ROOT / "discrete").glob("*.cu"))
 NVCC = shutil.which("nvcc")
 
@@ -67,7 +69,8 @@ def test_synthetic_kernels_exist_and_python_agrees_on_their_constants():
 def test_gemv_constants_agree_with_the_python_plan():
     from discrete import kernels
 
-    from megakernel import cuda_build, plan
+    from megakernel.runtime import cuda_build
+    from megakernel.model import plan
 
     kernels.check_shared_constants()  # K_BLOCK, ROW_BLOCK, MAX_ROWS of gemv.cuh == plan / isa
     # one even and one odd warp per 16-row strip of a row group
@@ -85,8 +88,8 @@ def test_gemv_tiles_fit_the_h200_shared_memory_with_a_ring(rows):
     27B target and the MTP programs, over the full or the working vocabulary (the megakernel's static
     shared memory taken off too)."""
     from compiler import lower, lower_mtp
-    from megakernel import cuda_build
-    from megakernel.config import preset
+    from megakernel.runtime import cuda_build
+    from megakernel.model.config import preset
 
     config = preset("qwen3.5-27b")
     for program in (lower(config, rows=rows, sms=132, capacity=64), lower_mtp(config, rows=rows, sms=132, capacity=64),

@@ -5,7 +5,7 @@ elements one bf16 ulp apart."""
 import numpy as np
 
 import device_order
-from megakernel.cuda_build import tile_threads
+from megakernel.runtime.cuda_build import tile_threads
 from megakernel.reference import ops
 from megakernel.reference.numerics import bf16
 

@@ -10,7 +10,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = ROOT / "docs" / "SPEC-qwen35.md"
 SOURCES = [p for pattern in ("megakernel/**/*.py", "compiler/*.py", "isa/*.py", "discrete/*.py", "tests/**/*.py",
-                             "experiments/*.py", "megakernel/cuda/*.cu*", "discrete/*.cu", "docs/*.md", "README.md")
+                             "experiments/*.py", "megakernel/runtime/cuda/*.cu*", "discrete/*.cu", "docs/*.md",
+                             "README.md")
            for p in ROOT.glob(pattern) if p not in (SPEC, Path(__file__).resolve())]
 
 

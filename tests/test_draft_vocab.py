@@ -1,12 +1,12 @@
-"""The MTP draft head over a working vocabulary (megakernel/draft_vocab.py, Flag.WORKING_VOCAB): the id
+"""The MTP draft head over a working vocabulary (megakernel/model/draft_vocab.py, Flag.WORKING_VOCAB): the id
 table, the Programs that read the gathered head, and speculative decoding with it on the interpreter."""
 
 import numpy as np
 import pytest
 
-from megakernel import speculative
-from megakernel.draft_vocab import DRAFT_CORE, DRAFT_ROWS, WorkingVocab, draft_rows
-from megakernel.generate import InterpreterBackend
+from megakernel.generation import speculative
+from megakernel.model.draft_vocab import DRAFT_CORE, DRAFT_ROWS, WorkingVocab, draft_rows
+from megakernel.generation.generate import InterpreterBackend
 
 CAPACITY = 64
 PROMPT = [1707, 11, 1879, 0, 5, 6, 7, 8, 9, 10, 11]  # two prompt chunks at 8 rows; micro's vocabulary
@@ -37,7 +37,7 @@ def test_table_sizes():
         WorkingVocab(rows=0, defined_vocab=10)
     with pytest.raises(ValueError, match="rows"):
         WorkingVocab(rows=11, defined_vocab=10)
-    from megakernel.models import model_config
+    from megakernel.model.models import model_config
 
     c = model_config("synthetic:qwen3.5-27b")
     assert draft_rows(c) == DRAFT_ROWS and DRAFT_CORE < DRAFT_ROWS < c.defined_vocab
@@ -123,7 +123,7 @@ def test_speculation_with_a_working_vocabulary_gives_plain_greedys_tokens(micro_
 def test_sampled_drafts_come_from_the_table(micro_weights, backends, monkeypatch):
     """Sampled speculation with a working head: q is zero outside the table, so every draft is in it (the
     exact acceptance rule takes q as given: the emitted tokens stay distributed as the target's)."""
-    from megakernel.sampling import SamplingParams
+    from megakernel.model.sampling import SamplingParams
 
     c = micro_weights.config
     _, working = backends
@@ -145,8 +145,8 @@ def test_the_working_head_reads_its_gathered_rows_instead_of_the_lm_head():
     """The bytes the draft head must read (budgets.instruction_bytes, what bench_step's bandwidth fractions
     use): 8192 bf16 rows instead of 248,320 on the 27B."""
     from compiler import lower_mtp
-    from megakernel.budgets import instruction_bytes
-    from megakernel.models import model_config
+    from megakernel.measurement.budgets import instruction_bytes
+    from megakernel.model.models import model_config
 
     c = model_config("synthetic:qwen3.5-27b")
     full, working = (lower_mtp(c, rows=1, capacity=256, chained=True, working_vocab=w) for w in (False, True))

@@ -7,11 +7,11 @@ import os
 import numpy as np
 import pytest
 
-from megakernel import fp8
-from megakernel.checker import NEGATIVE_CONTROLS, Goldens, check, check_exact, observe
+from megakernel.model import fp8
+from megakernel.measurement.checker import NEGATIVE_CONTROLS, Goldens, check, check_exact, observe
 from megakernel.reference import Mode, ReferenceModel, ops
 from megakernel.reference.numerics import REAL, arithmetic, bf16
-from megakernel.tensors import scale_name
+from megakernel.model.tensors import scale_name
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 PROMPTS = (0, 1)  # a subset of the goldens' six prompts: the verdict's bounds are taken over the same subset

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from megakernel.errors import InputError, MegakernelError, ModelOutputError
-from megakernel.generate import CONTEXT_FULL, INTERRUPTED, LENGTH, STOP, ProgramBackend, generate
-from megakernel.sampling import SamplingParams
-from megakernel.tokenizer import IM_END_ID, load_tokenizer
+from megakernel.generation.generate import CONTEXT_FULL, INTERRUPTED, LENGTH, STOP, ProgramBackend, generate
+from megakernel.model.sampling import SamplingParams
+from megakernel.model.tokenizer import IM_END_ID, load_tokenizer
 
 
 class ScriptedBackend:
@@ -177,7 +177,7 @@ def test_the_interpreter_session_refuses_ids_outside_its_bound(tiny_weights):
 
 
 def test_the_device_session_errors_are_one_line_user_errors_and_still_value_errors():
-    from megakernel.device import SessionInputError
+    from megakernel.runtime.device import SessionInputError
 
     assert issubclass(SessionInputError, InputError) and issubclass(SessionInputError, ValueError)
 
@@ -277,7 +277,7 @@ def test_sampled_speculation_never_runs_past_the_session_capacity(tok, k):
 
 
 def test_sampled_generation_is_reproducible(tok, tiny_weights):
-    from megakernel.generate import ReferenceBackend
+    from megakernel.generation.generate import ReferenceBackend
     from megakernel.reference import ReferenceModel
 
     model = ReferenceModel(tiny_weights)

@@ -225,7 +225,7 @@ def test_mtp_prefill_and_chained_drafts_bit_identical_to_the_reference(weights, 
 def test_prompt_through_m_row_passes_equals_one_row_passes(weights):
     """InterpreterBackend ingests a prompt in passes of up to 8 tokens (8 + 8 + 3 here): the logits and every
     session state equal those of one token per pass, bit for bit, and so does the decode that follows."""
-    from megakernel.generate import InterpreterBackend, prompt_chunks
+    from megakernel.generation.generate import InterpreterBackend, prompt_chunks
 
     c = weights.config
     prompt = [1707, 11, 1879, 0, 151, 77, 1300, 42, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]

@@ -10,7 +10,7 @@ from isa import NO_BUFFER, Op, Program, Wait, WaitMode, Word, decode, encode
 from isa.opcodes import PARAMS
 from isa.program import DType, WeightEntry
 from isa.word import FIELDS, PARAM_SLOTS, WAIT_FIELDS, WORD_U32, canonical
-from megakernel.config import preset
+from megakernel.model.config import preset
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -11,7 +11,7 @@ import pytest
 
 from compiler import lower
 from compiler.interpreter import Deadlock, Interpreter
-from megakernel.persistent import Megakernel
+from megakernel.runtime.persistent import Megakernel
 from program_tools import impossible_wait
 
 
@@ -36,7 +36,7 @@ def test_the_stall_report_file_has_every_blocks_place_and_every_counter(tiny_wei
 
     import numpy as np
 
-    from megakernel.persistent import ERROR_PLACES, stall_report
+    from megakernel.runtime.persistent import ERROR_PLACES, stall_report
 
     program = lower(tiny_weights.config, rows=1, sms=4, capacity=16)
     index = next(i for i, w in enumerate(program.words) if w.opcode.name == "GDN_CORE")

@@ -5,7 +5,7 @@ import sys
 
 from checkpoint_tools import micro_config
 from megakernel.progress import bytes_bar
-from megakernel.synthetic import synthetic_weights
+from megakernel.model.synthetic import synthetic_weights
 
 
 class Terminal(io.StringIO):
@@ -30,7 +30,7 @@ def test_a_bar_is_drawn_on_a_terminal_and_nowhere_else(monkeypatch, capsys):
 
 
 def test_writing_a_checkpoint_draws_its_bar(tmp_path, monkeypatch):
-    from megakernel.checkpoint_writer import write_synthetic_checkpoint
+    from megakernel.model.checkpoint_writer import write_synthetic_checkpoint
 
     terminal = Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)

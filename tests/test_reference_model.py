@@ -5,7 +5,7 @@ import pytest
 
 from megakernel.errors import InputError
 from megakernel.reference import Mode, ReferenceModel
-from megakernel.tensors import LM_HEAD, MTP_PREFIX
+from megakernel.model.tensors import LM_HEAD, MTP_PREFIX
 
 PROMPT = [9707, 11, 1879, 0, 3555, 374, 279, 6722, 315, 9625]
 
@@ -93,7 +93,7 @@ def test_padding_rows_are_never_chosen(weights):
     model = ReferenceModel(dataclasses.replace(weights, tensors=tensors))
     logits = model.forward(model.new_session(16), PROMPT).logits[-1]
     assert logits[248077:].min() > 50 > logits[:248077].max()
-    from megakernel.sampling import greedy
+    from megakernel.model.sampling import greedy
     assert greedy(logits, 248077) < 248077
 
 

@@ -4,7 +4,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from megakernel import fp8
+from megakernel.model import fp8
 from megakernel.reference import gdn, ops
 from megakernel.reference.numerics import Mode, bf16
 

@@ -3,9 +3,9 @@ import dataclasses
 import numpy as np
 import pytest
 
-from megakernel import sampling
+from megakernel.model import sampling
 from megakernel.errors import InputError
-from megakernel.sampling import (
+from megakernel.model.sampling import (
     SamplingParams,
     accept_draft,
     greedy,

@@ -1,4 +1,4 @@
-"""A checkpoint's JSON side files as hostile input (megakernel/side_files.py, config.load_config): every
+"""A checkpoint's JSON side files as hostile input (megakernel/model/side_files.py, config.load_config): every
 corruption is one ConfigError line naming the file or the field, or a clean load; never another exception,
 a hang, or unbounded reading."""
 
@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from megakernel import side_files
-from megakernel.checkpoint_writer import config_json
-from megakernel.config import ModelConfig, load_config, preset
+from megakernel.model import side_files
+from megakernel.model.checkpoint_writer import config_json
+from megakernel.model.config import ModelConfig, load_config, preset
 from megakernel.errors import ConfigError
 
 
@@ -78,7 +78,7 @@ def test_a_field_of_the_wrong_type_or_range_is_named(tmp_path, field, value, mes
 
 def test_non_finite_numbers_are_refused_from_a_parsed_dict_too():
     """JSON files cannot carry NaN or Infinity (parse_json refuses them); a dict built in Python can."""
-    from megakernel.config import config_from_hf_dict
+    from megakernel.model.config import config_from_hf_dict
 
     for value in (float("inf"), float("nan")):
         raw = config_json(preset("tiny"))
@@ -171,7 +171,7 @@ def test_random_truncations_and_byte_flips_give_one_line_or_a_clean_load(tmp_pat
 ])
 def test_a_tokenizer_json_that_is_not_a_regular_file_is_one_line_not_the_built_in_tokenizer(tmp_path, make, message):
     from megakernel.errors import CheckpointError
-    from megakernel.tokenizer import load_tokenizer
+    from megakernel.model.tokenizer import load_tokenizer
 
     make(tmp_path / "tokenizer.json")
     with pytest.raises(CheckpointError, match=message) as e:

@@ -1,9 +1,9 @@
-"""The CPU parts of `megakernel bench --spec-k` (megakernel/specbench.py): the oracle-controlled drafts
+"""The CPU parts of `megakernel bench --spec-k` (megakernel/measurement/specbench.py): the oracle-controlled drafts
 and the tokens/s curves derived from pass costs."""
 
 import numpy as np
 
-from megakernel.specbench import controlled, derived_curves
+from megakernel.measurement.specbench import controlled, derived_curves
 
 
 def test_controlled_drafts_are_right_at_the_asked_rate():

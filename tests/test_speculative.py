@@ -1,12 +1,12 @@
-"""Speculative decoding on the CPU interpreter (megakernel/speculative.py): greedy, whatever the drafts,
+"""Speculative decoding on the CPU interpreter (megakernel/generation/speculative.py): greedy, whatever the drafts,
 the tokens are those of plain greedy decoding; greedy or sampled, after the rollback the session (GDN
 states, conv ring, KV caches up to the position) equals a plain run's over the same tokens bit for bit."""
 
 import numpy as np
 import pytest
 
-from megakernel import speculative
-from megakernel.generate import InterpreterBackend, ProgramBackend
+from megakernel.generation import speculative
+from megakernel.generation.generate import InterpreterBackend, ProgramBackend
 
 CAPACITY = 64
 PROMPT = [1707, 11, 1879, 0]  # ids of micro's 2,048-row vocabulary
@@ -16,7 +16,7 @@ K = 3
 
 @pytest.fixture(scope="module")
 def tok():
-    from megakernel.tokenizer import load_tokenizer
+    from megakernel.model.tokenizer import load_tokenizer
 
     return load_tokenizer()
 
@@ -183,7 +183,7 @@ def test_commit_needs_a_verify_pass_and_keeps_at_most_its_rows(runs):
 def test_generate_with_spec_k_gives_the_plain_greedy_tokens(micro_weights, runs, tok):
     """The generation loop (megakernel generate --spec-k) over MTP drafts and verify passes: the same
     tokens as without speculation, the drafts accepted reported per verify pass, a stop at max tokens."""
-    from megakernel.generate import LENGTH, generate
+    from megakernel.generation.generate import LENGTH, generate
 
     plain, _, spec = runs
     prompt = PROMPT + [5, 6, 7, 8, 9, 10, 11]
@@ -196,7 +196,7 @@ def test_generate_with_spec_k_gives_the_plain_greedy_tokens(micro_weights, runs,
 
 def test_speculation_near_the_session_capacity_continues_one_pass_at_a_time(micro_weights, tok):
     """Fewer than k + 1 rows left: plain passes take over, up to context_full, with plain greedy's tokens."""
-    from megakernel.generate import CONTEXT_FULL, generate
+    from megakernel.generation.generate import CONTEXT_FULL, generate
 
     small = 20
     plain, spec = InterpreterBackend(micro_weights, small), InterpreterBackend(micro_weights, small)
@@ -211,7 +211,7 @@ def test_sampled_speculation_leaves_the_session_plain_decoding_of_its_tokens_wou
     """Sampled drafts from the MTP head's distribution, accepted by the exact rule (speculative_step, tested
     against its distribution in test_sampling.py); the session is then that of plain passes over the same
     tokens, and a second run with the seed repeats the tokens."""
-    from megakernel.sampling import SamplingParams
+    from megakernel.model.sampling import SamplingParams
 
     c = micro_weights.config
     plain, _, spec = runs
@@ -241,8 +241,8 @@ def test_a_session_sized_for_the_widest_passes_serves_every_program_of_the_27b()
     """The GPU backends size one session for the widest target and MTP passes (the 27B's 8-row MTP pass
     needs more activation bytes than its 8-row target pass): every other Program fits in it."""
     from compiler import lower, lower_mtp
-    from megakernel.budgets import session_plan
-    from megakernel.models import model_config
+    from megakernel.measurement.budgets import session_plan
+    from megakernel.model.models import model_config
 
     c, capacity = model_config("synthetic:qwen3.5-27b"), 512
     session = session_plan(c, capacity)["session_bytes"]

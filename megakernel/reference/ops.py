@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import fp8, plan
-from ..plan import K_BLOCK, ROW_BLOCK
+from ..model import fp8, plan
+from ..model.plan import K_BLOCK, ROW_BLOCK
 from .numerics import REAL, Mode, as_real, bf16, rsqrt, sigmoid, silu
 
 
@@ -91,7 +91,7 @@ class Linear:
     ORACLE multiplies bf16(fp8 x scale) weights with one BLAS product per row; ENGINE widens fp8
     exactly, takes x as its f16 operand (f16_operand), applies each 128 x 128 block scale once to the
     block's fp32 partial and sums in the
-    order of megakernel/plan.py with `slices` k-slices (bf16 weights: the same order, no scale); EXACT
+    order of megakernel/model/plan.py with `slices` k-slices (bf16 weights: the same order, no scale); EXACT
     multiplies the exact products fp8 x scale (float32 holds them: at most 12 significant bits) in
     float64, one BLAS product per row, and rounds nothing."""
 

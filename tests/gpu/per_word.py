@@ -13,8 +13,8 @@ import numpy as np
 
 from compiler.access import accesses
 from isa import DType, Kind, Program
-from megakernel import fp8, synthetic
-from megakernel.tensors import scale_name, tensor_specs
+from megakernel.model import fp8, synthetic
+from megakernel.model.tensors import scale_name, tensor_specs
 
 import device_order
 
@@ -173,7 +173,7 @@ class HostWeightsFromGpu(dict):
     def __missing__(self, name: str) -> np.ndarray:
         import cupy
 
-        from megakernel.gpu_synthetic import synthesize_gpu
+        from megakernel.runtime.gpu_synthetic import synthesize_gpu
 
         spec = self.specs[self.weight_of_scale.get(name, name)]
         if spec.init not in synthetic.NORMAL_INIT:  # a few float64-made values: the CPU generator itself

@@ -1,4 +1,4 @@
-"""The discrete build (discrete/, megakernel/cuda/*.cuh) on the GPU, tiny preset:
+"""The discrete build (discrete/, megakernel/runtime/cuda/*.cuh) on the GPU, tiny preset:
 
 * every instruction of the compiled Program against the CPU interpreter from the same arena
   (interpreter state after a few steps; outputs poisoned; the whole arena compared after each word:
@@ -21,8 +21,8 @@ from discrete.launcher import DiscreteProgram  # noqa: E402
 from discrete.observe import observe_device  # noqa: E402
 from isa import DType, Kind  # noqa: E402
 from isa.opcodes import CTRL_LANE, CTRL_POSITION  # noqa: E402
-from megakernel.checker import Goldens, check  # noqa: E402
-from megakernel.device import DeviceSession, DeviceWeights  # noqa: E402
+from megakernel.measurement.checker import Goldens, check  # noqa: E402
+from megakernel.runtime.device import DeviceSession, DeviceWeights  # noqa: E402
 from per_word import check_word, diff_arena, interpret_word, poison_write_only, word_accesses  # noqa: E402
 from program_tools import session_state  # noqa: E402
 
@@ -65,8 +65,8 @@ def test_every_mtp_instruction_matches_the_interpreter(tiny_weights, rows, chain
     rows, MTP cache rows, the MTP lane's position and, chained, its handed-off token and hidden row.
     working: the head over a working vocabulary (gathered head rows, ids mapped by ARGMAX)."""
     from compiler import lower_mtp
-    from megakernel.draft_vocab import WorkingVocab, draft_rows
-    from megakernel.tensors import LM_HEAD
+    from megakernel.model.draft_vocab import WorkingVocab, draft_rows
+    from megakernel.model.tensors import LM_HEAD
 
     c = tiny_weights.config
     target = lower(c, rows=8, sms=132, capacity=64, debug_logits=True)
@@ -217,7 +217,7 @@ def test_a_timed_pass_past_capacity_is_refused_before_any_launch():
     """specbench.pass_ms sets the position itself and launches without the host's checks: a context past
     the session's capacity is refused before the first launch (it was an illegal address)."""
     from discrete.backend import DiscreteBackend
-    from megakernel.specbench import pass_ms
+    from megakernel.measurement.specbench import pass_ms
 
     backend = DiscreteBackend("synthetic:tiny", 64, "graph")
     with pytest.raises(ValueError, match="context_full"):
@@ -235,7 +235,7 @@ def test_device_weights_generated_on_the_gpu_equal_the_cpu_bytes(tiny_weights):
 
 
 def test_fp8_weights_sit_in_the_arena_in_units_and_read_back_row_major(tiny_weights):
-    from megakernel.weight_layout import to_units
+    from megakernel.runtime.weight_layout import to_units
 
     program = lower(tiny_weights.config, rows=1, sms=132, capacity=16)
     dev = DeviceWeights.from_weightset(program, tiny_weights, progress=False)

@@ -1,4 +1,4 @@
-"""The tensor-core GEMV device function (megakernel/cuda/gemv.cuh) on the GPU: the engine's sums within
+"""The tensor-core GEMV device function (megakernel/runtime/cuda/gemv.cuh) on the GPU: the engine's sums within
 fp32 rounding of the NumPy engine GEMV, every input row independent of the others, run to run the same."""
 
 import numpy as np
@@ -7,7 +7,7 @@ import pytest
 cupy = pytest.importorskip("cupy")
 
 from discrete.kernels import gemv_slices  # noqa: E402
-from megakernel import fp8, plan  # noqa: E402
+from megakernel.model import fp8, plan  # noqa: E402
 from megakernel.reference import ops  # noqa: E402
 from megakernel.reference.numerics import bf16  # noqa: E402
 

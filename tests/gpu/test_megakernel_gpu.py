@@ -1,4 +1,4 @@
-"""The megakernel (megakernel/cuda/megakernel.cu, megakernel/persistent.py) on the GPU:
+"""The megakernel (megakernel/runtime/cuda/megakernel.cu, megakernel/runtime/persistent.py) on the GPU:
 
 * bit-identical to the graph build (tokens, logits, GDN and conv state, KV caches), one launch per
   pass and many passes in one launch, for M = 1 and an M-row pass; tiny and the 27B synthetic model;
@@ -17,9 +17,9 @@ cupy = pytest.importorskip("cupy")
 from compiler import lower  # noqa: E402
 from compiler.tiling import block_range  # noqa: E402
 from discrete.launcher import DiscreteProgram  # noqa: E402
-from megakernel.config import preset  # noqa: E402
-from megakernel.device import DeviceSession, DeviceWeights  # noqa: E402
-from megakernel.persistent import Megakernel, MegakernelStall  # noqa: E402
+from megakernel.model.config import preset  # noqa: E402
+from megakernel.runtime.device import DeviceSession, DeviceWeights  # noqa: E402
+from megakernel.runtime.persistent import Megakernel, MegakernelStall  # noqa: E402
 from program_tools import impossible_wait, session_state  # noqa: E402
 
 pytestmark = pytest.mark.gpu

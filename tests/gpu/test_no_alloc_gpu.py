@@ -14,7 +14,7 @@ cupy = pytest.importorskip("cupy")
 from allocations import Allocations  # noqa: E402
 
 from discrete.backend import DiscreteBackend  # noqa: E402
-from megakernel import speculative  # noqa: E402
+from megakernel.generation import speculative  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 PROMPT = [9707, 11, 1879, 0, 151, 77, 3000, 42, 5, 6, 7]

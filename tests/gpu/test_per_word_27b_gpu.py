@@ -12,9 +12,9 @@ cupy = pytest.importorskip("cupy")
 from compiler import lower, lower_mtp  # noqa: E402
 from compiler.interpreter import Interpreter  # noqa: E402
 from discrete.launcher import DiscreteProgram  # noqa: E402
-from megakernel.config import preset  # noqa: E402
-from megakernel.device import DeviceSession, DeviceWeights  # noqa: E402
-from megakernel.weights import WeightSet  # noqa: E402
+from megakernel.model.config import preset  # noqa: E402
+from megakernel.runtime.device import DeviceSession, DeviceWeights  # noqa: E402
+from megakernel.model.weights import WeightSet  # noqa: E402
 from per_word import HISTORY_TOKENS, HostWeightsFromGpu, check_word, start_pass  # noqa: E402
 
 pytestmark = pytest.mark.gpu

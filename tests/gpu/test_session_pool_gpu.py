@@ -1,4 +1,4 @@
-"""Sessions from a pool sized at start-up (megakernel/session_pool.py): create, fork and evict allocate
+"""Sessions from a pool sized at start-up (megakernel/runtime/session_pool.py): create, fork and evict allocate
 nothing; a fork continues exactly as its parent (tokens and session state), and a fork with one byte of
 GDN state changed does not (negative control); a full pool refuses with one clear error."""
 
@@ -10,10 +10,10 @@ cupy = pytest.importorskip("cupy")
 from allocations import Allocations  # noqa: E402
 
 from compiler import lower  # noqa: E402
-from megakernel.device import DeviceWeights  # noqa: E402
+from megakernel.runtime.device import DeviceWeights  # noqa: E402
 from megakernel.errors import InputError  # noqa: E402
-from megakernel.persistent import Megakernel  # noqa: E402
-from megakernel.session_pool import SessionPool  # noqa: E402
+from megakernel.runtime.persistent import Megakernel  # noqa: E402
+from megakernel.runtime.session_pool import SessionPool  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 TOKENS = [9707, 11, 1879, 0, 151, 77, 3000, 42, 5, 6, 7, 12]

@@ -1,4 +1,4 @@
-"""Speculative greedy decoding on the GPU builds (discrete/backend.py, megakernel/speculative.py): the
+"""Speculative greedy decoding on the GPU builds (discrete/backend.py, megakernel/generation/speculative.py): the
 tokens are plain greedy decoding's, and after the rollback the session (GDN states, the conv ring's live
 rows, KV rows below the position, the MTP cache) equals a plain run's bit for bit; prompts through 8-row
 passes equal prompts through one-row passes. Drafts from a plain run (all accepted), adversarial (none),
@@ -11,9 +11,9 @@ import pytest
 cupy = pytest.importorskip("cupy")
 
 from discrete.backend import DiscreteBackend  # noqa: E402
-from megakernel import speculative  # noqa: E402
-from megakernel.generate import MAX_PROMPT_ROWS  # noqa: E402
-from megakernel.sampling import greedy  # noqa: E402
+from megakernel.generation import speculative  # noqa: E402
+from megakernel.generation.generate import MAX_PROMPT_ROWS  # noqa: E402
+from megakernel.model.sampling import greedy  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 PROMPT = [9707, 11, 1879, 0, 151, 77, 3000, 42, 5, 6, 7]  # two prompt chunks at 8 rows: 8 + 3
@@ -135,7 +135,7 @@ def test_working_vocabulary_drafts_give_plain_greedy_tokens_and_the_same_session
     """The MTP head over a working vocabulary (a 16-id core and the session's ids): the gathered head is
     the lm_head's rows of the id table, padding rows tie with the first row bit for bit (so they never
     win), a draft is the table's best row mapped to its id, and the tokens and session are plain's."""
-    from megakernel.tensors import LM_HEAD
+    from megakernel.model.tensors import LM_HEAD
 
     backend = DiscreteBackend("synthetic:tiny", 96, mode)
     backend.set_draft_vocab(16)

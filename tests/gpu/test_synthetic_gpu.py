@@ -1,4 +1,4 @@
-"""The GPU generator (megakernel/gpu_synthetic.py + cuda/synthetic.cu) makes the CPU generator's bytes.
+"""The GPU generator (megakernel/runtime/gpu_synthetic.py + cuda/synthetic.cu) makes the CPU generator's bytes.
 
 GPU arrays hold raw bits (uint16 for bf16, uint8 for e4m3); the CPU arrays are ml_dtypes, so the
 comparisons are of raw bytes, which also pins the dtype widths and shapes.
@@ -11,10 +11,11 @@ import pytest
 
 cupy = pytest.importorskip("cupy")
 
-from megakernel import fp8, gpu_synthetic, synthetic  # noqa: E402
-from megakernel.config import preset  # noqa: E402
-from megakernel.gpu_synthetic import bf16_range_gpu, synthesize_gpu, synthetic_tensors_gpu  # noqa: E402
-from megakernel.tensors import EMBED, LM_HEAD, scale_name, tensor_specs  # noqa: E402
+from megakernel.model import fp8, synthetic
+from megakernel.runtime import gpu_synthetic  # noqa: E402
+from megakernel.model.config import preset  # noqa: E402
+from megakernel.runtime.gpu_synthetic import bf16_range_gpu, synthesize_gpu, synthetic_tensors_gpu  # noqa: E402
+from megakernel.model.tensors import EMBED, LM_HEAD, scale_name, tensor_specs  # noqa: E402
 
 BIG = "qwen3.5-27b"
 

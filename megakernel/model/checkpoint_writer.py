@@ -17,8 +17,8 @@ from safetensors.numpy import save_file
 
 from .checkpoint import INDEX_FILE, SINGLE_FILE
 from .config import ModelConfig, quantization_config_dict
-from .errors import CheckpointError
-from .progress import bytes_bar
+from ..errors import CheckpointError
+from ..progress import bytes_bar
 from .synthetic import GENERATOR_VERSION, synthesize
 from .tensors import TensorSpec, modules_to_not_convert, tensor_specs
 from .weights import WeightSet

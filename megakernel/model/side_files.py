@@ -9,7 +9,7 @@ import json
 import os
 import stat
 
-from .errors import MegakernelError
+from ..errors import MegakernelError
 
 MAX_CONFIG_BYTES = 1 << 20  # config.json, generation_config.json: a few KB in the published release
 MAX_INDEX_BYTES = 64 << 20  # model.safetensors.index.json: ~100 KB for the 27B's 1,273 tensors

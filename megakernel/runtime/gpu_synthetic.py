@@ -1,6 +1,6 @@
 """Synthetic weights generated in GPU memory: the bytes of ``synthetic.synthesize``, made by CUDA.
 
-The kernels (``megakernel/cuda/synthetic.cu``) follow the contract in ``synthetic.py`` step for
+The kernels (``megakernel/runtime/cuda/synthetic.cu``) follow the contract in ``synthetic.py`` step for
 step, so every array here is byte-identical to its CPU counterpart; the 27B preset (about 30 GB)
 is made in well under a minute without passing through host memory.
 
@@ -24,10 +24,11 @@ from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
 
-from . import cuda_build, fp8, synthetic
-from .config import ModelConfig
+from . import cuda_build
+from ..model import fp8, synthetic
+from ..model.config import ModelConfig
 from .cuda_build import arch_for  # noqa: F401  (re-exported: part of this module's interface)
-from .tensors import TensorSpec, scale_name, tensor_specs
+from ..model.tensors import TensorSpec, scale_name, tensor_specs
 
 if TYPE_CHECKING:  # pragma: no cover
     import cupy

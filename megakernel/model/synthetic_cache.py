@@ -19,7 +19,7 @@ from . import fp8, synthetic
 from .checkpoint import load_checkpoint
 from .checkpoint_writer import config_json, save_checkpoint
 from .config import ModelConfig
-from .errors import CheckpointError, ConfigError
+from ..errors import CheckpointError, ConfigError
 from .tensors import tensor_specs
 from .tokenizer import cache_dir
 from .weights import WeightSet

@@ -20,9 +20,9 @@ from collections.abc import Callable, Iterator
 
 from isa.opcodes import MAX_ROWS
 
-from .errors import InputError
+from ..errors import InputError
 from .passes import MAX_PROMPT_ROWS, prompt_chunks
-from .sampling import (
+from ..model.sampling import (
     SamplingParams,
     greedy,
     greedy_accept,

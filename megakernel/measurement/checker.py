@@ -26,9 +26,9 @@ from unittest import mock
 import ml_dtypes
 import numpy as np
 
-from .reference import ReferenceModel, gdn, ops
-from .synthetic import parse_synthetic, synthetic_weights
-from .weights import WeightSet
+from ..reference import ReferenceModel, gdn, ops
+from ..model.synthetic import parse_synthetic, synthetic_weights
+from ..model.weights import WeightSet
 
 MARGIN = 2.0
 PERCENTILE = 95

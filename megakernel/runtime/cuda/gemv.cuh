@@ -2,7 +2,7 @@
 // to 8 input rows at once (the 8 columns of an m16n8k16 mma: column n = input row n, so an input row's
 // result never depends on the other rows present).
 //
-// Numerics (megakernel/plan.py, docs/ISA.md "Sum order"): for each 128-wide k-block, 8 mma steps sum the
+// Numerics (megakernel/model/plan.py, docs/ISA.md "Sum order"): for each 128-wide k-block, 8 mma steps sum the
 // block's products into a fresh fp32 partial; the k-blocks of a 16-row strip are dealt round-robin to the
 // strip's P warps ("phases", P = 16 / strips: 2 for a 128-row pass, 16 for a 16-row one), each
 // accumulating scale[row / 128, block] x partial over its blocks in order (mul_rn, add_rn: no contraction,
@@ -219,7 +219,7 @@ __device__ __forceinline__ int swizzled(int piece, int row) {
     return piece ^ ((row & 1) << 2);
 }
 
-// --- fp8 weights: 16-row units (megakernel/weight_layout.py) ------------------------------------------
+// --- fp8 weights: 16-row units (megakernel/runtime/weight_layout.py) ------------------------------------------
 // Unit (strip, k-block) is 2 KB contiguous, strips in order and k-blocks in order within a strip; lane
 // L = 4 g + t reads its 16-byte vector i (i = 0..3) at 512 i + 16 L: for mma steps 2i and 2i + 1 the
 // words (4 weights each) of rows g, g + 8 at k = 32 i + 8 t + 4 h + e, as [step 2i: row g, row g + 8 |

@@ -15,7 +15,7 @@ from compiler.allocate import align
 from isa import Program
 
 from .device import DeviceSession
-from .errors import InputError
+from ..errors import InputError
 
 
 class SessionPool:

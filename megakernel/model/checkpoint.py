@@ -30,8 +30,8 @@ import numpy as np
 from safetensors import SafetensorError, safe_open
 
 from .config import ModelConfig, load_config
-from .errors import CheckpointError
-from .progress import bytes_bar
+from ..errors import CheckpointError
+from ..progress import bytes_bar
 from .side_files import MAX_INDEX_BYTES, DuplicateKey, check_regular_file, no_duplicate_keys, read_json
 from .tensors import (BF16, F8, F32, FLAT_TEXT_PREFIX, INIT_A_LOG, INIT_DT_BIAS, TEXT_PREFIX, TensorSpec,
                       tensor_specs)

@@ -1,4 +1,4 @@
-"""The megakernel's host side: one cooperative launch of megakernel/cuda/megakernel.cu runs N passes of a
+"""The megakernel's host side: one cooperative launch of megakernel/runtime/cuda/megakernel.cu runs N passes of a
 compiled Program on a device session, synchronised by counters in global memory.
 
 Counters belong to this runner: they only grow, so each launch passes the passes already run through it
@@ -21,7 +21,7 @@ from isa import Program
 
 from . import cuda_build
 from .device import DeviceSession, DeviceWeights
-from .errors import MegakernelError
+from ..errors import MegakernelError
 
 SOURCE = cuda_build.CUDA_DIR / "megakernel.cu"
 COUNTER_STRIDE = 32  # u32 per counter: one 128-byte line each (docs/ISA.md)

@@ -1,4 +1,4 @@
-"""Reading the megakernel's trace (megakernel_trace, megakernel/persistent.py): a Chrome / Perfetto trace
+"""Reading the megakernel's trace (megakernel_trace, megakernel/runtime/persistent.py): a Chrome / Perfetto trace
 with one track per block, a per-opcode table of work, wait and bandwidth, and an SM x time timeline.
 
 A record covers one block's tiles of one (pass, word, stage): start (before its first tile's waits),

@@ -26,9 +26,9 @@ import numpy as np
 from isa.opcodes import CTRL_PENDING
 
 from .abtest import median_event_ms
-from .generate import MAX_PROMPT_ROWS
-from .sampling import greedy
-from .speculative import mtp_batches, plain_batches, plain_greedy
+from ..generation.generate import MAX_PROMPT_ROWS
+from ..model.sampling import greedy
+from ..generation.speculative import mtp_batches, plain_batches, plain_greedy
 
 RATES = (0.0, 0.5, 0.85, 1.0)
 

@@ -31,8 +31,8 @@ import numpy as np
 
 from . import fp8
 from .config import ModelConfig, preset
-from .errors import ConfigError
-from .progress import bytes_bar
+from ..errors import ConfigError
+from ..progress import bytes_bar
 from .tensors import (INIT_A_LOG, INIT_CONV, INIT_DT_BIAS, INIT_EMBED, INIT_LINEAR, INIT_NORM_1P,
                       INIT_NORM_PLAIN, TensorSpec, scale_name, tensor_specs)
 from .weights import WeightSet

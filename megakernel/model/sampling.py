@@ -22,7 +22,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from .errors import InputError, ModelOutputError
+from ..errors import InputError, ModelOutputError
 
 
 def _defined_row(logits: np.ndarray, defined_vocab: int) -> np.ndarray:

@@ -1,7 +1,7 @@
-// Synthetic weights on the GPU: the same bytes as megakernel/synthetic.py (read its module docstring
+// Synthetic weights on the GPU: the same bytes as megakernel/model/synthetic.py (read its module docstring
 // for the contract), generated in device memory so the 27B preset never has to exist on the host.
 //
-// Built at run time by NVRTC (megakernel/gpu_synthetic.py) and checked by nvcc in CI
+// Built at run time by NVRTC (megakernel/runtime/gpu_synthetic.py) and checked by nvcc in CI
 // (tests/test_cuda_compiles.py), so it uses nothing that only one of the two accepts: no standard
 // library headers (NVRTC has none), extern "C" kernels (no name mangling to look up).
 //

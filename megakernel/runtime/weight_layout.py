@@ -1,18 +1,18 @@
-"""The fp8 weights' layout in device memory: 16-row units (megakernel/cuda/gemv.cuh, docs/ISA.md).
+"""The fp8 weights' layout in device memory: 16-row units (megakernel/runtime/cuda/gemv.cuh, docs/ISA.md).
 
 A unit is 16 rows x one 128-wide k-block, 2 KB of e4m3, stored contiguously; the units of a matrix go
 strip by strip (16 rows), k-blocks in order within a strip, so a warp streaming its rows reads one
 contiguous run. Inside a unit, lane L = 4 g + t of a warp reads 16-byte vector i (i = 0..3) at
 i * 512 + 16 L: for mma steps 2i and 2i + 1 (h = 0, 1), rows g and g + 8 (r = 0, 1), the four weights
 at k = 32 i + 8 t + 4 h + e (e = 0..3), in the order (h, r, e). The checkpoint on disk stays row-major;
-the arena's fp8 weights are laid out when they are loaded or generated (megakernel/device.py).
+the arena's fp8 weights are laid out when they are loaded or generated (megakernel/runtime/device.py).
 
 Works on NumPy and CuPy arrays alike (the array's own module does the reshapes).
 """
 
 from __future__ import annotations
 
-from .plan import K_BLOCK
+from ..model.plan import K_BLOCK
 
 UNIT_ROWS = 16  # gemv.cuh WARP_ROWS
 # [strip, r, g, block, i, t, h, e] -> [strip, block, i, g, t, h, r, e]

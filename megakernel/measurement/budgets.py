@@ -5,8 +5,8 @@ Nothing here touches weights, so ``megakernel info`` is instant for the 27B pres
 
 from __future__ import annotations
 
-from .config import ModelConfig
-from .tensors import tensor_specs
+from ..model.config import ModelConfig
+from ..model.tensors import tensor_specs
 
 BF16_BYTES = 2
 FP32_BYTES = 4
@@ -113,7 +113,7 @@ def session_plan(config: ModelConfig, context: int, sms: int = 132) -> dict[str,
     from compiler import lower
     from isa.opcodes import MAX_ROWS
 
-    from .generate import session_arena_bytes
+    from ..generation.generate import session_arena_bytes
 
     program = lower(config, rows=MAX_ROWS, sms=sms, capacity=context, debug_logits=True)
     return {

@@ -15,13 +15,13 @@ from isa.opcodes import (
     CTRL_SPECULATIVE,
 )
 
-from .draft_vocab import DRAFT_CORE, WorkingVocab, draft_rows
-from .errors import InputError, ModelOutputError
+from ..model.draft_vocab import DRAFT_CORE, WorkingVocab, draft_rows
+from ..errors import InputError, ModelOutputError
 from .passes import MAX_PROMPT_ROWS, prompt_chunks
-from .sampling import SamplingParams, make_rng, sample
+from ..model.sampling import SamplingParams, make_rng, sample
 from .speculative import check_draft_count, mtp_batches
-from .tensors import LM_HEAD
-from .tokenizer import Tokenizer
+from ..model.tensors import LM_HEAD
+from ..model.tokenizer import Tokenizer
 
 if TYPE_CHECKING:
     from isa import Program
@@ -108,7 +108,7 @@ class ProgramBackend:
 
     def set_draft_vocab(self, core: int | None = DRAFT_CORE) -> None:
         """Draft from a working vocabulary (the `core` lowest ids and the ids the session sees, gathered
-        into the session: megakernel/draft_vocab.py), or from the full lm_head (None)."""
+        into the session: megakernel/model/draft_vocab.py), or from the full lm_head (None)."""
         config = self.config
         self.draft_vocab = None if core is None else WorkingVocab(draft_rows(config), config.defined_vocab, core)
         self._draft_table = None

@@ -26,13 +26,13 @@ from isa.opcodes import (
     control_base,
 )
 
-from . import fp8
-from .config import ModelConfig, check_device_support
-from .errors import InputError
-from .progress import bytes_bar
-from .tensors import scale_name, tensor_specs
+from ..model import fp8
+from ..model.config import ModelConfig, check_device_support
+from ..errors import InputError
+from ..progress import bytes_bar
+from ..model.tensors import scale_name, tensor_specs
 from .weight_layout import from_units, to_units
-from .weights import WeightSet
+from ..model.weights import WeightSet
 
 _STORED = {DType.FP8_E4M3: np.dtype(fp8.E4M3), DType.BF16: np.dtype(fp8.BF16), DType.F32: np.dtype(np.float32)}
 _NUMPY_OF = {DType.BF16: np.uint16, DType.F32: np.float32, DType.I32: np.int32, DType.FP8_E4M3: np.uint8}
@@ -139,7 +139,7 @@ class DeviceSession:
     with)."""
 
     def __init__(self, program: Program, arena_bytes: int = 0, arena=None):
-        """arena: device bytes to use instead of a new allocation (a slot of megakernel/session_pool.py)."""
+        """arena: device bytes to use instead of a new allocation (a slot of megakernel/runtime/session_pool.py)."""
         import cupy
 
         self.program = program  # arena_bytes: room for larger Programs that will share the session

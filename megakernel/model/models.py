@@ -6,7 +6,7 @@ import os
 
 from .checkpoint import load_checkpoint
 from .config import ModelConfig, load_config
-from .errors import ConfigError
+from ..errors import ConfigError
 from .synthetic import parse_synthetic
 from .synthetic_cache import cached_synthetic_weights
 from .weights import WeightSet

@@ -51,7 +51,7 @@ struct RowGroup {
 };
 
 // Weight segment `seg` of a GEMV word: a weight-table entry, or (NORM_HEAD with FLAG_WORKING_VOCAB) the
-// session's working-vocabulary head rows, bf16 without scales (megakernel/draft_vocab.py).
+// session's working-vocabulary head rows, bf16 without scales (megakernel/model/draft_vocab.py).
 __device__ inline Weight gemv_weight(const Ctx& ctx, const Word& w, int seg) {
     if (!(w.flags() & FLAG_WORKING_VOCAB)) return ctx.weight(w.weight_first() + seg);
     const Buffer rows = ctx.buffer(w.buf_aux2());
@@ -160,7 +160,7 @@ __device__ __forceinline__ float staged_value(const u8* base, int dtype, int d) 
 // RMSNorm1p of m rows of k values each: dst(r)[c - c0] = bf16(x * rsqrt(mean(x^2) + eps) * (1 + w[c])) for
 // the columns [c0, c1) (k, c0, c1 multiples of 8; src(r), dst(r): 16-byte aligned row pointers). The rows
 // and the weight's columns [c0, c1) are staged at `stage` first (m k bf16, then the weight: the
-// prologue's staging area, gemv_word_smem in megakernel/cuda_build.py sizes it). Thread i sums the squares
+// prologue's staging area, gemv_word_smem in megakernel/runtime/cuda_build.py sizes it). Thread i sums the squares
 // of pieces i, i + TILE_THREADS, .. of each row, then the block adds the threads' sums in a fixed tree: a
 // row's bits never depend on m (the order is the GPU's own; the reference's np.mean agrees to fp32
 // rounding). With x_p (fp8 tiles, c0 and c1 multiples of 128) the rows go to dst as the f16 operand

@@ -107,7 +107,7 @@ def gemv_word_smem(program, w, depth: int) -> int:
     stages there (gemv_tile.cuh)."""
     from isa import DType
 
-    from . import plan
+    from ..model import plan
 
     tile = CUDA_DIR / "gemv_tile.cuh"
     fixed, ring = define(tile, "GEMV_SMEM_FIXED"), define(tile, "GEMV_MIN_RING")
