@@ -1,7 +1,7 @@
 // The discrete build's kernels: one __global__ per op family, each a thin wrapper over the device
 // functions in megakernel/runtime/cuda/*.cuh (the megakernel calls the same functions).
 //
-// Built at run time by NVRTC (discrete/build.py, -I megakernel/runtime/cuda) and checked by nvcc in CI.
+// Built at run time by NVRTC (discrete/kernels.py, -I megakernel/runtime/cuda) and checked by nvcc in CI.
 
 #include "tiles.cuh"
 

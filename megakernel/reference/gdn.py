@@ -62,9 +62,10 @@ def _transpose_times(state: np.ndarray, x: np.ndarray) -> np.ndarray:
     """S^T x per head, summed over k in order 0..dk-1 (fp32). An explicit order: numpy's axis
     reductions change their order with the array's shape, and a tile holding some value columns
     must get the bits of the whole."""
-    acc = np.zeros((state.shape[0], state.shape[2]), dtype=REAL)
-    for i in range(state.shape[1]):
-        acc += state[:, i, :] * x[:, i, None]
+    products = np.ascontiguousarray((state * x[:, :, None]).transpose(1, 0, 2))  # [dk, H, dv], each rounded
+    acc = np.zeros(products.shape[1:], dtype=REAL)
+    for row in products:  # k in order, from zero, each step one rounding
+        acc += row
     return acc
 
 

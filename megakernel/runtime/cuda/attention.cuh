@@ -35,7 +35,7 @@ constexpr int ATTN_SMEM_FIXED = 34368;
 static_assert(ATTN_SMEM_FIXED == ATTN_MAX_QUERIES * ATTN_ROW_BYTES + 2 * 4 * ATTN_MAX_QUERIES + 2 * 4 * MAX_ROWS,
               "ATTN_SMEM_FIXED");
 static_assert(2 * ATTN_MAX_QUERIES * ATTN_P_ROW_BYTES <= ATTN_MAX_QUERIES * ATTN_ROW_BYTES, "the P buffers fit");
-// The least the tiles run with: two ring slots (megakernel/runtime/cuda_build.py attention_smem_bytes).
+// The least the tiles run with: two ring slots (megakernel/runtime/cuda_build.py tile_smem_bytes).
 constexpr int ATTN_MIN_SMEM = 101952;
 static_assert(ATTN_MIN_SMEM == ATTN_SMEM_FIXED + 2 * ATTN_SLOT_BYTES, "ATTN_MIN_SMEM");
 
