@@ -26,8 +26,9 @@ constexpr int ERROR_WORDS = 8;      // flag, block, word, stage, counter, expect
 constexpr int ERROR_PLACES = ERROR_WORDS + 2;  // then per block: step + 1 (0: no record), word, stage, tile
 constexpr int TRACE_WORDS = 8;      // u64 start, u64 ready, u64 end, u32 tiles, u32 wait polls
 
-// The megakernel sizes its shared memory by the GEMV tiles (persistent.py: at least the fixed part and
-// the least ring); the GDN tile uses the same bytes.
+// The megakernel takes all the dynamic shared memory the device allows (persistent.py checks it holds the
+// GEMV tiles' fixed part and least ring, and the attention tiles' two key chunks); the GDN tile uses the
+// same bytes.
 static_assert(sizeof(GdnSmem) <= GEMV_SMEM_FIXED + GEMV_MIN_RING, "the GDN tile must fit the GEMV tiles' shared memory");
 
 struct Run {
