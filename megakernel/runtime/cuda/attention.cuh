@@ -30,7 +30,7 @@ constexpr int ATTN_ROW_BYTES = 2 * ATTN_HEAD_DIM + 16;
 constexpr int ATTN_SLOT_BYTES = ATTN_CHUNK * ATTN_ROW_BYTES;
 constexpr int ATTN_P_ROW_BYTES = 2 * ATTN_CHUNK + 16;  // a query's bf16 probabilities over one chunk
 // Dynamic shared memory before the ring: the queries (ATTN_SCORES) or two chunks' probabilities (ATTN_PV),
-// the queries' global max and sum (ATTN_PV), each pass row's key range in the partition (AttnSmem).
+// the queries' global max and sum (ATTN_PV), each pass row's key range in the partition (AttnTile).
 constexpr int ATTN_SMEM_FIXED = 34368;
 static_assert(ATTN_SMEM_FIXED == ATTN_MAX_QUERIES * ATTN_ROW_BYTES + 2 * 4 * ATTN_MAX_QUERIES + 2 * 4 * MAX_ROWS,
               "ATTN_SMEM_FIXED");
@@ -58,25 +58,6 @@ __device__ __forceinline__ void ldmatrix_x4_trans(u32 (&r)[4], u32 at) {
 __device__ __forceinline__ void copy_async16_or_zero(u32 dst, const void* src, bool valid) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0) : "memory");
 }
-
-struct AttnSmem {
-    u8* base;
-    float* row_max;
-    float* row_sum;
-    int* lo;  // row r's keys in the partition: [lo[r], hi[r])
-    int* hi;
-    // Threads < m fill lo and hi; the caller syncs before they are read.
-    __device__ AttnSmem(u8* smem, int pos, int m, int part, int parts)
-        : base(smem),
-          row_max(reinterpret_cast<float*>(smem + ATTN_MAX_QUERIES * ATTN_ROW_BYTES)),
-          row_sum(row_max + ATTN_MAX_QUERIES),
-          lo(reinterpret_cast<int*>(row_sum + ATTN_MAX_QUERIES)),
-          hi(lo + MAX_ROWS) {
-        if (threadIdx.x < m) partition_bounds(pos + threadIdx.x + 1, part, parts, lo[threadIdx.x], hi[threadIdx.x]);
-    }
-    __device__ u32 ring() const { return smem_addr(base) + ATTN_SMEM_FIXED; }
-    __device__ int ring_bytes() const { return static_cast<int>(dynamic_smem_bytes()) - ATTN_SMEM_FIXED; }
-};
 
 // The keys (or values) of one partition's tile: rows [c0, end) of KV head kv, c0 a multiple of 16 at or
 // below the first row's lo, end the last row's hi (rows past it are zeros in the ring).
@@ -120,20 +101,44 @@ struct KvStream {
     }
 };
 
+// What both tiles of (KV head, partition) read off their word, and their shared memory before the ring.
+struct AttnTile {
+    int hd, parts, group, kv, part, m, queries, m_tiles, pos;
+    u8* base;
+    float* row_max;  // ATTN_PV: each query's global max and sum
+    float* row_sum;
+    int* lo;  // row r's keys in the partition: [lo[r], hi[r])
+    int* hi;
+    // Threads < m fill lo and hi; the caller syncs before they are read.
+    __device__ AttnTile(const Ctx& ctx, const Word& w, int tile, u8* smem)
+        : hd(w.p(2)), parts(w.p(3)), group(w.p(0) / w.p(1)), kv(tile / parts), part(tile % parts), m(w.rows()),
+          queries(group * m), m_tiles((queries + 15) / 16), pos(ctx.control()[w.ctrl_base() + CTRL_POSITION]),
+          base(smem),
+          row_max(reinterpret_cast<float*>(smem + ATTN_MAX_QUERIES * ATTN_ROW_BYTES)),
+          row_sum(row_max + ATTN_MAX_QUERIES),
+          lo(reinterpret_cast<int*>(row_sum + ATTN_MAX_QUERIES)),
+          hi(lo + MAX_ROWS) {
+        if (threadIdx.x < m) partition_bounds(pos + threadIdx.x + 1, part, parts, lo[threadIdx.x], hi[threadIdx.x]);
+    }
+    __device__ u32 ring() const { return smem_addr(base) + ATTN_SMEM_FIXED; }
+    __device__ int ring_bytes() const { return static_cast<int>(dynamic_smem_bytes()) - ATTN_SMEM_FIXED; }
+    // The partition's keys or values through the ring.
+    __device__ KvStream stream(const Buffer& cache) const {
+        return KvStream(cache, kv, pos, m, part, parts, ring(), ring_bytes());
+    }
+};
+
 // Scores bf16(bf16(q . k) * scale) of the group's heads for the partition's keys -> scores rows
 // (head m-major: head * M + row), then (max, sum exp(s - max)) per head -> stats columns 2p, 2p + 1.
 __device__ inline void attn_scores_tile(const Ctx& ctx, const Word& w, int tile, u8* smem) {
-    const int heads = w.p(0), kv_heads = w.p(1), hd = w.p(2), parts = w.p(3);
+    const AttnTile sm(ctx, w, tile, smem);
+    const int hd = sm.hd, group = sm.group, kv = sm.kv, part = sm.part, m = sm.m, queries = sm.queries;
+    const int m_tiles = sm.m_tiles;
     const float scale = w.pf(4);
-    const int group = heads / kv_heads, kv = tile / parts, part = tile % parts, m = w.rows();
-    const int queries = group * m, m_tiles = (queries + 15) / 16;
-    const Buffer q = ctx.buffer(w.buf_in()), keys = ctx.buffer(w.buf_aux0());
-    const Buffer scores = ctx.buffer(w.buf_out()), stats = ctx.buffer(w.buf_aux1());
-    const int pos = ctx.control()[w.ctrl_base() + CTRL_POSITION];
+    const Buffer q = ctx.buffer(w.buf_in()), scores = ctx.buffer(w.buf_out()), stats = ctx.buffer(w.buf_aux1());
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
-    const AttnSmem sm(smem, pos, m, part, parts);
     const u32 qs = smem_addr(smem);
-    const KvStream kvs(keys, kv, pos, m, part, parts, sm.ring(), sm.ring_bytes());
+    const KvStream kvs = sm.stream(ctx.buffer(w.buf_aux0()));
     // the queries (zeros past the last, to fill the m-tiles), in the first chunk's copy group
     for (int i = threadIdx.x; i < m_tiles * 16 * 32; i += TILE_THREADS) {
         const int qi = i >> 5, piece = i & 31, h = qi / m, r = qi % m;
@@ -237,16 +242,13 @@ __device__ inline void combined_stats(const float* st, int parts, float& mx, flo
 // rows, columns [p hd, (p + 1) hd). Warp w computes dims [16 w, 16 w + 16) of every query.
 __device__ inline void attn_pv_tile(const Ctx& ctx, const Word& w, int tile, u8* smem) {
     constexpr int M_TILES = ATTN_MAX_QUERIES / 16;
-    const int heads = w.p(0), kv_heads = w.p(1), hd = w.p(2), parts = w.p(3);
-    const int group = heads / kv_heads, kv = tile / parts, part = tile % parts, m = w.rows();
-    const int queries = group * m, m_tiles = (queries + 15) / 16;
-    const Buffer scores = ctx.buffer(w.buf_in()), values = ctx.buffer(w.buf_aux0());
-    const Buffer stats = ctx.buffer(w.buf_aux1()), partial = ctx.buffer(w.buf_out());
-    const int pos = ctx.control()[w.ctrl_base() + CTRL_POSITION];
+    const AttnTile sm(ctx, w, tile, smem);
+    const int hd = sm.hd, group = sm.group, kv = sm.kv, part = sm.part, m = sm.m, queries = sm.queries;
+    const int m_tiles = sm.m_tiles, parts = sm.parts;
+    const Buffer scores = ctx.buffer(w.buf_in()), stats = ctx.buffer(w.buf_aux1()), partial = ctx.buffer(w.buf_out());
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
-    const AttnSmem sm(smem, pos, m, part, parts);
     const u32 probs = smem_addr(smem);  // [2][query][chunk key] bf16, rows of ATTN_P_ROW_BYTES
-    const KvStream kvs(values, kv, pos, m, part, parts, sm.ring(), sm.ring_bytes());
+    const KvStream kvs = sm.stream(ctx.buffer(w.buf_aux0()));
     kvs.start();
     if (threadIdx.x < queries) {
         float mx, total;
