@@ -38,14 +38,17 @@ def at_context(runner, context: int, fn):
     return run
 
 
-def per_instruction(runner, program, context: int, reps: int = 10, iters: int = 5) -> list[dict]:
+def per_instruction(runner, program, context: int, reps: int = 10, iters: int = 5, only=None) -> list[dict]:
     """Device time of each word (its main and reduce launches), by bench_gemv.graph_us: the launches
     repeated `reps` times in one CUDA graph, replayed `iters` times between CUDA events (host launch cost
-    and event overhead excluded). Only HANDOFF moves the position, and only after its own timing."""
+    and event overhead excluded). Only HANDOFF moves the position, and only after its own timing.
+    `only`: the word indices to time (default all)."""
     runner.session.set_position(context - 1)
     names = program.meta["instructions"]
     out = []
     for i in sorted({launch[0] for launch in runner.launches}):
+        if only is not None and i not in only:
+            continue
         mine = [launch for launch in runner.launches if launch[0] == i]
         us, _, _ = graph_us(lambda _, mine=mine: [runner._launch(launch) for launch in mine], iters, reps)
         out.append({"index": i, "name": names[i], "op": program.words[i].opcode.name, "us": round(us, 2),

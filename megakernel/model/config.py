@@ -27,13 +27,14 @@ FP8_MAX = 448.0  # largest finite float8_e4m3fn value
 MAX_DIM = 1 << 20  # no integer of config.json beyond this (max_position_embeddings: MAX_POSITIONS)
 MAX_POSITIONS = 1 << 24
 MAX_TOKEN_ID = 1 << 24  # eos ids: far above any vocabulary, bounded so a huge integer is refused
-MAX_CONV_KERNEL = 8  # taps the GDN tile holds (cuda/gdn.cuh GDN_MAX_KERNEL); the compiler's conv ring allows 17
+MAX_CONV_KERNEL = 8  # the reference's and compiler's limit (the conv ring allows 17); the GPU's below
 
 # What the CUDA tiles are specialised to (cuda/attention.cuh, gdn.cuh, gemv.cuh): the GPU builds refuse
 # any other config (check_device_support); the reference and the interpreter take any.
 DEVICE_SHAPES = {"head_dim": 256, "linear_key_head_dim": 128}
 DEVICE_MAX_GQA_GROUP = 8  # query heads per KV head (ATTN_MAX_GROUP)
 DEVICE_VALUE_HEAD_MULTIPLE = 32  # the gated-norm prologue gives each lane dv / 32 values
+DEVICE_MAX_CONV_KERNEL = 4  # conv taps the GDN tile stages (cuda/gdn.cuh GDN_MAX_KERNEL)
 
 
 @dataclass(frozen=True)
@@ -365,6 +366,9 @@ def check_device_support(c: ModelConfig) -> None:
     if c.linear_value_head_dim % DEVICE_VALUE_HEAD_MULTIPLE:
         raise ConfigError(f"config {c.name!r}: linear_value_head_dim = {c.linear_value_head_dim}; the GPU builds need "
                           f"a multiple of {DEVICE_VALUE_HEAD_MULTIPLE}")
+    if c.linear_conv_kernel_dim > DEVICE_MAX_CONV_KERNEL:
+        raise ConfigError(f"config {c.name!r}: linear_conv_kernel_dim = {c.linear_conv_kernel_dim}; the GPU builds take "
+                          f"at most {DEVICE_MAX_CONV_KERNEL}")
 
 
 # --- presets ----------------------------------------------------------------------------------

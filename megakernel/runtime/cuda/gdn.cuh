@@ -2,55 +2,107 @@
 // pass: causal conv over the ring + the pass's rows, silu, l2norm of q and k, the gates, and the fp32
 // delta-rule recurrence with the state held in registers across the rows (read and written once a pass).
 //
+// The tile is short and latency-bound (its state, 64 KB a head, is the only sizeable read), so everything
+// it reads is asked for at once at its start: the raw conv inputs by async copies into shared memory, the
+// conv taps and the gate inputs into registers, the state into L2 (read into registers after the conv);
+// nothing waits on memory before all of it is in flight. It took ~14 us a word loading one raw input at a
+// time and writing its state in 16-byte pieces 512 bytes apart (docs/DECISIONS.md D37).
+//
 // Threads: column v = tid % 128 of the tile's columns, quarter q = tid / 128 holds state rows
 // [32 q, 32 q + 32) of dk = 128 (layout [dv, dk] in the state buffer: a column's dk values are
-// contiguous). The sums over dk are four quarter sums added in order 0..3.
+// contiguous). The sums over dk are four quarter sums added in order 0..3. The conv gives thread c one
+// of the tile's channels (q, k of its key head, then its value columns).
 #pragma once
 
 #include "common.cuh"
+#include "gemv.cuh"
 
 namespace mk {
 
 constexpr int GDN_DK = 128;       // key head dim (Qwen3.5: 128); the tile function is specialised to it
 constexpr int GDN_MAX_COLS = 128; // value columns of one tile
-constexpr int GDN_MAX_KERNEL = 8; // conv kernel taps supported
+constexpr int GDN_MAX_KERNEL = 4; // conv kernel taps supported (Qwen3.5: 4; config.DEVICE_MAX_CONV_KERNEL)
 constexpr int GDN_QUARTERS = TILE_THREADS / GDN_MAX_COLS;
 constexpr int GDN_PER_THREAD = GDN_DK / GDN_QUARTERS;
 
 constexpr int GDN_MAX_FOLD = 2 * MAX_ROWS;  // a pass's rows and the rows a speculative pass left pending
 
+constexpr int GDN_RAW_COLS = 2 * GDN_DK + GDN_MAX_COLS;  // a tile's channels: q, k, its value columns
+constexpr int GDN_MAX_RAW = GDN_MAX_KERNEL - 1 + GDN_MAX_FOLD;  // raw input rows a tile's conv reads
+static_assert(GDN_RAW_COLS <= TILE_THREADS, "a conv thread per channel");
+
+// A warp's stored state passes through shared memory so that global memory sees whole 128-byte lines (a
+// lane's 32 state values are one line, but the 32 lanes' lines lie dk floats apart: written by the lanes
+// directly, each 16-byte store is its own half-written sector, and those stores were the tile's largest
+// cost). Eight lines at a time; rows padded to 36 floats so that the eight lanes writing one row each fall
+// in distinct banks. The loads stay direct: a lane's eight 16-byte loads use every sector they bring, and
+// loading through the same transpose measured no faster (0.4 us a word) while its registers cost the
+// megakernel's GDN call register saves.
+constexpr int GDN_TRANSPOSE_LINES = 8;
+constexpr int GDN_TRANSPOSE_STRIDE = GDN_PER_THREAD + 4;
+static_assert(GDN_PER_THREAD == 32 && GDN_TRANSPOSE_LINES == 8, "store_state: 8 lanes a 128-byte line");
+
+// The conv's inputs (steps 1-2) and the state's transpose buffers (step 4) share their bytes: barriers lie
+// between the conv's last read and the first transpose.
+struct GdnConvInputs {
+    alignas(16) bf16 raw[GDN_MAX_RAW][GDN_RAW_COLS];  // raw inputs of positions first - K + 1 .. pos + m - 1
+    float taps[GDN_MAX_KERNEL][GDN_RAW_COLS];
+};
+
 struct GdnSmem {
     float q[GDN_MAX_FOLD][GDN_DK];
     float k[GDN_MAX_FOLD][GDN_DK];
-    float v[GDN_MAX_FOLD][GDN_MAX_COLS];
+    bf16 v[GDN_MAX_FOLD][GDN_MAX_COLS];  // bf16 values (the conv's output is rounded to bf16)
     float beta[GDN_MAX_FOLD];
     float decay[GDN_MAX_FOLD];  // exp(g)
-    float part[GDN_QUARTERS][GDN_MAX_COLS];
+    float mem_part[2][GDN_QUARTERS][GDN_MAX_COLS];  // by row parity: a row's writes never meet the last row's reads
+    float out_part[GDN_QUARTERS][GDN_MAX_COLS];
+    union {
+        GdnConvInputs conv;
+        alignas(16) float transpose[TILE_WARPS][GDN_TRANSPOSE_LINES][GDN_TRANSPOSE_STRIDE];
+    } x;
 };
 
-// The raw input of channel ch at position p: from the conv ring for positions before the pass's
-// first row `pos`, from the pass's own projection rows after.
-__device__ __forceinline__ float raw_input(const Buffer& mixed, const Buffer& ring, int ch, int pos, int p, int R) {
-    return p < pos ? bf(*ring.at<bf16>((p % R + R) % R, ch)) : bf(*mixed.at<bf16>(p - pos, ch));
+// The input channel of a tile's column c: q of key head kh, k of key head kh, then its value columns from
+// v_first.
+__device__ __forceinline__ int gdn_channel(int c, int dk, int kh, int key_dim, int v_first) {
+    return c < dk ? kh * dk + c : c < 2 * dk ? key_dim + kh * dk + c - dk : v_first + c - 2 * dk;
 }
 
-// Causal conv of one channel for the `count` rows at positions start .. start + count - 1 (window from
-// start - K + 1): out[r] = bf16(silu(bf16(sum_i window[r + i] * tap[i]))), taps added in order.
-__device__ inline void conv_channel(const Buffer& mixed, const Buffer& ring, const Weight& taps, int ch, int pos,
-                                    int start, int count, int K, int R, float* out, int out_stride) {
-    float window[GDN_MAX_KERNEL + GDN_MAX_FOLD];
-    for (int i = 0; i < K - 1 + count; ++i) window[i] = raw_input(mixed, ring, ch, pos, start - K + 1 + i, R);
-    for (int r = 0; r < count; ++r) {
-        float acc = mul_rn(window[r], taps.value(static_cast<size_t>(ch) * K));
-        for (int i = 1; i < K; ++i) acc = add_rn(acc, mul_rn(window[r + i], taps.value(static_cast<size_t>(ch) * K + i)));
-        out[r * out_stride] = round_bf16(silu_ref(round_bf16(acc)));
+// Async copies of n raw input rows of the tile's `width` channels into sm.x.conv.raw rows [t0, t0 + n), from
+// buf's rows row0 + t, taken mod R when R > 0 (the conv ring; row0 may be negative). No wait (stage_wait).
+__device__ inline void stage_raw(const Buffer& buf, int row0, int R, int n, int t0, int width, int dk, int kh,
+                                 int key_dim, int v_first, GdnSmem& sm) {
+    const size_t align = reinterpret_cast<size_t>(buf.base) | static_cast<size_t>(2 * buf.cols) |
+                         static_cast<size_t>(2 * key_dim) | static_cast<size_t>(2 * v_first) | static_cast<size_t>(2 * width);
+    const int piece = piece_bytes(align), half = piece / 2, per_row = width / half;
+    for (int e = threadIdx.x; e < n * per_row; e += TILE_THREADS) {
+        const int t = e / per_row, c = (e % per_row) * half;
+        const int row = R > 0 ? ((row0 + t) % R + R) % R : row0 + t;
+        copy_async_piece(smem_addr(&sm.x.conv.raw[t0 + t][c]), buf.at<bf16>(row, gdn_channel(c, dk, kh, key_dim, v_first)), piece);
     }
 }
 
-__device__ __forceinline__ void store_state(float* column, const float (&s)[GDN_PER_THREAD]) {
+// Lane c's state segment (GDN_PER_THREAD floats of s) to first + c * stride, the warp writing whole lines:
+// eight lanes' segments at a time go through the warp's transpose rows, then each line is written by 8
+// lanes, 16 bytes each. All lanes of the warp.
+__device__ inline void store_state(float* first, int stride, const float (&s)[GDN_PER_THREAD],
+                                   float (*rows)[GDN_TRANSPOSE_STRIDE], int lane) {
 #pragma unroll
-    for (int i = 0; i < GDN_PER_THREAD; i += 4)
-        *reinterpret_cast<float4*>(column + i) = make_float4(s[i], s[i + 1], s[i + 2], s[i + 3]);
+    for (int r = 0; r < 32 / GDN_TRANSPOSE_LINES; ++r) {
+        __syncwarp();
+        if (lane / 8 == r) {
+#pragma unroll
+            for (int i = 0; i < GDN_PER_THREAD; i += 4)
+                *reinterpret_cast<float4*>(&rows[lane % 8][i]) = make_float4(s[i], s[i + 1], s[i + 2], s[i + 3]);
+        }
+        __syncwarp();
+        *reinterpret_cast<float4*>(first + (8 * r + lane / 8) * stride + 4 * (lane % 8)) =
+            *reinterpret_cast<const float4*>(&rows[lane / 8][4 * (lane % 8)]);
+        *reinterpret_cast<float4*>(first + (8 * r + 4 + lane / 8) * stride + 4 * (lane % 8)) =
+            *reinterpret_cast<const float4*>(&rows[4 + lane / 8][4 * (lane % 8)]);
+    }
+    __syncwarp();
 }
 
 // Value head j, a group of its value columns: the n rows a speculative pass left pending (ctrl; positions
@@ -63,52 +115,86 @@ __device__ inline void gdn_tile(const Ctx& ctx, const Word& w, int tile, GdnSmem
     const int hk = w.p(3), hv = w.p(4), dk = w.p(5), dv = w.p(6), K = w.p(7), R = w.p(8), groups = w.p(9);
     const int m = w.rows(), j = tile / groups, group = tile % groups, cols = dv / groups, v0 = group * cols;
     const int per_key = hv / hk, kh = j / per_key, key_dim = hk * dk, b_col = 2 * key_dim + 2 * hv * dv + j;
+    const int width = 2 * dk + cols, v_first = 2 * key_dim + j * dv + v0;
     const Buffer mixed = ctx.buffer(w.buf_in()), out = ctx.buffer(w.buf_out());
-    const Buffer state = ctx.buffer(w.buf_aux0()), ring = ctx.buffer(w.buf_aux1());
+    const Buffer state = ctx.buffer(w.buf_aux0()), ring = ctx.buffer(w.buf_aux1()), gates = ctx.buffer(w.buf_aux2());
     const int* control = ctx.control() + w.ctrl_base();
     const int pos = control[CTRL_POSITION], pending = control[CTRL_PENDING];
     const bool speculative = control[CTRL_SPECULATIVE] != 0;
-    const int first = pos - pending, count = pending + m;
+    const int first = pos - pending, count = pending + m, ring_rows = K - 1 + pending;
     const int tid = threadIdx.x;
 
-    // 1. conv + silu of q, k (key head kh) and this tile's v channels, rows first .. pos + m - 1.
-    for (int c = tid; c < 2 * dk + cols; c += TILE_THREADS) {
-        if (c < dk) conv_channel(mixed, ring, taps, kh * dk + c, pos, first, count, K, R, &sm.q[0][c], GDN_DK);
-        else if (c < 2 * dk) conv_channel(mixed, ring, taps, key_dim + kh * dk + c - dk, pos, first, count, K, R, &sm.k[0][c - dk], GDN_DK);
-        else conv_channel(mixed, ring, taps, 2 * key_dim + j * dv + v0 + c - 2 * dk, pos, first, count, K, R, &sm.v[0][c - 2 * dk], GDN_MAX_COLS);
-    }
-    // gates: beta = bf16(sigmoid(b)), g = -exp(A_log) softplus(a + dt_bias); the state decays by exp(g).
-    // b and a of pending rows from the gate ring, of the pass's rows from the projection.
+    // 1. Every read in flight at once. Raw conv inputs of positions first - K + 1 .. pos + m - 1 (before pos
+    // from the conv ring, rows mod R; the pass's own from its projection rows) -> sm.raw.
+    stage_raw(ring, first - K + 1, R, ring_rows, 0, width, dk, kh, key_dim, v_first, sm);
+    stage_raw(mixed, 0, 0, m, ring_rows, width, dk, kh, key_dim, v_first, sm);
+    copies_commit();
+    const int c = tid, ch = gdn_channel(c, dk, kh, key_dim, v_first);
+    const bool conv_thread = c < width;
+    float tap[GDN_MAX_KERNEL];  // to shared memory below, once every other read is in flight
+#pragma unroll
+    for (int i = 0; i < GDN_MAX_KERNEL; ++i)
+        tap[i] = conv_thread && i < K ? taps.value(static_cast<size_t>(ch) * K + i) : 0.0f;
+    // The gates' inputs: b and a of pending rows from the gate ring, of the pass's rows from the projection.
+    float b = 0.0f, a = 0.0f, neg_a = 0.0f, bias = 0.0f;
     if (tid < count) {
         const int p = first + tid;
-        const Buffer gates = ctx.buffer(w.buf_aux2());
-        const float b = p < pos ? bf(*gates.at<bf16>(p % R, j)) : bf(*mixed.at<bf16>(p - pos, b_col));
-        const float a = p < pos ? bf(*gates.at<bf16>(p % R, hv + j)) : bf(*mixed.at<bf16>(p - pos, b_col + hv));
+        b = p < pos ? bf(*gates.at<bf16>(p % R, j)) : bf(*mixed.at<bf16>(p - pos, b_col));
+        a = p < pos ? bf(*gates.at<bf16>(p % R, hv + j)) : bf(*mixed.at<bf16>(p - pos, b_col + hv));
+        neg_a = a_log.value(j), bias = dt_bias.value(j);
+    }
+    // The state: thread tid holds column v = tid % 128's segment of dk (quarter tid / 128), read once a
+    // pass and held in registers across the rows. Asked of L2 now, read after the conv.
+    const int v = tid % GDN_MAX_COLS, quarter = tid / GDN_MAX_COLS, i0 = quarter * GDN_PER_THREAD;
+    const int warp = tid >> 5, lane = tid & 31;
+    const bool active = v < cols;  // warp-uniform: cols is a multiple of 32
+    float* column = active ? state.at<float>(j, (v0 + v) * dk + i0) : nullptr;
+    float* warp_first = active ? state.at<float>(j, (v0 + v - lane) * dk + i0) : nullptr;
+    if (active) asm volatile("prefetch.global.L2 [%0];" ::"l"(column));
+    // gates: beta = bf16(sigmoid(b)), g = -exp(A_log) softplus(a + dt_bias); the state decays by exp(g).
+    if (tid < count) {
         sm.beta[tid] = round_bf16(sigmoid_ref(b));
-        const float g = mul_rn(-expf(a_log.value(j)), softplus_ref(add_rn(a, dt_bias.value(j))));
+        const float g = mul_rn(-expf(neg_a), softplus_ref(add_rn(a, bias)));
         sm.decay[tid] = expf(g);
     }
-    __syncthreads();
-    // 2. the pass's raw inputs -> ring rows (pos + r) mod R (after every read of this tile; other tiles
-    // read only rows before pos, which the R-row rings keep apart). q/k channels by the key head's first
-    // value head, column group 0; a speculative pass's gates by column group 0.
-    for (int c = tid; c < 2 * dk + cols; c += TILE_THREADS) {
-        int ch;
-        if (c < 2 * dk) {
-            if (j % per_key != 0 || group != 0) continue;
-            ch = (c < dk ? kh * dk + c : key_dim + kh * dk + c - dk);
-        } else {
-            ch = 2 * key_dim + j * dv + v0 + c - 2 * dk;
-        }
-        for (int r = 0; r < m; ++r) *ring.at<bf16>((pos + r) % R, ch) = *mixed.at<bf16>(r, ch);
+    if (conv_thread) {
+#pragma unroll
+        for (int i = 0; i < GDN_MAX_KERNEL; ++i) sm.x.conv.taps[i][c] = tap[i];
     }
+    stage_wait();
+
+    // 2. Causal conv + silu of the tile's channels, rows first .. pos + m - 1: out[r] =
+    // bf16(silu(bf16(sum_i raw[r + i] * taps[i]))), taps added in order.
+    if (conv_thread) {
+        float* to = c < dk ? &sm.q[0][c] : c < 2 * dk ? &sm.k[0][c - dk] : nullptr;
+        for (int r = 0; r < count; ++r) {
+            float acc = mul_rn(bf(sm.x.conv.raw[r][c]), sm.x.conv.taps[0][c]);
+            for (int i = 1; i < K; ++i) acc = add_rn(acc, mul_rn(bf(sm.x.conv.raw[r + i][c]), sm.x.conv.taps[i][c]));
+            const float y = round_bf16(silu_ref(round_bf16(acc)));
+            if (c < 2 * dk) to[r * GDN_DK] = y;
+            else sm.v[r][c - 2 * dk] = to_bf16(y);
+        }
+        // The pass's raw inputs -> ring rows (pos + r) mod R (this tile read its ring rows above; other
+        // tiles read only rows before pos, which the R-row rings keep apart). q/k channels by the key
+        // head's first value head, column group 0.
+        if (c >= 2 * dk || (j % per_key == 0 && group == 0))
+            for (int r = 0; r < m; ++r) *ring.at<bf16>((pos + r) % R, ch) = sm.x.conv.raw[ring_rows + r][c];
+    }
+    // A speculative pass's gates -> gate ring rows (pos + r) mod R, by column group 0.
     if (speculative && group == 0 && tid < m) {
-        const Buffer gates = ctx.buffer(w.buf_aux2());
         *gates.at<bf16>((pos + tid) % R, j) = *mixed.at<bf16>(tid, b_col);
         *gates.at<bf16>((pos + tid) % R, hv + j) = *mixed.at<bf16>(tid, b_col + hv);
     }
+    __syncthreads();  // the conv's inputs are read: their bytes become the transpose buffers
+    float s[GDN_PER_THREAD];
+    if (active) {
+#pragma unroll
+        for (int i = 0; i < GDN_PER_THREAD; i += 4) {
+            const float4 f = *reinterpret_cast<const float4*>(column + i);
+            s[i] = f.x, s[i + 1] = f.y, s[i + 2] = f.z, s[i + 3] = f.w;
+        }
+    }
     // 3. l2norm of q and k per row; q / sqrt(dk). Warp per (row, q or k).
-    const int warp = tid >> 5, lane = tid & 31;
     for (int pair = warp; pair < 2 * count; pair += TILE_WARPS) {
         float* x = pair < count ? sm.q[pair] : sm.k[pair - count];
         float ss = 0.0f;
@@ -119,19 +205,10 @@ __device__ inline void gdn_tile(const Ctx& ctx, const Word& w, int tile, GdnSmem
         for (int i = lane; i < dk; i += 32) x[i] = pair < count ? div_rn(mul_rn(x[i], r), root) : mul_rn(x[i], r);
     }
     __syncthreads();
-    // 4. the recurrence, row by row, state in registers.
-    const int v = tid % GDN_MAX_COLS, quarter = tid / GDN_MAX_COLS, i0 = quarter * GDN_PER_THREAD;
-    const bool active = v < cols;
-    float s[GDN_PER_THREAD];
-    float* column = active ? state.at<float>(j, (v0 + v) * dk + i0) : nullptr;
-    if (active) {
-#pragma unroll
-        for (int i = 0; i < GDN_PER_THREAD; i += 4) {
-            const float4 f = *reinterpret_cast<const float4*>(column + i);
-            s[i] = f.x, s[i + 1] = f.y, s[i + 2] = f.z, s[i + 3] = f.w;
-        }
-    }
+    // 4. The recurrence, row by row, state in registers; two barriers a row (one for a pending row). The
+    // state stored is the one after the pass's rows, or after the pending rows in a speculative pass.
     for (int r = 0; r < count; ++r) {
+        float(*mem_part)[GDN_MAX_COLS] = sm.mem_part[r & 1];
         float mem = 0.0f;
         if (active) {
 #pragma unroll
@@ -139,35 +216,35 @@ __device__ inline void gdn_tile(const Ctx& ctx, const Word& w, int tile, GdnSmem
                 s[i] = mul_rn(s[i], sm.decay[r]);
                 mem = add_rn(mem, mul_rn(s[i], sm.k[r][i0 + i]));
             }
-            sm.part[quarter][v] = mem;
+            mem_part[quarter][v] = mem;
         }
         __syncthreads();
         float o = 0.0f;
         if (active) {
-            float total = sm.part[0][v];
-            for (int q = 1; q < GDN_QUARTERS; ++q) total = add_rn(total, sm.part[q][v]);
-            const float delta = mul_rn(sub_rn(sm.v[r][v], total), sm.beta[r]);
+            float total = mem_part[0][v];
+            for (int q = 1; q < GDN_QUARTERS; ++q) total = add_rn(total, mem_part[q][v]);
+            const float delta = mul_rn(sub_rn(bf(sm.v[r][v]), total), sm.beta[r]);
 #pragma unroll
             for (int i = 0; i < GDN_PER_THREAD; ++i) {
                 s[i] = add_rn(s[i], mul_rn(sm.k[r][i0 + i], delta));
                 o = add_rn(o, mul_rn(s[i], sm.q[r][i0 + i]));
             }
         }
-        __syncthreads();  // every thread has read part[.][v]
         if (r < pending) {  // a kept row of the last speculative pass: no output
-            if (r == pending - 1 && speculative && active) store_state(column, s);
+            if (r == pending - 1 && speculative && active) store_state(warp_first, dk, s, sm.x.transpose[warp], lane);
             continue;
         }
-        if (active) sm.part[quarter][v] = o;
+        // out_part: written after this row's first barrier, read after its second; the next output row
+        // writes it only after its own first barrier, which every reader reaches after reading.
+        if (active) sm.out_part[quarter][v] = o;
         __syncthreads();
         if (active && quarter == 0) {
-            float total = sm.part[0][v];
-            for (int q = 1; q < GDN_QUARTERS; ++q) total = add_rn(total, sm.part[q][v]);
+            float total = sm.out_part[0][v];
+            for (int q = 1; q < GDN_QUARTERS; ++q) total = add_rn(total, sm.out_part[q][v]);
             *out.at<bf16>(r - pending, j * dv + v0 + v) = to_bf16(total);
         }
-        __syncthreads();
     }
-    if (!speculative && active) store_state(column, s);
+    if (!speculative && active) store_state(warp_first, dk, s, sm.x.transpose[warp], lane);
 }
 
 }  // namespace mk

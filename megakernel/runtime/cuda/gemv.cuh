@@ -164,17 +164,21 @@ __device__ __forceinline__ void copies_commit() {
 // Rows [0, m) of src (row stride src_stride elements; src and the stride at least 4-byte aligned) over
 // `width` elements (a multiple of 8) into dst [m][dst_stride] in shared memory (16-byte aligned rows).
 // All threads issue copies; none waits (stage_wait).
+// The largest async-copy size (16, 8 or 4 bytes) that an address or stride `align` allows.
+__device__ __forceinline__ int piece_bytes(size_t align) { return align % 16 == 0 ? 16 : align % 8 == 0 ? 8 : 4; }
+
+__device__ __forceinline__ void copy_async_piece(u32 dst, const void* src, int piece) {
+    if (piece == 16) copy_async16(dst, src);
+    else if (piece == 8) asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(dst), "l"(src) : "memory");
+    else asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(src) : "memory");
+}
+
 __device__ inline void stage_rows(const bf16* src, size_t src_stride, bf16* dst, int dst_stride, int m, int width) {
-    const size_t align = reinterpret_cast<size_t>(src) | (src_stride * 2);
-    const int piece = align % 16 == 0 ? 16 : align % 8 == 0 ? 8 : 4;
+    const int piece = piece_bytes(reinterpret_cast<size_t>(src) | (src_stride * 2));
     for (int r = 0; r < m; ++r) {
         const u8* from = reinterpret_cast<const u8*>(src + r * src_stride);
         const u32 to = smem_addr(dst + r * dst_stride);
-        for (int c = piece * threadIdx.x; c < 2 * width; c += piece * TILE_THREADS) {
-            if (piece == 16) copy_async16(to + c, from + c);
-            else if (piece == 8) asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(to + c), "l"(from + c) : "memory");
-            else asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(to + c), "l"(from + c) : "memory");
-        }
+        for (int c = piece * threadIdx.x; c < 2 * width; c += piece * TILE_THREADS) copy_async_piece(to + c, from + c, piece);
     }
 }
 
