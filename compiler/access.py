@@ -141,9 +141,6 @@ def _gemv_table(program, w, stage):
             add(tiles, w.buf_aux1, (MAX_ROWS - m) * zero, MAX_ROWS * zero, 0, w.k * zero, True)
         if op == Op.NORM_HEAD and w.flags & Flag.WORKING_VOCAB:  # the head rows are a session buffer
             add(tiles, w.buf_aux2, r0[g], r1[g], k0, k1, False)
-        if op == Op.GATED_NORM_GEMV_RESIDUAL:
-            z = params(w)["z_col"]
-            add(tiles, w.buf_aux1, 0, m, z + k0, z + k1, False)
         if S > 1:
             add(tiles, w.buf_scratch, s * m, (s + 1) * m, r0[g], r1[g], True)
             if op == Op.NORM_GATE_UP:
@@ -156,7 +153,7 @@ def _gemv_table(program, w, stage):
             add(tiles, w.buf_scratch, 0, S * m, w.n + r0[g], w.n + r1[g], False)
     if op in (Op.NORM_GEMV, Op.NORM_GATE_UP, Op.MTP_FC):
         add(tiles, w.buf_out, 0, m, r0[g], r1[g], True)
-    elif op in (Op.GEMV_RESIDUAL, Op.GATED_NORM_GEMV_RESIDUAL):
+    elif op == Op.GEMV_RESIDUAL:
         add(tiles, w.buf_aux0, 0, m, r0[g], r1[g], False)
         add(tiles, w.buf_out, 0, m, r0[g], r1[g], True)
     else:  # NORM_HEAD
@@ -201,32 +198,31 @@ def _embed(program, w, stage, tile):
 
 
 def _gdn_core(program, w, stage, tile):
-    p, t = params(w), tile_meaning(program, w, stage, tile)
-    j, (v0, v1) = t["head"], t["cols"]
+    p, j = params(w), tile
     m, dk, dv = w.rows, p["key_dim"], p["value_dim"]
     per_key = p["value_heads"] // p["key_heads"]
     key_dim = p["key_heads"] * dk
     kh = j // per_key
     q = (kh * dk, (kh + 1) * dk)
     k = (key_dim + q[0], key_dim + q[1])
-    v = (2 * key_dim + j * dv + v0, 2 * key_dim + j * dv + v1)
+    v = (2 * key_dim + j * dv, 2 * key_dim + (j + 1) * dv)
+    z = (v[0] + p["value_heads"] * dv, v[1] + p["value_heads"] * dv)  # the gated norm's gate
     b_col = 2 * key_dim + 2 * p["value_heads"] * dv + j  # mixed = [q | k | v | z | b | a]
     a_col = b_col + p["value_heads"]
     ring, ring_rows, gates, hv = w.buf_aux1, p["ring"], w.buf_aux2, p["value_heads"]
     base = control_base(w.layer)
     out = [position_read(w), read(CONTROL_BUFFER, 0, 1, base + CTRL_PENDING, base + CTRL_SPECULATIVE + 1)]
-    out += [read(w.buf_in, 0, m, *cols) for cols in (q, k, v)]
+    out += [read(w.buf_in, 0, m, *cols) for cols in (q, k, v, z)]
     out += [read(w.buf_in, 0, m, b_col, b_col + 1), read(w.buf_in, 0, m, a_col, a_col + 1)]
     out += [read(ring, 0, ring_rows, *cols, tag=HIST) for cols in (q, k, v)]
     out.append(write(ring, 0, ring_rows, *v, tag=NEW))
-    if j % per_key == 0 and t["group"] == 0:  # one tile per key head writes its q/k ring channels
+    if j % per_key == 0:  # one tile per key head writes its q/k ring channels
         out += [write(ring, 0, ring_rows, *q, tag=NEW), write(ring, 0, ring_rows, *k, tag=NEW)]
-    # the gates of pending rows (re-fold), and of this pass's rows when it is speculative (column group 0)
+    # the gates of pending rows (re-fold), and of this pass's rows when it is speculative
     out += [read(gates, 0, ring_rows, col, col + 1, tag=HIST) for col in (j, hv + j)]
-    if t["group"] == 0:
-        out += [write(gates, 0, ring_rows, col, col + 1, tag=NEW) for col in (j, hv + j)]
-    out += [read(w.buf_aux0, j, j + 1, v0 * dk, v1 * dk), write(w.buf_aux0, j, j + 1, v0 * dk, v1 * dk)]
-    out.append(write(w.buf_out, 0, m, j * dv + v0, j * dv + v1))
+    out += [write(gates, 0, ring_rows, col, col + 1, tag=NEW) for col in (j, hv + j)]
+    out += [read(w.buf_aux0, j, j + 1, 0, dv * dk), write(w.buf_aux0, j, j + 1, 0, dv * dk)]
+    out.append(write(w.buf_out, 0, m, j * dv, (j + 1) * dv))
     return out
 
 
@@ -276,8 +272,8 @@ def _handoff(program, w, stage, tile):
             write(CONTROL_BUFFER, 0, 1, base + CTRL_TOKENS_IN, base + CTRL_TOKENS_IN + 1)]
 
 
-_VECTOR_RULES = {op: _gemv_table for op in (Op.NORM_GEMV, Op.NORM_GATE_UP, Op.GEMV_RESIDUAL,
-                                            Op.GATED_NORM_GEMV_RESIDUAL, Op.NORM_HEAD, Op.MTP_FC)}
+_VECTOR_RULES = {op: _gemv_table for op in (Op.NORM_GEMV, Op.NORM_GATE_UP, Op.GEMV_RESIDUAL, Op.NORM_HEAD,
+                                            Op.MTP_FC)}
 
 _RULES = {
     Op.EMBED: _embed, Op.NORM_GEMV_QKV: _qkv, Op.GDN_CORE: _gdn_core,

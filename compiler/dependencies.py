@@ -22,7 +22,7 @@ from isa import GEMV_OPS, CounterEntry, Op, Program, Wait, WaitMode
 from .hb import AccessIndex, HappensBefore, Hazard, completion_slice
 from .tiling import row_groups
 
-SLICED_INPUT_OPS = (Op.GEMV_RESIDUAL, Op.GATED_NORM_GEMV_RESIDUAL)  # ops whose k-slice s reads only input slice s
+SLICED_INPUT_OPS = (Op.GEMV_RESIDUAL,)  # ops whose k-slice s reads only input slice s
 
 
 def _units(program: Program, index: int) -> list[tuple[int, int]]:

@@ -34,8 +34,7 @@ def _first_output(program: Program, w: Word, stage: int, tile: int) -> int:
     if w.opcode in GEMV_OPS:
         return (row_groups(program, w)[tile] if stage == 1 else main_tile(program, w, tile)[1]).r0
     if w.opcode == Op.GDN_CORE:
-        t = tile_meaning(program, w, stage, tile)
-        return t["head"] * params(w)["value_dim"] + t["cols"][0]
+        return tile * params(w)["value_dim"]
     return tile * w.n // w.tiles if w.n else 0
 
 

@@ -249,13 +249,7 @@ class Interpreter:
             hidden = ctx.read(w.buf_in, MAX_ROWS - m, MAX_ROWS, 0, w.k // 2)  # right-aligned rows
             h = self._rms_norm(hidden, self._weight(p["norm_hidden"]), p["eps"])
             return np.concatenate([e, h], axis=1)[:, k0:k1]  # the embedding half first
-        a = ctx.read(w.buf_in, 0, m, k0, k1)
-        if w.opcode == Op.GATED_NORM_GEMV_RESIDUAL:
-            z = ctx.read(w.buf_aux1, 0, m, p["z_col"] + k0, p["z_col"] + k1)
-            dv = p["head_dim"]
-            a = ops.gated_rms_norm(a.reshape(m, -1, dv), z.reshape(m, -1, dv), self._weight(p["norm_weight"]),
-                                   p["eps"]).reshape(m, -1)
-        return a
+        return ctx.read(w.buf_in, 0, m, k0, k1)
 
     def _normed(self, ctx: _Tile, w) -> np.ndarray:
         """The RMSNorm prologue: the whole residual, normalised."""
@@ -309,7 +303,7 @@ class Interpreter:
             ctx.write(w.buf_out, 0, rg.r0, bf16(y[0]))
         elif op == Op.NORM_GATE_UP:
             ctx.write(w.buf_out, 0, rg.r0, ops.swiglu(bf16(y[0]), bf16(y[1])))
-        elif op in (Op.GEMV_RESIDUAL, Op.GATED_NORM_GEMV_RESIDUAL):
+        elif op == Op.GEMV_RESIDUAL:
             x_in = ctx.read(w.buf_aux0, 0, m, rg.r0, rg.r1)
             ctx.write(w.buf_out, 0, rg.r0, bf16(x_in + bf16(y[0])))
         elif op == Op.NORM_HEAD:
@@ -362,16 +356,15 @@ class Interpreter:
 
     def _gdn_core(self, ctx: _Tile, w, tile: int) -> None:
         """Fold the pending rows of the last speculative pass (raw inputs from the rings), then this
-        pass's rows (outputs); store the state after this pass's rows, or, in a speculative pass, after
-        the pending rows only (docs/ISA.md "Speculative passes")."""
-        p, t = params(w), tile_meaning(self.program, w, 0, tile)
-        j, (v0, v1) = t["head"], t["cols"]
+        pass's rows (outputs, through the gated norm); store the state after this pass's rows, or, in a
+        speculative pass, after the pending rows only (docs/ISA.md "Speculative passes")."""
+        p, j = params(w), tile
         m, dk, dv, hv = w.rows, p["key_dim"], p["value_dim"], p["value_heads"]
         per_key = hv // p["key_heads"]
         key_dim = p["key_heads"] * dk
         kh = j // per_key
         channels = [(kh * dk, (kh + 1) * dk), (key_dim + kh * dk, key_dim + (kh + 1) * dk),
-                    (2 * key_dim + j * dv + v0, 2 * key_dim + j * dv + v1)]
+                    (2 * key_dim + j * dv, 2 * key_dim + (j + 1) * dv)]
         pos = self._ctrl(ctx, w, CTRL_POSITION)
         pending, speculative = self._ctrl(ctx, w, CTRL_PENDING), self._ctrl(ctx, w, CTRL_SPECULATIVE)
         ring, gate_ring, R, K = w.buf_aux1, w.buf_aux2, p["ring"], p["conv_kernel"]
@@ -395,8 +388,8 @@ class Interpreter:
                             ctx.read(w.buf_in, 0, m, b_col + hv, b_col + hv + 1)[:, 0]])
         beta, g = gdn.gates(b, a, self._weight(p["a_log"])[j:j + 1], self._weight(p["dt_bias"])[j:j + 1])
         q, k = gdn.prepare_qk(convolved[0][:, None, :], convolved[1][:, None, :], 1)
-        state = ctx.read(w.buf_aux0, j, j + 1, v0 * dk, v1 * dk).reshape(v1 - v0, dk).T[None]  # [1, dk, cols]
-        outs = np.empty((m, v1 - v0), np.float32)
+        state = ctx.read(w.buf_aux0, j, j + 1, 0, dv * dk).reshape(dv, dk).T[None]  # [1, dk, dv]
+        outs = np.empty((m, dv), np.float32)
         for r in range(pending + m):
             o, state = gdn.recurrent_step(state, q[r], k[r], convolved[2][r:r + 1], g[r:r + 1], beta[r:r + 1])
             if r == pending - 1 or (r == -1 + pending + m and not speculative):
@@ -404,14 +397,16 @@ class Interpreter:
             if r >= pending:
                 outs[r - pending] = o[0]
         if pending or not speculative:
-            ctx.write(w.buf_aux0, j, v0 * dk, kept[0].T.reshape(1, -1))
-        ctx.write(w.buf_out, 0, j * dv + v0, outs)
+            ctx.write(w.buf_aux0, j, 0, kept[0].T.reshape(1, -1))
+        z_col = channels[2][0] + hv * dv  # mixed = [q | k | v | z | b | a]
+        z = ctx.read(w.buf_in, 0, m, z_col, z_col + dv)
+        ctx.write(w.buf_out, 0, j * dv, ops.gated_rms_norm(bf16(outs), z, self._weight(p["norm_weight"]), p["eps"]))
         rows = [(pos + r) % R for r in range(m)]
         ctx.ring_rows(ring, rows, *channels[2], mixed[2])
-        if j % per_key == 0 and t["group"] == 0:
+        if j % per_key == 0:
             for (c0, c1), new in zip(channels[:2], mixed[:2], strict=True):
                 ctx.ring_rows(ring, rows, c0, c1, new)
-        if speculative and t["group"] == 0:  # the gates a later re-fold of these rows needs
+        if speculative:  # the gates a later re-fold of these rows needs
             ctx.ring_rows(gate_ring, rows, j, j + 1, ctx.read(w.buf_in, 0, m, b_col, b_col + 1))
             ctx.ring_rows(gate_ring, rows, hv + j, hv + j + 1, ctx.read(w.buf_in, 0, m, b_col + hv, b_col + hv + 1))
 

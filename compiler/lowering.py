@@ -1,7 +1,7 @@
 """Lowering: model config + rows M -> instructions of one target forward pass (a step).
 
-    EMBED -> per GDN layer:       NORM_GEMV (in_proj qkv|z|b|a), GDN_CORE,
-                                  GATED_NORM_GEMV_RESIDUAL (out_proj), NORM_GATE_UP, GEMV_RESIDUAL (down)
+    EMBED -> per GDN layer:       NORM_GEMV (in_proj qkv|z|b|a), GDN_CORE (+ gated norm),
+                                  GEMV_RESIDUAL (out_proj), NORM_GATE_UP, GEMV_RESIDUAL (down)
              per attention layer: NORM_GEMV_QKV (q|k|v, norms, RoPE, KV append), ATTN_SCORES, ATTN_PV,
                                   ATTN_MERGE (+ sigmoid gate), GEMV_RESIDUAL (o_proj), NORM_GATE_UP, GEMV_RESIDUAL
           -> NORM_HEAD (final norm + lm_head) -> ARGMAX -> HANDOFF
@@ -142,12 +142,11 @@ class _Builder:
                         params={"conv_weight": g + "conv1d.weight", "a_log": g + "A_log", "dt_bias": g + "dt_bias",
                                 "key_heads": c.linear_num_key_heads, "value_heads": c.linear_num_value_heads,
                                 "key_dim": c.linear_key_head_dim, "value_dim": c.linear_value_head_dim,
-                                "conv_kernel": c.linear_conv_kernel_dim, "ring": CONV_RING, "column_groups": 1}))
+                                "conv_kernel": c.linear_conv_kernel_dim, "ring": CONV_RING,
+                                "norm_weight": g + "norm.weight", "eps": c.rms_norm_eps}))
         out = self.residual()
-        self.emit(Instr(Op.GATED_NORM_GEMV_RESIDUAL, f"L{i}.out_proj", i, n=c.hidden_size, k=c.gdn_value_dim,
-                        weights=[g + "out_proj.weight"], bufs={"in": core, "aux0": x, "aux1": mixed, "out": out},
-                        params={"norm_weight": g + "norm.weight", "eps": c.rms_norm_eps,
-                                "z_col": c.gdn_conv_dim, "head_dim": c.linear_value_head_dim}))
+        self.emit(Instr(Op.GEMV_RESIDUAL, f"L{i}.out_proj", i, n=c.hidden_size, k=c.gdn_value_dim,
+                        weights=[g + "out_proj.weight"], bufs={"in": core, "aux0": x, "out": out}))
         return out
 
     def _names(self, i: int) -> tuple[str, str]:

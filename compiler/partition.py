@@ -44,7 +44,7 @@ def partition(low: Lowered, c: ModelConfig) -> None:
             ins.tile_rows = EMBED_TILE_COLS
             ins.tiles = -(-ins.n // EMBED_TILE_COLS)
         elif op == Op.GDN_CORE:
-            ins.tiles = p["value_heads"] * p["column_groups"]
+            ins.tiles = p["value_heads"]
         elif op in (Op.ATTN_SCORES, Op.ATTN_PV):
             ins.tiles = p["kv_heads"] * p["partitions"]
         elif op == Op.ATTN_MERGE:

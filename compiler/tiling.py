@@ -109,10 +109,7 @@ def tile_meaning(program: Program, word: Word, stage: int, tile: int) -> dict:
     if op == Op.EMBED:
         return {"cols": (tile * word.tile_rows, min(word.n, (tile + 1) * word.tile_rows))}
     if op == Op.GDN_CORE:
-        groups = p["column_groups"]
-        head, g = divmod(tile, groups)
-        width = p["value_dim"] // groups
-        return {"head": head, "cols": (g * width, (g + 1) * width), "group": g}
+        return {"head": tile}
     if op in (Op.ATTN_SCORES, Op.ATTN_PV):
         kv_head, part = divmod(tile, p["partitions"])
         return {"kv_head": kv_head, "partition": part}

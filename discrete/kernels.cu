@@ -71,11 +71,14 @@ extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS, 2) tile_gemv(PROG
     else mk::gemv_reduce_tile(ctx, ctx.word(word), blockIdx.x, smem);
 }
 
+// Dynamic shared memory: GdnSmem is over the 48 KB a static array may take. The launcher gives it what it
+// gives the attention tiles, at least the GEMV tiles' fixed part and least ring (static_assert below).
 extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS) tile_gdn(PROGRAM_ARGS) {
-    __shared__ mk::GdnSmem sm;
+    extern __shared__ __align__(16) unsigned char smem[];
     const mk::Ctx ctx{arena, weights, program};
-    mk::gdn_tile(ctx, ctx.word(word), blockIdx.x, sm);
+    mk::gdn_tile(ctx, ctx.word(word), blockIdx.x, *reinterpret_cast<mk::GdnSmem*>(smem));
 }
+static_assert(sizeof(mk::GdnSmem) <= mk::GEMV_SMEM_FIXED + mk::GEMV_MIN_RING, "the GDN tile's shared memory");
 
 extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS) tile_attn_scores(PROGRAM_ARGS) {
     extern __shared__ __align__(16) unsigned char smem[];

@@ -48,7 +48,9 @@ class DiscreteProgram:
             raise ValueError(f"the tiles need {need} bytes of shared memory, the device offers {self.smem}")
         gemv = mod.get_function(GEMV_KERNEL)
         gemv.max_dynamic_shared_size_bytes = self.smem
-        ring_kernels = {Op.ATTN_SCORES, Op.ATTN_PV}  # they stream keys or values through all they are given
+        # the attention tiles stream keys or values through all they are given; GDN_CORE needs more than
+        # a static array may hold (tile_smem_bytes covers it: kernels.cu)
+        ring_kernels = {Op.ATTN_SCORES, Op.ATTN_PV, Op.GDN_CORE}
         for op in ring_kernels:
             mod.get_function(KERNEL_OF[op]).max_dynamic_shared_size_bytes = self.smem
         self.launches = []  # (word index, kernel, tiles, shared bytes, GEMV stage or None)

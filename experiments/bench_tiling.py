@@ -94,7 +94,7 @@ def main() -> None:
         with tiling_overridden(overrides(config, v)):
             program = lower(config, rows=args.rows, sms=132, capacity=capacity)
         slices = {op: f"{w.k_slices}@{w.tile_rows}" for op in ("NORM_GEMV", "NORM_GATE_UP", "NORM_GEMV_QKV",
-                                                               "GEMV_RESIDUAL", "GATED_NORM_GEMV_RESIDUAL")
+                                                               "GEMV_RESIDUAL")
                   for w in [next(w for w in program.words if w.opcode.name == op)]}
         weights = weights or device_weights(program, args.model, progress=False)
         session = DeviceSession(program)

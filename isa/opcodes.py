@@ -12,8 +12,8 @@ class Op(enum.IntEnum):
     NORM_GEMV_QKV = 3  # RMSNorm(x) -> q | k | v -> q_norm+RoPE, k_norm+RoPE+append, v append, gate
     NORM_GATE_UP = 4  # RMSNorm(x) -> gate, up -> bf16(bf16(silu(g)) * u)
     GEMV_RESIDUAL = 5  # a -> W -> x_out = bf16(x_in + bf16(W a))   (o_proj, down)
-    GATED_NORM_GEMV_RESIDUAL = 6  # gated RMSNorm(o, z) -> W -> residual   (GDN out_proj)
-    GDN_CORE = 7  # conv ring + silu, l2norm, gates, delta-rule recurrence over the M rows
+    # 6: retired (GATED_NORM_GEMV_RESIDUAL; the gated norm is GDN_CORE's since docs/DECISIONS.md D37)
+    GDN_CORE = 7  # conv ring + silu, l2norm, gates, delta-rule recurrence over the M rows, gated RMSNorm
     ATTN_SCORES = 8  # bf16 scores and softmax statistics per (kv head, partition)
     ATTN_PV = 9  # P = bf16(exp(s - max) / sum); fp32 P.V per (kv head, partition)
     ATTN_MERGE = 10  # sum partitions in order -> bf16, times bf16(sigmoid(gate))
@@ -23,8 +23,7 @@ class Op(enum.IntEnum):
     MTP_FC = 14  # MTP: RMSNorm(embed(token)) | RMSNorm(hidden) -> fc -> bf16
 
 
-GEMV_OPS = frozenset({Op.NORM_GEMV, Op.NORM_GEMV_QKV, Op.NORM_GATE_UP, Op.GEMV_RESIDUAL,
-                      Op.GATED_NORM_GEMV_RESIDUAL, Op.NORM_HEAD, Op.MTP_FC})
+GEMV_OPS = frozenset({Op.NORM_GEMV, Op.NORM_GEMV_QKV, Op.NORM_GATE_UP, Op.GEMV_RESIDUAL, Op.NORM_HEAD, Op.MTP_FC})
 
 
 class Flag(enum.IntFlag):
@@ -59,9 +58,8 @@ PARAMS: dict[Op, tuple[tuple[str, str], ...]] = {
                        ("capacity", "u")),
     Op.NORM_GATE_UP: (("norm_weight", "u"), ("eps", "f")),
     Op.GEMV_RESIDUAL: (),
-    Op.GATED_NORM_GEMV_RESIDUAL: (("norm_weight", "u"), ("eps", "f"), ("z_col", "u"), ("head_dim", "u")),
     Op.GDN_CORE: (("conv_weight", "u"), ("a_log", "u"), ("dt_bias", "u"), ("key_heads", "u"), ("value_heads", "u"),
-                  ("key_dim", "u"), ("value_dim", "u"), ("conv_kernel", "u"), ("ring", "u"), ("column_groups", "u")),
+                  ("key_dim", "u"), ("value_dim", "u"), ("conv_kernel", "u"), ("ring", "u"), ("norm_weight", "u"), ("eps", "f")),
     Op.ATTN_SCORES: (("heads", "u"), ("kv_heads", "u"), ("head_dim", "u"), ("partitions", "u"), ("scale", "f"),
                      ("capacity", "u")),
     Op.ATTN_PV: (("heads", "u"), ("kv_heads", "u"), ("head_dim", "u"), ("partitions", "u"), ("capacity", "u")),

@@ -32,7 +32,7 @@ def test_word_counts_per_layer_kind():
     p = lower(preset("qwen3.5-27b"), rows=1, sms=132)
     ops = [w.opcode for w in p.words]
     assert ops[0] == Op.EMBED and ops[-3:] == [Op.NORM_HEAD, Op.ARGMAX, Op.HANDOFF]
-    assert ops[1:6] == [Op.NORM_GEMV, Op.GDN_CORE, Op.GATED_NORM_GEMV_RESIDUAL, Op.NORM_GATE_UP, Op.GEMV_RESIDUAL]
+    assert ops[1:6] == [Op.NORM_GEMV, Op.GDN_CORE, Op.GEMV_RESIDUAL, Op.NORM_GATE_UP, Op.GEMV_RESIDUAL]
     assert ops[16:23] == [Op.NORM_GEMV_QKV, Op.ATTN_SCORES, Op.ATTN_PV, Op.ATTN_MERGE, Op.GEMV_RESIDUAL,
                           Op.NORM_GATE_UP, Op.GEMV_RESIDUAL]
 

@@ -148,6 +148,7 @@ def test_the_device_limits_are_the_cuda_tiles_own_constants():
                                  "linear_key_head_dim": define(CUDA_DIR / "gdn.cuh", "GDN_DK")}
     assert cfg.DEVICE_MAX_GQA_GROUP == define(CUDA_DIR / "attention.cuh", "ATTN_MAX_GROUP")
     assert cfg.DEVICE_MAX_CONV_KERNEL == define(CUDA_DIR / "gdn.cuh", "GDN_MAX_KERNEL") <= cfg.MAX_CONV_KERNEL
+    assert cfg.DEVICE_MAX_VALUE_HEAD_DIM == define(CUDA_DIR / "gdn.cuh", "GDN_MAX_COLS")
 
 
 @pytest.mark.parametrize("change, key", [
@@ -156,6 +157,7 @@ def test_the_device_limits_are_the_cuda_tiles_own_constants():
     (dict(num_attention_heads=24, num_key_value_heads=2), "query heads per KV head"),
     (dict(linear_value_head_dim=48, linear_num_value_heads=8), "linear_value_head_dim"),
     (dict(linear_conv_kernel_dim=5), "linear_conv_kernel_dim"),
+    (dict(linear_value_head_dim=256), "linear_value_head_dim"),
 ])
 def test_the_gpu_builds_refuse_a_config_their_tiles_are_not_made_for(change, key):
     from megakernel.model.config import check_device_support

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def random_word(rng) -> Word:
-    op = Op(int(rng.integers(len(Op))))
+    op = list(Op)[int(rng.integers(len(Op)))]
     waits = tuple(Wait(int(rng.integers(1 << 16)), int(rng.integers(1, 256)), WaitMode(int(rng.integers(1, 3))),
                        int(rng.integers(1 << 32)), int(rng.integers(8)), int(rng.integers(2)))
                   for _ in range(int(rng.integers(5))))

@@ -32,6 +32,7 @@ MAX_CONV_KERNEL = 8  # the reference's and compiler's limit (the conv ring allow
 # What the CUDA tiles are specialised to (cuda/attention.cuh, gdn.cuh, gemv.cuh): the GPU builds refuse
 # any other config (check_device_support); the reference and the interpreter take any.
 DEVICE_SHAPES = {"head_dim": 256, "linear_key_head_dim": 128}
+DEVICE_MAX_VALUE_HEAD_DIM = 128  # a GDN tile holds one value head (cuda/gdn.cuh GDN_MAX_COLS)
 DEVICE_MAX_GQA_GROUP = 8  # query heads per KV head (ATTN_MAX_GROUP)
 DEVICE_VALUE_HEAD_MULTIPLE = 32  # the gated-norm prologue gives each lane dv / 32 values
 DEVICE_MAX_CONV_KERNEL = 4  # conv taps the GDN tile stages (cuda/gdn.cuh GDN_MAX_KERNEL)
@@ -366,6 +367,9 @@ def check_device_support(c: ModelConfig) -> None:
     if c.linear_value_head_dim % DEVICE_VALUE_HEAD_MULTIPLE:
         raise ConfigError(f"config {c.name!r}: linear_value_head_dim = {c.linear_value_head_dim}; the GPU builds need "
                           f"a multiple of {DEVICE_VALUE_HEAD_MULTIPLE}")
+    if c.linear_value_head_dim > DEVICE_MAX_VALUE_HEAD_DIM:
+        raise ConfigError(f"config {c.name!r}: linear_value_head_dim = {c.linear_value_head_dim}; the GPU builds take "
+                          f"at most {DEVICE_MAX_VALUE_HEAD_DIM}")
     if c.linear_conv_kernel_dim > DEVICE_MAX_CONV_KERNEL:
         raise ConfigError(f"config {c.name!r}: linear_conv_kernel_dim = {c.linear_conv_kernel_dim}; the GPU builds take "
                           f"at most {DEVICE_MAX_CONV_KERNEL}")

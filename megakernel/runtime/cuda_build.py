@@ -127,8 +127,6 @@ def prologue_stage_bytes(program, w, width: int) -> int:
         return 2 * m * w.k + 4 * (w.k if w.opcode == Op.NORM_HEAD else width)  # the head's tile 0 keeps all k
     if w.opcode == Op.MTP_FC:  # one half's rows at a time
         return 2 * m * (w.k // 2) + 4 * min(width, w.k // 2)
-    if w.opcode == Op.GATED_NORM_GEMV_RESIDUAL:  # o and z over the slice, then one head's weight
-        return 2 * 2 * m * width + 4 * w.params[3]
     return 0  # GEMV_RESIDUAL stages into the input rows' own place
 
 

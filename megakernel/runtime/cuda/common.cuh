@@ -108,13 +108,13 @@ enum DType : int { DT_NONE = 0, DT_BF16 = 1, DT_F32 = 2, DT_I32 = 3, DT_FP8 = 4 
 
 enum Opcode : int {
     OP_NOP = 0, OP_EMBED = 1, OP_NORM_GEMV = 2, OP_NORM_GEMV_QKV = 3, OP_NORM_GATE_UP = 4, OP_GEMV_RESIDUAL = 5,
-    OP_GATED_NORM_GEMV_RESIDUAL = 6, OP_GDN_CORE = 7, OP_ATTN_SCORES = 8, OP_ATTN_PV = 9, OP_ATTN_MERGE = 10,
+    OP_GDN_CORE = 7, OP_ATTN_SCORES = 8, OP_ATTN_PV = 9, OP_ATTN_MERGE = 10,
     OP_NORM_HEAD = 11, OP_ARGMAX = 12, OP_HANDOFF = 13, OP_MTP_FC = 14
 };
 
 __device__ __forceinline__ bool is_gemv(int op) {
     return op == OP_NORM_GEMV || op == OP_NORM_GEMV_QKV || op == OP_NORM_GATE_UP || op == OP_GEMV_RESIDUAL ||
-           op == OP_GATED_NORM_GEMV_RESIDUAL || op == OP_NORM_HEAD || op == OP_MTP_FC;
+           op == OP_NORM_HEAD || op == OP_MTP_FC;
 }
 
 constexpr int FLAG_DEBUG_LOGITS = 1;

@@ -1,6 +1,7 @@
-// GDN_CORE tile (docs/ISA.md "Other ops"): value head j, a group of its value columns, all m rows of the
-// pass: causal conv over the ring + the pass's rows, silu, l2norm of q and k, the gates, and the fp32
-// delta-rule recurrence with the state held in registers across the rows (read and written once a pass).
+// GDN_CORE tile (docs/ISA.md "Other ops"): value head j, all m rows of the pass: causal conv over the ring +
+// the pass's rows, silu, l2norm of q and k, the gates, the fp32 delta-rule recurrence with the state held
+// in registers across the rows (read and written once a pass), and the gated RMSNorm of the head's output
+// (computed once a head here rather than by every k-slice tile of out_proj).
 //
 // The tile is short and latency-bound (its state, 64 KB a head, is the only sizeable read), so everything
 // it reads is asked for at once at its start: the raw conv inputs by async copies into shared memory, the
@@ -8,7 +9,7 @@
 // nothing waits on memory before all of it is in flight. It took ~14 us a word loading one raw input at a
 // time and writing its state in 16-byte pieces 512 bytes apart (docs/DECISIONS.md D37).
 //
-// Threads: column v = tid % 128 of the tile's columns, quarter q = tid / 128 holds state rows
+// Threads: column v = tid % 128 of the head's dv columns, quarter q = tid / 128 holds state rows
 // [32 q, 32 q + 32) of dk = 128 (layout [dv, dk] in the state buffer: a column's dk values are
 // contiguous). The sums over dk are four quarter sums added in order 0..3. The conv gives thread c one
 // of the tile's channels (q, k of its key head, then its value columns).
@@ -20,7 +21,7 @@
 namespace mk {
 
 constexpr int GDN_DK = 128;       // key head dim (Qwen3.5: 128); the tile function is specialised to it
-constexpr int GDN_MAX_COLS = 128; // value columns of one tile
+constexpr int GDN_MAX_COLS = 128; // value columns of one head (dv)
 constexpr int GDN_MAX_KERNEL = 4; // conv kernel taps supported (Qwen3.5: 4; config.DEVICE_MAX_CONV_KERNEL)
 constexpr int GDN_QUARTERS = TILE_THREADS / GDN_MAX_COLS;
 constexpr int GDN_PER_THREAD = GDN_DK / GDN_QUARTERS;
@@ -53,6 +54,9 @@ struct GdnSmem {
     float q[GDN_MAX_FOLD][GDN_DK];
     float k[GDN_MAX_FOLD][GDN_DK];
     bf16 v[GDN_MAX_FOLD][GDN_MAX_COLS];  // bf16 values (the conv's output is rounded to bf16)
+    alignas(16) bf16 z[MAX_ROWS][GDN_MAX_COLS];  // the gated norm's gate rows (staged)
+    alignas(16) u8 norm_weight[4 * GDN_MAX_COLS];  // the gated norm's weight (staged; bf16 or fp32)
+    bf16 o[MAX_ROWS][GDN_MAX_COLS];  // the recurrence's bf16 outputs, before the norm
     float beta[GDN_MAX_FOLD];
     float decay[GDN_MAX_FOLD];  // exp(g)
     float mem_part[2][GDN_QUARTERS][GDN_MAX_COLS];  // by row parity: a row's writes never meet the last row's reads
@@ -105,17 +109,18 @@ __device__ inline void store_state(float* first, int stride, const float (&s)[GD
     __syncwarp();
 }
 
-// Value head j, a group of its value columns: the n rows a speculative pass left pending (ctrl; positions
-// pos - n .. pos - 1, raw inputs from the conv and gate rings, no outputs), then the pass's m rows. The
-// state is held in registers across the rows (read and written once a pass); the one stored is the state
-// after the pass's rows, or after the pending rows only when the pass is speculative (docs/ISA.md
-// "Speculative passes").
+// Value head j: the n rows a speculative pass left pending (ctrl; positions pos - n .. pos - 1, raw inputs
+// from the conv and gate rings, no outputs), then the pass's m rows. The state is held in registers across
+// the rows (read and written once a pass); the one stored is the state after the pass's rows, or after the
+// pending rows only when the pass is speculative (docs/ISA.md "Speculative passes").
 __device__ inline void gdn_tile(const Ctx& ctx, const Word& w, int tile, GdnSmem& sm) {
     const Weight taps = ctx.weight(w.p(0)), a_log = ctx.weight(w.p(1)), dt_bias = ctx.weight(w.p(2));
-    const int hk = w.p(3), hv = w.p(4), dk = w.p(5), dv = w.p(6), K = w.p(7), R = w.p(8), groups = w.p(9);
-    const int m = w.rows(), j = tile / groups, group = tile % groups, cols = dv / groups, v0 = group * cols;
+    const Weight norm_weight = ctx.weight(w.p(9));
+    const int hk = w.p(3), hv = w.p(4), dk = w.p(5), dv = w.p(6), K = w.p(7), R = w.p(8);
+    const float eps = w.pf(10);
+    const int m = w.rows(), j = tile;
     const int per_key = hv / hk, kh = j / per_key, key_dim = hk * dk, b_col = 2 * key_dim + 2 * hv * dv + j;
-    const int width = 2 * dk + cols, v_first = 2 * key_dim + j * dv + v0;
+    const int width = 2 * dk + dv, v_first = 2 * key_dim + j * dv, z_first = v_first + hv * dv;
     const Buffer mixed = ctx.buffer(w.buf_in()), out = ctx.buffer(w.buf_out());
     const Buffer state = ctx.buffer(w.buf_aux0()), ring = ctx.buffer(w.buf_aux1()), gates = ctx.buffer(w.buf_aux2());
     const int* control = ctx.control() + w.ctrl_base();
@@ -125,9 +130,12 @@ __device__ inline void gdn_tile(const Ctx& ctx, const Word& w, int tile, GdnSmem
     const int tid = threadIdx.x;
 
     // 1. Every read in flight at once. Raw conv inputs of positions first - K + 1 .. pos + m - 1 (before pos
-    // from the conv ring, rows mod R; the pass's own from its projection rows) -> sm.raw.
+    // from the conv ring, rows mod R; the pass's own from its projection rows) -> sm.x.conv.raw; the gate
+    // rows z and the norm weight for step 5.
     stage_raw(ring, first - K + 1, R, ring_rows, 0, width, dk, kh, key_dim, v_first, sm);
     stage_raw(mixed, 0, 0, m, ring_rows, width, dk, kh, key_dim, v_first, sm);
+    stage_rows(mixed.at<bf16>(0, z_first), mixed.cols, &sm.z[0][0], GDN_MAX_COLS, m, dv);
+    stage_bytes(norm_weight.base, sm.norm_weight, (dv * weight_bytes(norm_weight) + 15) / 16 * 16);
     copies_commit();
     const int c = tid, ch = gdn_channel(c, dk, kh, key_dim, v_first);
     const bool conv_thread = c < width;
@@ -147,9 +155,9 @@ __device__ inline void gdn_tile(const Ctx& ctx, const Word& w, int tile, GdnSmem
     // pass and held in registers across the rows. Asked of L2 now, read after the conv.
     const int v = tid % GDN_MAX_COLS, quarter = tid / GDN_MAX_COLS, i0 = quarter * GDN_PER_THREAD;
     const int warp = tid >> 5, lane = tid & 31;
-    const bool active = v < cols;  // warp-uniform: cols is a multiple of 32
-    float* column = active ? state.at<float>(j, (v0 + v) * dk + i0) : nullptr;
-    float* warp_first = active ? state.at<float>(j, (v0 + v - lane) * dk + i0) : nullptr;
+    const bool active = v < dv;  // warp-uniform: dv is a multiple of 32
+    float* column = active ? state.at<float>(j, v * dk + i0) : nullptr;
+    float* warp_first = active ? state.at<float>(j, (v - lane) * dk + i0) : nullptr;
     if (active) asm volatile("prefetch.global.L2 [%0];" ::"l"(column));
     // gates: beta = bf16(sigmoid(b)), g = -exp(A_log) softplus(a + dt_bias); the state decays by exp(g).
     if (tid < count) {
@@ -176,12 +184,12 @@ __device__ inline void gdn_tile(const Ctx& ctx, const Word& w, int tile, GdnSmem
         }
         // The pass's raw inputs -> ring rows (pos + r) mod R (this tile read its ring rows above; other
         // tiles read only rows before pos, which the R-row rings keep apart). q/k channels by the key
-        // head's first value head, column group 0.
-        if (c >= 2 * dk || (j % per_key == 0 && group == 0))
+        // head's first value head.
+        if (c >= 2 * dk || j % per_key == 0)
             for (int r = 0; r < m; ++r) *ring.at<bf16>((pos + r) % R, ch) = sm.x.conv.raw[ring_rows + r][c];
     }
-    // A speculative pass's gates -> gate ring rows (pos + r) mod R, by column group 0.
-    if (speculative && group == 0 && tid < m) {
+    // A speculative pass's gates -> gate ring rows (pos + r) mod R.
+    if (speculative && tid < m) {
         *gates.at<bf16>((pos + tid) % R, j) = *mixed.at<bf16>(tid, b_col);
         *gates.at<bf16>((pos + tid) % R, hv + j) = *mixed.at<bf16>(tid, b_col + hv);
     }
@@ -241,10 +249,28 @@ __device__ inline void gdn_tile(const Ctx& ctx, const Word& w, int tile, GdnSmem
         if (active && quarter == 0) {
             float total = sm.out_part[0][v];
             for (int q = 1; q < GDN_QUARTERS; ++q) total = add_rn(total, sm.out_part[q][v]);
-            *out.at<bf16>(r - pending, j * dv + v0 + v) = to_bf16(total);
+            sm.o[r - pending][v] = to_bf16(total);
         }
     }
     if (!speculative && active) store_state(warp_first, dk, s, sm.x.transpose[warp], lane);
+    __syncthreads();
+    // 5. The gated RMSNorm of each row's head, a warp per row: bf16(bf16(w * bf16(o * rsqrt(mean(o^2) +
+    // eps))) * silu(z)), lane l holding values l, l + 32, ... (the order the GEMV prologue used).
+    if (warp < m) {
+        const int per_lane = dv / 32;
+        float ss = 0.0f;
+        for (int i = 0; i < per_lane; ++i) {
+            const float o = bf(sm.o[warp][lane + 32 * i]);
+            ss = add_rn(ss, mul_rn(o, o));
+        }
+        const float r = rsqrt_ref(add_rn(div_rn(warp_sum(ss), static_cast<float>(dv)), eps));
+        for (int i = 0; i < per_lane; ++i) {
+            const int d = lane + 32 * i;
+            const float xn = round_bf16(mul_rn(bf(sm.o[warp][d]), r));
+            const float t = round_bf16(mul_rn(staged_value(sm.norm_weight, norm_weight.dtype, d), xn));
+            *out.at<bf16>(warp, j * dv + d) = to_bf16(mul_rn(t, silu_ref(bf(sm.z[warp][d]))));
+        }
+    }
 }
 
 }  // namespace mk

@@ -195,6 +195,13 @@ __device__ __forceinline__ void stage_wait() {
     __syncthreads();
 }
 
+__device__ __forceinline__ int weight_bytes(const Weight& w) { return w.dtype == DT_F32 ? 4 : 2; }
+
+// Element d of a bf16 or fp32 weight staged at `base` (shared memory), as float.
+__device__ __forceinline__ float staged_value(const u8* base, int dtype, int d) {
+    return dtype == DT_F32 ? reinterpret_cast<const float*>(base)[d] : bf(reinterpret_cast<const bf16*>(base)[d]);
+}
+
 // 2^-P of a kept P (P in [-113, 125]: a normal float).
 __device__ __forceinline__ float unscale_of(signed char P) { return __int_as_float((127 - P) << 23); }
 

@@ -150,13 +150,6 @@ __device__ __forceinline__ void weight8(const u8* base, int dtype, int c, float 
     }
 }
 
-__device__ __forceinline__ int weight_bytes(const Weight& w) { return w.dtype == DT_F32 ? 4 : 2; }
-
-// Element d of a bf16 or fp32 weight staged at `base` (shared memory), as float.
-__device__ __forceinline__ float staged_value(const u8* base, int dtype, int d) {
-    return dtype == DT_F32 ? reinterpret_cast<const float*>(base)[d] : bf(reinterpret_cast<const bf16*>(base)[d]);
-}
-
 // RMSNorm1p of m rows of k values each: dst(r)[c - c0] = bf16(x * rsqrt(mean(x^2) + eps) * (1 + w[c])) for
 // the columns [c0, c1) (k, c0, c1 multiples of 8; src(r), dst(r): 16-byte aligned row pointers). The rows
 // and the weight's columns [c0, c1) are staged at `stage` first (m k bf16, then the weight: the
@@ -227,8 +220,8 @@ __device__ inline void norm_rows(Src src, Dst dst, int m, int k, const Weight& n
     __syncthreads();
 }
 
-// The input rows over k-columns [k0, k1) into x [m][k1 - k0]: RMSNorm1p of the residual rows, the gated
-// norm, MTP_FC's two norms, or (GEMV_RESIDUAL) the rows as they are. The residual-row norms write the f16
+// The input rows over k-columns [k0, k1) into x [m][k1 - k0]: RMSNorm1p of the residual rows, MTP_FC's two
+// norms, or (GEMV_RESIDUAL) the rows as they are. The residual-row norms write the f16
 // operand with its P in x_p where x_p is given (fp8 tiles; fuses_operand), the others bf16. scratch:
 // norm_rows's (TILE_WARPS + 1) x MAX_ROWS floats; stage: the staging area (the weight ring's memory, free
 // until the passes).
@@ -245,40 +238,6 @@ __device__ inline void gemv_prologue(const Ctx& ctx, const Word& w, int k0, int 
         stage_rows(in.at<bf16>(0, k0), in.cols, x, width, m, width);
         stage_wait();
         tile_stamp(9);
-        return;
-    }
-    if (op == OP_GATED_NORM_GEMV_RESIDUAL) {
-        // Per value head of dv values: bf16(bf16(w * bf16(o * rsqrt(mean(o^2) + eps))) * silu(z)). o, z and
-        // the norm weight staged: [m][width] each, then dv values.
-        const Weight nw = ctx.weight(w.p(0));
-        const float eps = w.pf(1);
-        const int z_col = w.p(2), dv = w.p(3), per_lane = dv / 32;
-        const Buffer z = ctx.buffer(w.buf_aux1());
-        bf16* o_s = reinterpret_cast<bf16*>(stage);  // [m][width], then z [m][width], then the weight
-        const int z_at = m * width;
-        tile_stamp(8);
-        stage_rows(in.at<bf16>(0, k0), in.cols, o_s, width, m, width);
-        stage_rows(z.at<bf16>(0, z_col + k0), z.cols, o_s + z_at, width, m, width);
-        stage_bytes(nw.base, reinterpret_cast<u8*>(o_s + 2 * z_at), (dv * weight_bytes(nw) + 15) / 16 * 16);
-        stage_wait();
-        tile_stamp(9);
-        const int lane = threadIdx.x & 31, heads = width / dv;
-        for (int pair = threadIdx.x >> 5; pair < m * heads; pair += TILE_WARPS) {
-            const int row = pair / heads, c = row * width + (pair % heads) * dv;
-            float ss = 0.0f;
-            for (int j = 0; j < per_lane; ++j) {
-                const float o = bf(o_s[c + lane + 32 * j]);
-                ss = add_rn(ss, mul_rn(o, o));
-            }
-            const float r = rsqrt_ref(add_rn(div_rn(warp_sum(ss), static_cast<float>(dv)), eps));
-            for (int j = 0; j < per_lane; ++j) {
-                const int d = lane + 32 * j;
-                const float xn = round_bf16(mul_rn(bf(o_s[c + d]), r));
-                const float t = round_bf16(mul_rn(staged_value(reinterpret_cast<const u8*>(o_s + 2 * z_at), nw.dtype, d), xn));
-                x[c + d] = to_bf16(mul_rn(t, silu_ref(bf(o_s[z_at + c + d]))));
-            }
-        }
-        __syncthreads();
         return;
     }
     if (op == OP_MTP_FC) {
@@ -302,8 +261,9 @@ __device__ inline void gemv_prologue(const Ctx& ctx, const Word& w, int k0, int 
               ctx.weight(w.p(0)), w.pf(1), k0, k1, scratch, stage, x_p);
 }
 
-// NORM_HEAD's main tile 0 keeps the normalised rows for the MTP head: `hidden` rows [8 - m, 8).
-__device__ inline void keep_hidden(const Ctx& ctx, const Word& w, float* scratch, u8* stage) {
+// NORM_HEAD's main tile 0 keeps the normalised rows for the MTP head: `hidden` rows [8 - m, 8). Called,
+// not inlined: it runs once a step, and inlined it pushed tile_gemv (64 registers) into spilling.
+__device__ __noinline__ void keep_hidden(const Ctx& ctx, const Word& w, float* scratch, u8* stage) {
     const Buffer in = ctx.buffer(w.buf_in()), out = ctx.buffer(w.buf_aux1());
     const int m = w.rows();
     norm_rows([&](int r) { return in.at<bf16>(r, 0); }, [&](int r) { return out.at<bf16>(MAX_ROWS - m + r, 0); }, m,
@@ -415,7 +375,7 @@ __device__ inline void gemv_epilogue(const Ctx& ctx, const Word& w, const RowGro
         float v;
         if (op == OP_NORM_GATE_UP)
             v = mul_rn(round_bf16(silu_ref(round_bf16(y))), round_bf16(sm.y_at(1, row)[i % rows]));
-        else if (op == OP_GEMV_RESIDUAL || op == OP_GATED_NORM_GEMV_RESIDUAL)
+        else if (op == OP_GEMV_RESIDUAL)
             v = add_rn(bf(*ctx.buffer(w.buf_aux0()).at<bf16>(row, c)), round_bf16(y));
         else  // NORM_GEMV, MTP_FC
             v = y;
