@@ -69,10 +69,7 @@ __device__ inline int first_output(const Ctx& ctx, const Word& w, int stage, int
         const int groups = row_group_count(ctx, w);
         return row_group(ctx, w, stage == 1 ? tile : tile % groups).r0;
     }
-    if (op == OP_GDN_CORE) {
-        const int column_groups = w.p(9), value_dim = w.p(6);
-        return (tile / column_groups) * value_dim + (tile % column_groups) * (value_dim / column_groups);
-    }
+    if (op == OP_GDN_CORE) return tile * w.p(6);  // value head `tile`: columns from tile * value_dim
     return w.n() ? static_cast<int>(static_cast<long long>(tile) * w.n() / w.tiles()) : 0;
 }
 
