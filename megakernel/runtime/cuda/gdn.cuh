@@ -36,9 +36,9 @@ static_assert(GDN_RAW_COLS <= TILE_THREADS, "a conv thread per channel");
 // lane's 32 state values are one line, but the 32 lanes' lines lie dk floats apart: written by the lanes
 // directly, each 16-byte store is its own half-written sector, and those stores were the tile's largest
 // cost). Eight lines at a time; rows padded to 36 floats so that the eight lanes writing one row each fall
-// in distinct banks. The loads stay direct: a lane's eight 16-byte loads use every sector they bring, and
-// loading through the same transpose measured no faster (0.4 us a word) while its registers cost the
-// megakernel's GDN call register saves.
+// in distinct banks. The loads stay direct (L1 serves most second halves of their sectors): loading
+// through the same transpose measured 0.4 us a word faster, but its registers cost the megakernel's GDN
+// call 12-20 bytes of register saves (D37).
 constexpr int GDN_TRANSPOSE_LINES = 8;
 constexpr int GDN_TRANSPOSE_STRIDE = GDN_PER_THREAD + 4;
 static_assert(GDN_PER_THREAD == 32 && GDN_TRANSPOSE_LINES == 8, "store_state: 8 lanes a 128-byte line");
