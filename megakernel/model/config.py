@@ -34,7 +34,7 @@ MAX_CONV_KERNEL = 8  # the reference's and compiler's limit (the conv ring allow
 DEVICE_SHAPES = {"head_dim": 256, "linear_key_head_dim": 128}
 DEVICE_MAX_VALUE_HEAD_DIM = 128  # a GDN tile holds one value head (cuda/gdn.cuh GDN_MAX_COLS)
 DEVICE_MAX_GQA_GROUP = 8  # query heads per KV head (ATTN_MAX_GROUP)
-DEVICE_VALUE_HEAD_MULTIPLE = 32  # the gated-norm prologue gives each lane dv / 32 values
+DEVICE_VALUE_HEAD_MULTIPLE = 32  # GDN_CORE's gated norm gives each lane dv / 32 values; its warps hold 32 columns
 DEVICE_MAX_CONV_KERNEL = 4  # conv taps the GDN tile stages (cuda/gdn.cuh GDN_MAX_KERNEL)
 
 

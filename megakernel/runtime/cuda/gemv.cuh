@@ -161,9 +161,6 @@ __device__ __forceinline__ void copies_commit() {
 // arithmetic. The pieces are 16 bytes where the source rows allow, else 8 or 4 (a row slice of a buffer
 // whose row is not a multiple of 16 bytes, e.g. the tiny model's in_proj output).
 
-// Rows [0, m) of src (row stride src_stride elements; src and the stride at least 4-byte aligned) over
-// `width` elements (a multiple of 8) into dst [m][dst_stride] in shared memory (16-byte aligned rows).
-// All threads issue copies; none waits (stage_wait).
 // The largest async-copy size (16, 8 or 4 bytes) that an address or stride `align` allows.
 __device__ __forceinline__ int piece_bytes(size_t align) { return align % 16 == 0 ? 16 : align % 8 == 0 ? 8 : 4; }
 
@@ -173,6 +170,9 @@ __device__ __forceinline__ void copy_async_piece(u32 dst, const void* src, int p
     else asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(src) : "memory");
 }
 
+// Rows [0, m) of src (row stride src_stride elements; src and the stride at least 4-byte aligned) over
+// `width` elements (a multiple of 8) into dst [m][dst_stride] in shared memory (16-byte aligned rows).
+// All threads issue copies; none waits (stage_wait).
 __device__ inline void stage_rows(const bf16* src, size_t src_stride, bf16* dst, int dst_stride, int m, int width) {
     const int piece = piece_bytes(reinterpret_cast<size_t>(src) | (src_stride * 2));
     for (int r = 0; r < m; ++r) {
