@@ -56,11 +56,18 @@ def main() -> None:
         print(json.dumps({"tag": args.tag, **results[-1]}), flush=True)
         runner = mega = session = None
         cupy.get_default_memory_pool().free_all_blocks()
+    write_tagged(args, "time_step", results)
+
+
+def write_tagged(args, stem: str, passes: list[dict]) -> None:
+    """DIR/STEM[_TAG].json with the results contract's provenance (docs/RESULTS_FILES.md) and `passes`."""
+    import cupy
+
     os.makedirs(args.out, exist_ok=True)
     result = {"device": cupy.cuda.runtime.getDeviceProperties(0)["name"].decode(), "git_commit": git_commit(),
               "command": "python " + " ".join(sys.argv), "created": datetime.datetime.now(datetime.UTC).isoformat(),
-              "model": args.model, "context": args.context, "tag": args.tag, "passes": results}
-    name = f"time_step_{args.tag}.json" if args.tag else "time_step.json"
+              "model": args.model, "context": args.context, "tag": args.tag, "passes": passes}
+    name = f"{stem}_{args.tag}.json" if args.tag else f"{stem}.json"
     with open(os.path.join(args.out, name), "w") as f:
         json.dump(result, f, indent=2)
 

@@ -12,14 +12,10 @@ time_words[_TAG].json (docs/RESULTS_FILES.md).
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import os
-import sys
 
 from bench_step import TOKEN, per_instruction
-
-from megakernel.provenance import git_commit
+from time_step import write_tagged
 
 
 def chosen_words(program, words: list[str], layers: list[int] | None) -> set[int]:
@@ -71,13 +67,7 @@ def main() -> None:
                                   "mean_us": round(sum(us) / len(us), 2)}), flush=True)
         runner = session = None
         cupy.get_default_memory_pool().free_all_blocks()
-    os.makedirs(args.out, exist_ok=True)
-    result = {"device": cupy.cuda.runtime.getDeviceProperties(0)["name"].decode(), "git_commit": git_commit(),
-              "command": "python " + " ".join(sys.argv), "created": datetime.datetime.now(datetime.UTC).isoformat(),
-              "model": args.model, "context": args.context, "tag": args.tag, "passes": passes}
-    name = f"time_words_{args.tag}.json" if args.tag else "time_words.json"
-    with open(os.path.join(args.out, name), "w") as f:
-        json.dump(result, f, indent=2)
+    write_tagged(args, "time_words", passes)
 
 
 if __name__ == "__main__":
