@@ -50,8 +50,8 @@ class DiscreteProgram:
         gemv.max_dynamic_shared_size_bytes = self.smem
         # the attention tiles stream keys or values through all they are given; GDN_CORE needs more than
         # a static array may hold (tile_smem_bytes covers it: kernels.cu)
-        ring_kernels = {Op.ATTN_SCORES, Op.ATTN_PV, Op.GDN_CORE}
-        for op in ring_kernels:
+        whole_smem_kernels = {Op.ATTN_SCORES, Op.ATTN_PV, Op.GDN_CORE}
+        for op in whole_smem_kernels:
             mod.get_function(KERNEL_OF[op]).max_dynamic_shared_size_bytes = self.smem
         self.launches = []  # (word index, kernel, tiles, shared bytes, GEMV stage or None)
         for i, w in enumerate(program.words):
@@ -63,7 +63,7 @@ class DiscreteProgram:
                 if w.reduce_tiles:
                     self.launches.append((i, gemv, w.reduce_tiles, smem, 1))
             else:
-                smem = self.smem if w.opcode in ring_kernels else 0
+                smem = self.smem if w.opcode in whole_smem_kernels else 0
                 self.launches.append((i, mod.get_function(KERNEL_OF[w.opcode]), w.tiles, smem, None))
         self.graph = None
         self.threads = cuda_build.tile_threads()

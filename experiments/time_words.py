@@ -14,8 +14,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from bench_step import TOKEN, per_instruction
-from time_step import write_tagged
+from bench_step import per_instruction
+from time_step import add_tagged_arguments, row_sessions, write_tagged
 
 
 def chosen_words(program, words: list[str], layers: list[int] | None) -> set[int]:
@@ -30,34 +30,18 @@ def chosen_words(program, words: list[str], layers: list[int] | None) -> set[int
 
 
 def main() -> None:
-    import cupy
-
-    from compiler import lower
-    from discrete.backend import device_weights
     from discrete.launcher import DiscreteProgram
-    from megakernel.runtime.device import DeviceSession
-    from megakernel.model.models import model_config
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--model", default="synthetic:qwen3.5-27b")
+    add_tagged_arguments(parser)
     parser.add_argument("--words", required=True, help="comma-separated word names without the layer, e.g. gdn_core")
     parser.add_argument("--layers", default=None, help="comma-separated layer numbers (default: every layer)")
-    parser.add_argument("--rows", default="1,8")
-    parser.add_argument("--context", type=int, default=1024)
-    parser.add_argument("--tag", default="", help="a name for this tree in the output file's name and record")
     args = parser.parse_args()
     words = args.words.split(",")
     layers = [int(n) for n in args.layers.split(",")] if args.layers else None
-    config = model_config(args.model)
-    weights, passes = None, []
-    for m in (int(r) for r in args.rows.split(",")):
-        program = lower(config, rows=m, sms=132, capacity=args.context + 64)
-        if weights is None:
-            weights = device_weights(program, args.model, progress=False)
-        session = DeviceSession(program)
+    passes = []
+    for m, program, weights, session in row_sessions(args):
         runner = DiscreteProgram(program, weights, session)
-        session.set_tokens([TOKEN] * m, config.vocab_size)
         kernels = per_instruction(runner, program, args.context, only=chosen_words(program, words, layers))
         passes.append({"rows": m, "kernels": kernels})
         for w in words:
@@ -66,7 +50,6 @@ def main() -> None:
                 print(json.dumps({"tag": args.tag, "rows": m, "word": w, "words": len(us),
                                   "mean_us": round(sum(us) / len(us), 2)}), flush=True)
         runner = session = None
-        cupy.get_default_memory_pool().free_all_blocks()
     write_tagged(args, "time_words", passes)
 
 

@@ -87,11 +87,12 @@ __device__ inline void stage_raw(const Buffer& buf, int row0, int R, int n, int 
     }
 }
 
-// Lane c's state segment (GDN_PER_THREAD floats of s) to first + c * stride, the warp writing whole lines:
-// eight lanes' segments at a time go through the warp's transpose rows, then each line is written by 8
-// lanes, 16 bytes each. All lanes of the warp.
-__device__ inline void store_state(float* first, int stride, const float (&s)[GDN_PER_THREAD],
+// Each lane's state segment (GDN_PER_THREAD floats of s) to its own `mine` (lane c's at lane 0's + c *
+// stride), the warp writing whole lines: eight lanes' segments at a time go through the warp's transpose
+// rows, then each line is written by 8 lanes, 16 bytes each. All lanes of the warp.
+__device__ inline void store_state(float* mine, int stride, const float (&s)[GDN_PER_THREAD],
                                    float (*rows)[GDN_TRANSPOSE_STRIDE], int lane) {
+    float* first = mine - lane * stride;
 #pragma unroll
     for (int r = 0; r < 32 / GDN_TRANSPOSE_LINES; ++r) {
         __syncwarp();
@@ -157,7 +158,6 @@ __device__ inline void gdn_tile(const Ctx& ctx, const Word& w, int tile, GdnSmem
     const int warp = tid >> 5, lane = tid & 31;
     const bool active = v < dv;  // warp-uniform: dv is a multiple of 32
     float* column = active ? state.at<float>(j, v * dk + i0) : nullptr;
-    float* warp_first = active ? state.at<float>(j, (v - lane) * dk + i0) : nullptr;
     if (active) asm volatile("prefetch.global.L2 [%0];" ::"l"(column));
     // gates: beta = bf16(sigmoid(b)), g = -exp(A_log) softplus(a + dt_bias); the state decays by exp(g).
     if (tid < count) {
@@ -239,7 +239,7 @@ __device__ inline void gdn_tile(const Ctx& ctx, const Word& w, int tile, GdnSmem
             }
         }
         if (r < pending) {  // a kept row of the last speculative pass: no output
-            if (r == pending - 1 && speculative && active) store_state(warp_first, dk, s, sm.x.transpose[warp], lane);
+            if (r == pending - 1 && speculative && active) store_state(column, dk, s, sm.x.transpose[warp], lane);
             continue;
         }
         // out_part: written after this row's first barrier, read after its second; the next output row
@@ -252,7 +252,7 @@ __device__ inline void gdn_tile(const Ctx& ctx, const Word& w, int tile, GdnSmem
             sm.o[r - pending][v] = to_bf16(total);
         }
     }
-    if (!speculative && active) store_state(warp_first, dk, s, sm.x.transpose[warp], lane);
+    if (!speculative && active) store_state(column, dk, s, sm.x.transpose[warp], lane);
     __syncthreads();
     // 5. The gated RMSNorm of each row's head, a warp per row: bf16(bf16(w * bf16(o * rsqrt(mean(o^2) +
     // eps))) * silu(z)), lane l holding values l, l + 32, ... (the order the GEMV prologue used).
