@@ -150,6 +150,19 @@ __device__ __forceinline__ void copy_async16(u32 dst, const void* src) {  // dst
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
 }
 
+// Weights are read once a step: their lines go first when L2 needs room, so that what is read again soon
+// (the Program's words and records, activations) stays in L2 across a word's stream.
+__device__ __forceinline__ u64 evict_first_policy() {
+    u64 p;
+    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+    return p;
+}
+
+__device__ __forceinline__ void copy_async16_once(u32 dst, const void* src) {  // read once a step
+    asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
+                 "l"(evict_first_policy()) : "memory");
+}
+
 __device__ __forceinline__ void copies_commit() {
     asm volatile("cp.async.commit_group;" ::: "memory");
 }
@@ -242,7 +255,7 @@ constexpr int UNIT_BYTES = WARP_ROWS * K_BLOCK;
 // commit; the lane alone reads them back, so it needs no barrier.
 __device__ __forceinline__ void stage_unit(u32 slot, const u8* unit) {
 #pragma unroll
-    for (int i = 0; i < 4; ++i) copy_async16(slot + 512 * i, unit + 512 * i);
+    for (int i = 0; i < 4; ++i) copy_async16_once(slot + 512 * i, unit + 512 * i);
     copies_commit();
 }
 
@@ -310,8 +323,8 @@ __device__ __forceinline__ void stage_block(u32 slot, const u8* row_g, u32 g8_de
                                             int g, int t) {
     const u8* src = row_g + static_cast<size_t>(block) * row_bytes;
     for (int piece = t; piece < row_bytes / PIECE; piece += 4) {
-        copy_async16(slot + g * row_bytes + PIECE * swizzled(piece, g), src + PIECE * piece);
-        copy_async16(slot + (g + 8) * row_bytes + PIECE * swizzled(piece, g + 8), src + g8_delta + PIECE * piece);
+        copy_async16_once(slot + g * row_bytes + PIECE * swizzled(piece, g), src + PIECE * piece);
+        copy_async16_once(slot + (g + 8) * row_bytes + PIECE * swizzled(piece, g + 8), src + g8_delta + PIECE * piece);
     }
     copies_commit();
 }
