@@ -62,13 +62,14 @@ extern "C" __global__ void __launch_bounds__(512) read_bandwidth(const uint4* da
 // --- one kernel per op family: block b runs tile b of the instruction's stage --------------------------
 #define PROGRAM_ARGS unsigned char *arena, const unsigned char *weights, const unsigned char *program, int word
 
-// Every GEMV word (fp8 segments from their 16-row units, bf16 ones row-major: gemv.cuh). Two blocks per SM
-// (64 registers, no spill): the launcher gives a word's tiles a ring small enough for two where it can.
-extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS, 2) tile_gemv(PROGRAM_ARGS, int stage) {
+// Every GEMV word (fp8 segments from their 16-row units, bf16 ones row-major: gemv.cuh), split-K ones
+// finished in the same launch by the slice that lands last (gemv_tile.cuh gemv_finish_last; `arrivals`:
+// the launcher's zeroed counters, indexed as the megakernel's arrival counters). Two blocks per SM (64
+// registers, no spill): the launcher gives a word's tiles a ring small enough for two where it can.
+extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS, 2) tile_gemv(PROGRAM_ARGS, unsigned int* arrivals) {
     extern __shared__ __align__(16) unsigned char smem[];
     const mk::Ctx ctx{arena, weights, program};
-    if (stage == 0) mk::gemv_main_tile(ctx, ctx.word(word), blockIdx.x, smem);
-    else mk::gemv_reduce_tile(ctx, ctx.word(word), blockIdx.x, smem);
+    mk::gemv_main_tile(ctx, ctx.word(word), blockIdx.x, smem, arrivals);
 }
 
 // Dynamic shared memory: GdnSmem is over the 48 KB a static array may take. The launcher gives it what it

@@ -1,10 +1,12 @@
-"""The discrete build: a compiled Program run as one kernel launch per instruction stage, eagerly or
-replayed from a CUDA graph captured once.
+"""The discrete build: a compiled Program run as one kernel launch per instruction, eagerly or replayed
+from a CUDA graph captured once.
 
-Launch i of a step runs every tile of one stage of one word (grid = the stage's tiles, block b = tile
-b), so stream order gives every dependency the Program's counters encode; the counters themselves
-are the megakernel's business. Nothing a launch reads changes between steps except device memory
-(the control block holds step, position and tokens), so the captured graph replays unchanged.
+Launch i of a step runs every main tile of one word (grid = the word's tiles, block b = tile b), so
+stream order gives every dependency the Program's counters encode; the counters themselves are the
+megakernel's business. A split-K GEMV has no reduce launch: the slice that lands last finishes its row
+group in the same launch (gemv_tile.cuh gemv_finish_last), counting arrivals in `self.arrivals`, which
+every finished word leaves zero. Nothing a launch reads changes between steps except device memory (the
+control block holds step, position and tokens), so the captured graph replays unchanged.
 """
 
 from __future__ import annotations
@@ -53,18 +55,17 @@ class DiscreteProgram:
         whole_smem_kernels = {Op.ATTN_SCORES, Op.ATTN_PV, Op.GDN_CORE}
         for op in whole_smem_kernels:
             mod.get_function(KERNEL_OF[op]).max_dynamic_shared_size_bytes = self.smem
-        self.launches = []  # (word index, kernel, tiles, shared bytes, GEMV stage or None)
+        # split-K arrivals, indexed as the megakernel's arrival counters (one per row group)
+        self.arrivals = cupy.zeros(max(1, len(program.counters)), dtype=cupy.uint32)
+        self.launches = []  # (word index, kernel, tiles, shared bytes, whether a GEMV)
         for i, w in enumerate(program.words):
             if w.opcode == Op.NOP:
                 continue
             if w.opcode in GEMV_OPS:
-                smem = self._gemv_smem(w)
-                self.launches.append((i, gemv, w.tiles, smem, 0))
-                if w.reduce_tiles:
-                    self.launches.append((i, gemv, w.reduce_tiles, smem, 1))
+                self.launches.append((i, gemv, w.tiles, self._gemv_smem(w), True))
             else:
                 smem = self.smem if w.opcode in whole_smem_kernels else 0
-                self.launches.append((i, mod.get_function(KERNEL_OF[w.opcode]), w.tiles, smem, None))
+                self.launches.append((i, mod.get_function(KERNEL_OF[w.opcode]), w.tiles, smem, False))
         self.graph = None
         self.threads = cuda_build.tile_threads()
 
@@ -83,9 +84,9 @@ class DiscreteProgram:
         return len(self.launches)
 
     def _launch(self, launch) -> None:
-        i, kernel, tiles, smem, stage = launch
+        i, kernel, tiles, smem, is_gemv = launch
         args = (self.session.arena, self.weights.data, self.bytes, np.int32(i))
-        kernel((tiles,), (self.threads,), args + (() if stage is None else (np.int32(stage),)), shared_mem=smem)
+        kernel((tiles,), (self.threads,), args + ((self.arrivals,) if is_gemv else ()), shared_mem=smem)
 
     def launch_eager(self) -> None:
         """One pass, launch by launch, on the current stream; no host-side checks (benchmarks time this)."""
@@ -93,7 +94,7 @@ class DiscreteProgram:
             self._launch(launch)
 
     def run_word(self, index: int) -> None:
-        """Every stage of word `index` alone (tests compare single instructions with the interpreter)."""
+        """Word `index` alone (tests compare single instructions with the interpreter)."""
         for launch in self.launches:
             if launch[0] == index:
                 self._launch(launch)

@@ -1,5 +1,5 @@
 """One eager decode step of the 27B synthetic model's discrete build (weights generated on the GPU), for
-Nsight Compute to profile chosen launches: the kernels run in program order, one launch per (word, stage).
+Nsight Compute to profile chosen launches: the kernels run in program order, one launch per word.
 
   ncu --kernel-name tile_gemv --launch-count 24 --section SpeedOfLight ... \\
       python experiments/profile_step.py [--rows 8] [--context 1024]
@@ -35,11 +35,11 @@ def main() -> None:
     session.set_tokens([9707] * args.rows, config.vocab_size)
     session.set_position(args.context - 1)
     seen: dict[str, int] = {}
-    for word, kernel, tiles, smem, stage in runner.launches:
-        name = GEMV_KERNEL if stage is not None else KERNEL_OF[program.words[word].opcode]
+    for word, kernel, tiles, smem, is_gemv in runner.launches:
+        name = GEMV_KERNEL if is_gemv else KERNEL_OF[program.words[word].opcode]
         n = seen.get(name, 0)
         seen[name] = n + 1
-        print(f"{name} {n:4d}: word {word:3d} {program.words[word].opcode.name:26s} stage {stage} "
+        print(f"{name} {n:4d}: word {word:3d} {program.words[word].opcode.name:26s} "
               f"tiles {tiles:4d} smem {smem}")
     runner.launch_eager()
     cupy.cuda.Device().synchronize()

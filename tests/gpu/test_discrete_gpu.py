@@ -19,7 +19,7 @@ from compiler import lower  # noqa: E402
 from compiler.interpreter import Interpreter  # noqa: E402
 from discrete.launcher import DiscreteProgram  # noqa: E402
 from discrete.observe import observe_device  # noqa: E402
-from isa import DType, Kind  # noqa: E402
+from isa import DType, Kind, Op  # noqa: E402
 from isa.opcodes import CTRL_LANE, CTRL_POSITION  # noqa: E402
 from megakernel.measurement.checker import Goldens, check  # noqa: E402
 from megakernel.runtime.device import DeviceSession, DeviceWeights  # noqa: E402
@@ -175,6 +175,17 @@ def test_graph_equals_eager_and_runs_repeat_bit_for_bit(tiny_weights):
             assert np.array_equal(a[name], b[name]), f"graph differs from eager in {name}"
             assert np.array_equal(a[name], c[name]), f"a second eager run differs in {name}"
     assert eager[-1]["ctrl"].view(np.int32)[1] == 6  # position advanced by HANDOFF
+
+
+def test_split_k_words_finish_in_their_own_launch_and_leave_their_arrivals_zero(tiny_weights):
+    """No reduce launches: the slice that lands last finishes its row group (gemv_finish_last) and zeroes
+    its arrival counter, so the next step (eager or graph) counts from zero again."""
+    program, runner = build(tiny_weights, 1)
+    assert any(w.k_slices > 1 for w in program.words)
+    assert len(runner.launches) == sum(w.opcode != Op.NOP for w in program.words)
+    run_steps(runner, TOKENS[:2], graph=False)
+    run_steps(runner, TOKENS[2:4], graph=True)
+    assert int(runner.arrivals.max()) == 0
 
 
 @pytest.mark.parametrize("m", [2, 5, 8])

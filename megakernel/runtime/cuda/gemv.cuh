@@ -428,8 +428,8 @@ __device__ inline void gemv_block_rows(float (&acc)[4], bool fp8, const u8* weig
     const int blocks = b1 - b0;
     // The rows' block scales for the slice, into shared memory once (one L2 read per block would stall it).
     if (fp8) {
-        const __nv_bfloat16* scale_row = scale + static_cast<size_t>(row0 / ROW_BLOCK) * (k / K_BLOCK) + b0;
-        for (int i = threadIdx.x; i < blocks; i += TILE_THREADS) scales[i] = __bfloat162float(scale_row[i]);
+        const __nv_bfloat16* scale_row = scale + static_cast<size_t>(row0 / ROW_BLOCK) * (k / K_BLOCK);
+        for (int b = b0 + threadIdx.x; b < b1; b += TILE_THREADS) scales[b - b0] = __bfloat162float(scale_row[b]);
     }
     __syncthreads();
     acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;

@@ -384,6 +384,51 @@ __device__ inline void gemv_epilogue(const Ctx& ctx, const Word& w, const RowGro
 }
 
 
+// --- split-K in one launch (the discrete build) --------------------------------------------------------
+// The discrete build runs a split-K word as one launch: each main tile, once its partials are in scratch,
+// counts itself on its row group's arrival counter (arrivals[arrival_base + group], zero between steps);
+// the tile that brings the count to S adds the group's S partials in order, as the reduce tile would (the
+// same bits whichever tile it is), zeroes the counter for the next step and applies the epilogue. No tile
+// waits, so no schedule can deadlock. The megakernel keeps its reduce stage, whose placement the validator
+// proves.
+__device__ __forceinline__ u32 arrive_acq_rel(u32* counter) {
+    u32 old;
+    asm volatile("atom.add.acq_rel.gpu.global.u32 %0, [%1], 1;" : "=r"(old) : "l"(counter) : "memory");
+    return old;
+}
+
+// The group's S partials (read from L2: other blocks wrote them) added in order into y.
+__device__ inline void sum_partials(const Ctx& ctx, const Word& w, const RowGroup& rg, const GemvSmem& sm) {
+    const Buffer scratch = ctx.buffer(w.buf_scratch());
+    const int m = w.rows(), rows = rg.r1 - rg.r0, S = w.k_slices(), n = w.n();
+    const int halves = w.opcode() == OP_NORM_GATE_UP ? 2 : 1;
+    for (int i = threadIdx.x; i < halves * m * rows; i += TILE_THREADS) {
+        const int half = i / (m * rows), row = i / rows % m, j = i % rows, col = half * n + rg.r0 + j;
+        float acc = __ldcg(scratch.at<float>(row, col));
+        for (int s = 1; s < S; ++s) acc = add_rn(acc, __ldcg(scratch.at<float>(s * m + row, col)));
+        sm.y_at(half, row)[j] = acc;
+    }
+    __syncthreads();
+}
+
+// All threads, after the tile's partials are written: whether this tile finishes the group (y then holds
+// the group's sums).
+__device__ inline bool gemv_finish_last(const Ctx& ctx, const Word& w, int group, const RowGroup& rg,
+                                        const GemvSmem& sm, u32* arrivals) {
+    __syncthreads();  // every partial of this tile written (thread 0's release covers them)
+    bool last = false;
+    if (threadIdx.x == 0) {
+        u32* counter = arrivals + w.arrival_base() + group;
+        last = arrive_acq_rel(counter) == static_cast<u32>(w.k_slices() - 1);
+        if (last) *counter = 0;  // no tile of this word counts again before the next launch
+    }
+    // thread 0's answer to every thread (tile_gemv takes all the shared memory the device allows as
+    // dynamic memory: it can have no static shared variable)
+    if (!__syncthreads_or(last)) return false;
+    sum_partials(ctx, w, rg, sm);
+    return true;
+}
+
 // --- tiles ---------------------------------------------------------------------------------------------
 // A main-stage tile in two parts that share nothing but (ctx, w, tile): the input rows (prologue, then for
 // fp8 weights the f16 operand), and the GEMV passes with their epilogue. Few values live across the seam
@@ -411,7 +456,8 @@ __device__ inline void gemv_main_input(const Ctx& ctx, const Word& w, int tile, 
     if (fp8 && !fuses_operand(w.opcode())) f16_operand(sm.x, mt.width, sm.x, mt.width, mt.m, mt.b1 - mt.b0, sm.x_p);
 }
 
-__device__ inline void gemv_main_passes(const Ctx& ctx, const Word& w, int tile, u8* smem) {
+// arrivals: the discrete build's split-K counters (gemv_finish_last below), nullptr in the megakernel.
+__device__ inline void gemv_main_passes(const Ctx& ctx, const Word& w, int tile, u8* smem, u32* arrivals = nullptr) {
     const GemvSmem sm(smem);
     const MainTile mt(ctx, w, tile);
     const RowGroup rg = row_group(ctx, w, tile % mt.groups);
@@ -436,33 +482,24 @@ __device__ inline void gemv_main_passes(const Ctx& ctx, const Word& w, int tile,
             const int half = i / (m * rows), row = i / rows % m, j = i % rows;
             *scratch.at<float>(s * m + row, half * n + rg.r0 + j) = sm.y_at(half, row)[j];
         }
-        return;
+        if (arrivals == nullptr || !gemv_finish_last(ctx, w, tile % mt.groups, rg, sm, arrivals)) return;
     }
     gemv_epilogue(ctx, w, rg, sm);
 }
 
 
-__device__ inline void gemv_main_tile(const Ctx& ctx, const Word& w, int tile, u8* smem) {
+__device__ inline void gemv_main_tile(const Ctx& ctx, const Word& w, int tile, u8* smem, u32* arrivals) {
     tile_stamp(0, true);
     gemv_main_input(ctx, w, tile, smem);
     tile_stamp(1);
-    gemv_main_passes(ctx, w, tile, smem);
+    gemv_main_passes(ctx, w, tile, smem, arrivals);
     tile_stamp(4, true);
 }
 
 __device__ inline void gemv_reduce_tile(const Ctx& ctx, const Word& w, int tile, u8* smem) {
     const GemvSmem sm(smem);
     const RowGroup rg = row_group(ctx, w, tile);
-    const Buffer scratch = ctx.buffer(w.buf_scratch());
-    const int m = w.rows(), rows = rg.r1 - rg.r0, S = w.k_slices(), n = w.n();
-    const int halves = w.opcode() == OP_NORM_GATE_UP ? 2 : 1;
-    for (int i = threadIdx.x; i < halves * m * rows; i += TILE_THREADS) {
-        const int half = i / (m * rows), row = i / rows % m, j = i % rows, col = half * n + rg.r0 + j;
-        float acc = *scratch.at<float>(row, col);
-        for (int s = 1; s < S; ++s) acc = add_rn(acc, *scratch.at<float>(s * m + row, col));
-        sm.y_at(half, row)[j] = acc;
-    }
-    __syncthreads();
+    sum_partials(ctx, w, rg, sm);
     gemv_epilogue(ctx, w, rg, sm);
 }
 
