@@ -59,7 +59,7 @@ extern "C" __global__ void __launch_bounds__(512) read_bandwidth(const uint4* da
     if (x == 0x12345678u) sink[0] = x;  // keeps the loads alive; practically never taken
 }
 
-// --- one kernel per op family: block b runs tile b of the instruction's stage --------------------------
+// --- one kernel per op family: block b runs tile b of the instruction ----------------------------------
 #define PROGRAM_ARGS unsigned char *arena, const unsigned char *weights, const unsigned char *program, int word
 
 // Every GEMV word (fp8 segments from their 16-row units, bf16 ones row-major: gemv.cuh), split-K ones
