@@ -77,6 +77,9 @@ def main(argv: list[str] | None = None) -> None:
     names = [t.name for t in args.tree]
     if len(set(names)) != len(names):
         parser.error(f"tree names must differ: {names}")
+    for tree in args.tree:
+        if not os.path.isfile(os.path.join(tree.path, "experiments", "time_step.py")):
+            parser.error(f"--tree {tree.name}={tree.path}: no experiments/time_step.py there")
     out = os.path.abspath(args.out)
     os.makedirs(out, exist_ok=True)
     runs: dict[str, list[dict]] = {t.name: [] for t in args.tree}
@@ -89,12 +92,16 @@ def main(argv: list[str] | None = None) -> None:
             env["GIT_COMMIT"] = tree.commit
         command = [sys.executable, "time_step.py", "--out", out, "--tag", tag, "--rows", args.rows,
                    "--context", str(args.context)]
-        done = subprocess.run(command, cwd=os.path.join(root, "experiments"), env=env, timeout=args.timeout,
-                              capture_output=True, text=True)
         path = os.path.join(out, f"time_step_{tag}.json")
-        if done.returncode != 0 or not os.path.exists(path):
+        try:
+            done = subprocess.run(command, cwd=os.path.join(root, "experiments"), env=env, timeout=args.timeout,
+                                  capture_output=True, text=True)
+            why = f"status {done.returncode}: {(done.stderr.strip().splitlines() or [''])[-1]}"
+        except subprocess.TimeoutExpired:
+            done, why = None, f"over {args.timeout} s"
+        if done is None or done.returncode != 0 or not os.path.exists(path):
             failed.append(tag)
-            print(f"{tag}: failed (status {done.returncode}): {done.stderr.strip().splitlines()[-1:]}", flush=True)
+            print(f"{tag}: failed ({why})", flush=True)
             continue
         with open(path) as f:
             runs[tree.name].append(json.load(f))

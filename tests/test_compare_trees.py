@@ -72,7 +72,7 @@ def test_a_failed_run_is_named_and_the_others_still_summarised(tmp_path):
     assert result["failed"] == ["broken_r1"] and [m["tree"] for m in result["means"]] == ["base"]
 
 
-@pytest.mark.parametrize("spec", ["nopath", "=path", "name="])
+@pytest.mark.parametrize("spec", ["nopath", "=path", "name=", "name=/no/such/tree"])
 def test_a_malformed_tree_is_refused(spec):
     compare = load()
     with pytest.raises(SystemExit):
