@@ -39,7 +39,7 @@ def at_context(runner, context: int, fn):
 
 
 def per_instruction(runner, program, context: int, reps: int = 10, iters: int = 5, only=None) -> list[dict]:
-    """Device time of each word (its main and reduce launches), by bench_gemv.graph_us: the launches
+    """Device time of each word (its launches), by bench_gemv.graph_us: the launches
     repeated `reps` times in one CUDA graph, replayed `iters` times between CUDA events (host launch cost
     and event overhead excluded). Only HANDOFF moves the position, and only after its own timing.
     `only`: the word indices to time (default all)."""

@@ -3,7 +3,7 @@ differ only in some GEMVs' k-slices and row-group rows, interleaved in one proce
 (tiling_bench.json, docs/RESULTS_FILES.md).
 
 Why: the 27B's gate_up has 136 row groups for 132 SMs, its in_proj 130, its out_proj and down 40: more
-k-slices cut tiles smaller at the price of partial sums and a reduce launch, fewer rows per group
+k-slices cut tiles smaller at the price of partial sums and their reduction, fewer rows per group
 (plan.row_tile) at the price of a prologue per tile.
 
   python experiments/bench_tiling.py --out DIR [--variants landed,v1,gate_up=4,out=1@16] [--context 1024] [--rows 8]

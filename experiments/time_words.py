@@ -29,6 +29,11 @@ def chosen_words(program, words: list[str], layers: list[int] | None) -> set[int
     return out
 
 
+def word_times(kernels: list[dict], word: str) -> list[float]:
+    """The us of every timed kernel named `word` (a name without its layer, or a whole name)."""
+    return [k["us"] for k in kernels if k["name"] == word or k["name"].endswith("." + word)]
+
+
 def main() -> None:
     from discrete.launcher import DiscreteProgram
 
@@ -45,7 +50,7 @@ def main() -> None:
         kernels = per_instruction(runner, program, args.context, only=chosen_words(program, words, layers))
         passes.append({"rows": m, "kernels": kernels})
         for w in words:
-            us = [k["us"] for k in kernels if k["name"] == w or k["name"].endswith("." + w)]
+            us = word_times(kernels, w)
             if us:
                 print(json.dumps({"tag": args.tag, "rows": m, "word": w, "words": len(us),
                                   "mean_us": round(sum(us) / len(us), 2)}), flush=True)

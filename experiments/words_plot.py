@@ -9,17 +9,15 @@ from __future__ import annotations
 import argparse
 import json
 
+from time_words import word_times
+
 
 def word_us(path: str, word: str) -> dict[int, float]:
     """rows -> the word's mean us over the file's layers."""
     with open(path) as f:
         passes = json.load(f)["passes"]
-    out = {}
-    for p in passes:
-        us = [k["us"] for k in p["kernels"] if k["name"] == word or k["name"].endswith("." + word)]
-        if us:
-            out[p["rows"]] = sum(us) / len(us)
-    return out
+    times = {p["rows"]: word_times(p["kernels"], word) for p in passes}
+    return {rows: sum(us) / len(us) for rows, us in times.items() if us}
 
 
 def main() -> None:

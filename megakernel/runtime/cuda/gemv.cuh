@@ -425,7 +425,6 @@ __device__ inline void gemv_block_rows(float (&acc)[4], bool fp8, const u8* weig
                                        const signed char* x_p, int x_stride, int m, u8* ring, int ring_bytes,
                                        float* scales) {
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    const int blocks = b1 - b0;
     // The rows' block scales for the slice, into shared memory once (one L2 read per block would stall it).
     if (fp8) {
         const __nv_bfloat16* scale_row = scale + static_cast<size_t>(row0 / ROW_BLOCK) * (k / K_BLOCK);
