@@ -54,12 +54,16 @@ def _module_on(device_id: int):
     return cuda_build.module(SOURCE, device_id)
 
 
-def gemv_slices(weight, scale, x, slices: int, out=None, in_units: bool = False, tile_rows: int = plan.ROW_BLOCK):
+def gemv_slices(weight, scale, x, slices: int, out=None, in_units: bool = False, tile_rows: int = plan.ROW_BLOCK,
+                as_launched: bool = False):
     """fp32 slice sums [S, M, N] of weight [N, K] (uint8 e4m3 with uint16 bf16 scales, or uint16 bf16 with
     scale None) times x [M, K] (uint16 bf16 bits), M <= MAX_ROWS; into `out` when given (no allocation,
     so the launch can be captured in a CUDA graph). fp8 weights are row-major and laid out in units here,
     or already in units (`in_units`, weight_layout.to_units: what a timed loop passes). One block computes
-    `tile_rows` rows (a multiple of 16 up to 128; fp8: a divisor of 128, the rows of one scale block)."""
+    `tile_rows` rows (a multiple of 16 up to 128; fp8: a divisor of 128, the rows of one scale block).
+    Shared memory: all one block may take (the deepest ring), or `as_launched`, what the discrete build's
+    launcher gives a word of this shape (two blocks per SM where a ring two k-blocks deep fits:
+    cuda_build.gemv_launch_smem); the sums are the same either way."""
     import cupy
 
     n, k = weight.shape
@@ -78,6 +82,10 @@ def gemv_slices(weight, scale, x, slices: int, out=None, in_units: bool = False,
     args = (np.int32(n), np.int32(k), np.int32(m), np.int32(slices), np.int32(tile_rows))
     grid = (n // tile_rows, slices)
     smem = cuda_build.max_dynamic_smem()  # the input rows, then the weight ring in the rest (gemv.cuh)
+    if as_launched:
+        width = max(b1 - b0 for b0, b1 in (plan.slice_blocks(k, slices, s) for s in range(slices))) * plan.K_BLOCK
+        smem = cuda_build.gemv_launch_smem(cuda_build.gemv_smem(m, width, 1 if scale is not None else 2,
+                                                                cuda_build.TWO_BLOCK_RING))
     if scale is None:
         _kernel("gemv_bf16_slices", smem)(grid, (gemv_threads(),), (weight, x, out, *args), shared_mem=smem)
     else:

@@ -69,15 +69,10 @@ class DiscreteProgram:
         self.graph = None
         self.threads = cuda_build.tile_threads()
 
-    TWO_BLOCK_RING = 2  # k-blocks per warp in flight when two tiles share an SM (D23)
-    BLOCK_RESERVE = 1024  # shared memory the hardware keeps per resident block (Hopper)
-
     def _gemv_smem(self, w) -> int:
-        """Two tiles per SM where a ring two k-blocks deep lets them share its shared memory (a 1 KB
-        reserve each), else one with all the device offers (the deepest ring). The ring's depth orders
-        nothing: the sums are the same either way."""
-        lean = cuda_build.gemv_word_smem(self.program, w, self.TWO_BLOCK_RING)
-        return lean if 2 * (lean + self.BLOCK_RESERVE) <= cuda_build.smem_per_sm() else self.smem
+        """Two tiles per SM where a ring two k-blocks deep lets them share its shared memory, else one with
+        all the device offers (cuda_build.gemv_launch_smem)."""
+        return cuda_build.gemv_launch_smem(cuda_build.gemv_word_smem(self.program, w, cuda_build.TWO_BLOCK_RING))
 
     @property
     def graph_nodes(self) -> int:

@@ -5,7 +5,11 @@ eager launches with the host's launch cost; `fit`: stream fraction and fixed cos
 shapes at M = 1), plus the registers and resident blocks per SM of each kernel and a k-slice sweep
 of every fp8 shape at M = 1 (`slice_sweep`: grid tiles and waves against the SM count).
 
-  python experiments/bench_gemv.py --out DIR [--iters 50] [--shapes in_proj,down] [--no-sweep]
+  python experiments/bench_gemv.py --out DIR [--iters 50] [--shapes in_proj,down] [--no-sweep] [--deepest-ring]
+
+Each launch gets the shared memory the discrete build's launcher gives a word of its shape (two blocks per
+SM where a ring two k-blocks deep fits, `blocks_per_sm` in each row), or with --deepest-ring all one block
+may take (one block per SM: what this bench measured before D39).
 
 Weights are random e4m3 bytes (NaN codes avoided) with small positive scales; each shape rotates over
 enough copies to exceed 2 x L2, so no timing is served from the cache.
@@ -90,10 +94,12 @@ def random_fp8(shape):
     return cupy.where((raw & 0x7F) == 0x7F, raw ^ 1, raw).astype(cupy.uint8)  # no NaN codes
 
 
-def bench_shape(name, n, k, slices, is_fp8, iters, bandwidth, ms=(1, 8), tile_rows=128):
+def bench_shape(name, n, k, slices, is_fp8, iters, bandwidth, ms=(1, 8), tile_rows=128, as_launched=True):
     import cupy
 
     from discrete.kernels import gemv_slices
+    from megakernel.model import plan
+    from megakernel.runtime import cuda_build
 
     elem = 1 if is_fp8 else 2
     nbytes = n * k * elem
@@ -110,16 +116,21 @@ def bench_shape(name, n, k, slices, is_fp8, iters, bandwidth, ms=(1, 8), tile_ro
         out = cupy.empty((slices, m, n), dtype=cupy.float32)
 
         def launch(i, x=x, out=out):
-            gemv_slices(weights[i % copies], scales[i % copies], x, slices, out=out, in_units=True, tile_rows=tile_rows)
+            gemv_slices(weights[i % copies], scales[i % copies], x, slices, out=out, in_units=True, tile_rows=tile_rows,
+                        as_launched=as_launched)
 
         us, p10, p90 = graph_us(launch, iters)
         eager, _, _ = median_us(launch, iters)
         moved = nbytes + (0 if scales[0] is None else scales[0].nbytes) + m * k * 2 + slices * m * n * 4
+        width = max(b1 - b0 for b0, b1 in (plan.slice_blocks(k, slices, s) for s in range(slices))) * plan.K_BLOCK
+        two_blocks = as_launched and cuda_build.gemv_launch_smem(cuda_build.gemv_smem(
+            m, width, 1 if is_fp8 else 2, cuda_build.TWO_BLOCK_RING)) < cuda_build.max_dynamic_smem()
         rows.append({"name": name, "shape": [n, k], "dtype": "fp8" if is_fp8 else "bf16", "rows": m,
-                     "k_slices": slices, "tile_rows": tile_rows, "bytes": moved, "us": round(us, 2), "us_p10": round(p10, 2),
+                     "k_slices": slices, "tile_rows": tile_rows, "tiles": n // tile_rows * slices,
+                     "blocks_per_sm": 2 if two_blocks else 1, "bytes": moved, "us": round(us, 2), "us_p10": round(p10, 2),
                      "us_p90": round(p90, 2), "bandwidth_fraction": round(moved / us / 1e3 / bandwidth, 4),
                      "us_eager": round(eager, 2)})
-        print(f"{name:<24} {n:>7}x{k:<6} M={m} S={slices}@{tile_rows}  {us:8.1f} us  {moved / us / 1e3:7.0f} GB/s  "
+        print(f"{name:<24} {n:>7}x{k:<6} M={m} S={slices}@{tile_rows}x{rows[-1]['blocks_per_sm']}  {us:8.1f} us  {moved / us / 1e3:7.0f} GB/s  "
               f"{rows[-1]['bandwidth_fraction']:.1%} of read bandwidth  (eager back-to-back {eager:.1f} us)")
     return rows
 
@@ -176,7 +187,7 @@ def kernel_facts() -> dict:
     return facts
 
 
-def slice_sweep(shapes, iters: int, bandwidth: float, sms: int) -> list[dict]:
+def slice_sweep(shapes, iters: int, bandwidth: float, sms: int, as_launched: bool = True) -> list[dict]:
     """Every fp8 main-stage shape at k-slice counts 1..16: how the grid (row groups x slices) against the SM
     count decides the time, for the plan's k-slice policy."""
     rows = []
@@ -184,7 +195,7 @@ def slice_sweep(shapes, iters: int, bandwidth: float, sms: int) -> list[dict]:
         for slices in (1, 2, 3, 4, 5, 6, 8, 10, 12, 13, 16):
             if slices > k // 128:
                 continue
-            for row in bench_shape(name, n, k, slices, True, iters, bandwidth, ms=(1,)):
+            for row in bench_shape(name, n, k, slices, True, iters, bandwidth, ms=(1,), as_launched=as_launched):
                 groups = n // 128 * slices
                 row["tiles"], row["waves"] = groups, -(-groups // sms)
                 rows.append(row)
@@ -201,7 +212,10 @@ def main() -> None:
     parser.add_argument("--iters", type=int, default=50)
     parser.add_argument("--shapes", help="comma-separated subset of the shapes (default: all)")
     parser.add_argument("--no-sweep", action="store_true", help="skip the k-slice sweep")
+    parser.add_argument("--deepest-ring", action="store_true",
+                        help="every launch one block per SM with all its shared memory, not as the launcher gives it")
     args = parser.parse_args()
+    as_launched = not args.deepest_ring
     bandwidth = read_bandwidth(args.iters)
     print(f"read bandwidth {bandwidth:.0f} GB/s")
     c = preset("qwen3.5-27b")
@@ -209,20 +223,21 @@ def main() -> None:
     kernels, fp8_shapes = [], {}
     for name, rows, k, slices, is_fp8, tile_rows in gemv_shapes(c):
         if chosen is None or name in chosen:  # qkv's one-head groups are two 128-row passes: timed as 128
-            kernels += bench_shape(name, rows, k, slices, is_fp8, args.iters, bandwidth, tile_rows=min(tile_rows, 128))
+            kernels += bench_shape(name, rows, k, slices, is_fp8, args.iters, bandwidth, tile_rows=min(tile_rows, 128),
+                                   as_launched=as_launched)
             if is_fp8:
                 fp8_shapes[name] = (rows, k)
     sms = cupy.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
     facts = kernel_facts()
     print(facts)
-    sweep = [] if args.no_sweep else slice_sweep(fp8_shapes, args.iters, bandwidth, sms)
+    sweep = [] if args.no_sweep else slice_sweep(fp8_shapes, args.iters, bandwidth, sms, as_launched)
     os.makedirs(args.out, exist_ok=True)
     result = {
         "device": cupy.cuda.runtime.getDeviceProperties(0)["name"].decode(),
         "git_commit": git_commit(),
         "command": "python " + " ".join(sys.argv), "created": datetime.datetime.now(datetime.UTC).isoformat(),
         "model": "synthetic:qwen3.5-27b shapes (random weights)", "read_bandwidth_gbps": round(bandwidth, 1),
-        "sms": sms, "kernel_facts": facts, "kernels": kernels, "fit": stream_fit(kernels, bandwidth),
+        "sms": sms, "launch": "as_launched" if as_launched else "deepest_ring", "kernel_facts": facts, "kernels": kernels, "fit": stream_fit(kernels, bandwidth),
         "slice_sweep": sweep,
     }
     with open(os.path.join(args.out, "gemv_bench.json"), "w") as f:

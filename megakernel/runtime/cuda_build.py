@@ -109,12 +109,31 @@ def gemv_word_smem(program, w, depth: int) -> int:
 
     from ..model import plan
 
-    tile = CUDA_DIR / "gemv_tile.cuh"
-    fixed, ring = define(tile, "GEMV_SMEM_FIXED"), define(tile, "GEMV_MIN_RING")
     width = max(b1 - b0 for b0, b1 in (plan.slice_blocks(w.k, w.k_slices, s) for s in range(w.k_slices)))
     elem = max(2 if e.dtype == DType.BF16 else 1 for e in program.gemv_weights(w))
     width *= plan.K_BLOCK
-    return fixed + 2 * program.rows * width + 128 + max(depth * ring * elem, prologue_stage_bytes(program, w, width))
+    return gemv_smem(program.rows, width, elem, depth, prologue_stage_bytes(program, w, width))
+
+
+def gemv_smem(rows: int, width: int, elem: int, depth: int, staged: int = 0) -> int:
+    """Dynamic shared memory of a GEMV tile (gemv_tile.cuh GemvSmem) over `rows` input rows of a k-slice
+    `width` columns wide, weights of `elem` bytes, a ring `depth` k-blocks deep per warp that also holds
+    the `staged` bytes of a prologue."""
+    tile = CUDA_DIR / "gemv_tile.cuh"
+    fixed, ring = define(tile, "GEMV_SMEM_FIXED"), define(tile, "GEMV_MIN_RING")
+    return fixed + 2 * rows * width + 128 + max(depth * ring * elem, staged)
+
+
+TWO_BLOCK_RING = 2  # k-blocks per warp in flight when two GEMV tiles share an SM (D23)
+BLOCK_RESERVE = 1024  # shared memory the hardware keeps per resident block (Hopper)
+
+
+def gemv_launch_smem(two_block_smem: int) -> int:
+    """The shared memory a GEMV launch gives each tile: `two_block_smem` (its need with a ring
+    TWO_BLOCK_RING deep) where two such tiles fit an SM, else all one block may take (the deepest ring). The
+    ring's depth orders nothing: the sums are the same either way."""
+    fits = 2 * (two_block_smem + BLOCK_RESERVE) <= smem_per_sm()
+    return two_block_smem if fits else max_dynamic_smem()
 
 
 def prologue_stage_bytes(program, w, width: int) -> int:

@@ -239,6 +239,21 @@ __device__ __forceinline__ void copies_wait(int pending) {
 }
 static_assert(MAX_DEPTH == 6, "copies_wait covers pending 0 .. MAX_DEPTH - 1");
 
+// copies_wait as predicated waits, for the GEMV loop: there the switch compiled to an indirect branch (BRX)
+// whose target's fetch stalled the warps at every block (Nsight Compute: no_inst at the loop head, D38);
+// these compile to short forward branches around each wait (D39).
+__device__ __forceinline__ void copies_wait_straight(int pending) {
+    asm volatile(
+        "{\n\t.reg .pred p;\n\t"
+        "setp.eq.s32 p, %0, 0;\n\t@p cp.async.wait_group 0;\n\t"
+        "setp.eq.s32 p, %0, 1;\n\t@p cp.async.wait_group 1;\n\t"
+        "setp.eq.s32 p, %0, 2;\n\t@p cp.async.wait_group 2;\n\t"
+        "setp.eq.s32 p, %0, 3;\n\t@p cp.async.wait_group 3;\n\t"
+        "setp.eq.s32 p, %0, 4;\n\t@p cp.async.wait_group 4;\n\t"
+        "setp.ge.s32 p, %0, 5;\n\t@p cp.async.wait_group 5;\n\t}"
+        ::"r"(pending) : "memory");
+}
+
 __device__ __forceinline__ int swizzled(int piece, int row) {
     return piece ^ ((row & 1) << 2);
 }
@@ -410,6 +425,45 @@ __device__ __forceinline__ void combine_phases(float (&acc)[4], const StripStrea
     }
 }
 
+// One warp's blocks of a pass, landed in order into acc (gemv_block_rows below; FP8: the dtype, so that
+// each dtype has a loop of its own).
+template <bool FP8>
+__device__ __forceinline__ void stream_blocks(float (&acc)[4], const StripStream& st, const __nv_bfloat16* x,
+                                              const signed char* x_p, int x_stride, int m, const float* scales) {
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    if (st.mine == 0) return;
+    const __nv_bfloat16* x_row = x + static_cast<size_t>(g) * x_stride;
+    const bool has_row = g < m;
+    int issued = 0, slot = 0;  // slot = j % depth, kept as a counter (a modulo is a division)
+    for (; issued < st.ahead(); ++issued) st.stage(issued, issued);
+    for (int j = 0; j < st.mine; ++j) {
+        copies_wait_straight(issued - j - 1);  // block j has landed (this lane's pieces: all it reads)
+        const int n = st.block(j);
+        float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        if (FP8) {
+            unit_steps(c, st.slot_at(slot) + PIECE * lane, x_row + n * K_BLOCK, has_row, t);
+            const float s = scales[n];
+            const signed char* p = x_p + 2 * t * MAX_SLICE_BLOCKS + n;
+#pragma unroll
+            for (int q = 0; q < 4; ++q)
+                acc[q] = add_rn(acc[q], mul_rn(mul_rn(s, c[q]), unscale_of(p[(q & 1) * MAX_SLICE_BLOCKS])));
+        } else {
+            for (int h = 0; h < 2; ++h) {
+                Chunk w;
+                read_chunk(w, st.slot_at(slot), st.row_bytes(), g, h, t);
+                chunk_steps(c, w, h, x_row, has_row, n, t);
+            }
+#pragma unroll
+            for (int q = 0; q < 4; ++q) acc[q] = add_rn(acc[q], c[q]);
+        }
+        if (issued < st.mine) {  // the slot is free again: the block `depth` ahead goes into it
+            st.stage(slot, issued);
+            ++issued;
+        }
+        if (++slot == st.depth) slot = 0;
+    }
+}
+
 // All TILE_THREADS threads: the sums of `rows` (<= 128) rows of W [.., k] from row0 (fp8 with bf16 block
 // scales, or bf16 with scale nullptr) over the k-blocks [b0, b1), for input rows x [m, x_stride] (shared
 // memory, k-blocks b0 onwards, m <= 8; fp8: the f16 operand, with its P per (row, block) in x_p [row *
@@ -424,7 +478,6 @@ __device__ inline void gemv_block_rows(float (&acc)[4], bool fp8, const u8* weig
                                        int k, int row0, int rows, int b0, int b1, const __nv_bfloat16* x,
                                        const signed char* x_p, int x_stride, int m, u8* ring, int ring_bytes,
                                        float* scales) {
-    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     // The rows' block scales for the slice, into shared memory once (one L2 read per block would stall it).
     if (fp8) {
         const __nv_bfloat16* scale_row = scale + static_cast<size_t>(row0 / ROW_BLOCK) * (k / K_BLOCK);
@@ -433,37 +486,9 @@ __device__ inline void gemv_block_rows(float (&acc)[4], bool fp8, const u8* weig
     __syncthreads();
     acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
     const StripStream st(fp8, weight, k, row0, rows, b0, b1, ring, ring_bytes);
-    if (st.mine > 0) {
-        const __nv_bfloat16* x_row = x + static_cast<size_t>(g) * x_stride;
-        const bool has_row = g < m;
-        int issued = 0;
-        for (; issued < st.ahead(); ++issued) st.stage(issued, issued);
-        for (int j = 0; j < st.mine; ++j) {
-            copies_wait(issued - j - 1);  // block j has landed (this lane's pieces: all it reads)
-            const int slot = j % st.depth, n = st.block(j);
-            float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-            if (fp8) {
-                unit_steps(c, st.slot_at(slot) + PIECE * lane, x_row + n * K_BLOCK, has_row, t);
-                const float s = scales[n];
-                const signed char* p = x_p + 2 * t * MAX_SLICE_BLOCKS + n;
-#pragma unroll
-                for (int q = 0; q < 4; ++q)
-                    acc[q] = add_rn(acc[q], mul_rn(mul_rn(s, c[q]), unscale_of(p[(q & 1) * MAX_SLICE_BLOCKS])));
-            } else {
-                for (int h = 0; h < 2; ++h) {
-                    Chunk w;
-                    read_chunk(w, st.slot_at(slot), st.row_bytes(), g, h, t);
-                    chunk_steps(c, w, h, x_row, has_row, n, t);
-                }
-#pragma unroll
-                for (int q = 0; q < 4; ++q) acc[q] = add_rn(acc[q], c[q]);
-            }
-            if (issued < st.mine) {  // the slot is free again: the block `depth` ahead goes into it
-                st.stage(slot, issued);
-                ++issued;
-            }
-        }
-    }
+    // one loop per dtype: the dtype's branch stays out of the loop
+    if (fp8) stream_blocks<true>(acc, st, x, x_p, x_stride, m, scales);
+    else stream_blocks<false>(acc, st, x, x_p, x_stride, m, scales);
     combine_phases(acc, st, rows);
 }
 
