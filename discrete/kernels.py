@@ -87,16 +87,16 @@ def gemv_slices(weight, scale, x, slices: int, out=None, in_units: bool = False,
         smem = cuda_build.gemv_launch_smem(cuda_build.gemv_smem(m, width, 1 if scale is not None else 2,
                                                                 cuda_build.TWO_BLOCK_RING))
     if scale is None:
-        _kernel("gemv_bf16_slices", smem)(grid, (gemv_threads(),), (weight, x, out, *args), shared_mem=smem)
+        _kernel("gemv_bf16_slices")(grid, (gemv_threads(),), (weight, x, out, *args), shared_mem=smem)
     else:
-        _kernel("gemv_fp8_slices", smem)(grid, (gemv_threads(),), (weight, scale, x, out, *args), shared_mem=smem)
+        _kernel("gemv_fp8_slices")(grid, (gemv_threads(),), (weight, scale, x, out, *args), shared_mem=smem)
     return out
 
 
 @functools.cache
-def _kernel(name: str, smem: int):
+def _kernel(name: str):
     kernel = module().get_function(name)
-    kernel.max_dynamic_shared_size_bytes = smem
+    kernel.max_dynamic_shared_size_bytes = cuda_build.max_dynamic_smem()  # a launch may then ask for any less
     return kernel
 
 
