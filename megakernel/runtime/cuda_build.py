@@ -22,9 +22,10 @@ def arch_for(major: int, minor: int) -> str:
     return f"sm_{major}{minor}" + ("a" if (major, minor) == (9, 0) else "")
 
 
+@functools.cache
 def define(path: Path, name: str) -> int:
     """An integer constant of a CUDA source (`#define NAME n` or `constexpr int NAME = n;`), so that
-    Python's launch geometry and layout rules have one definition."""
+    Python's launch geometry and layout rules have one definition (read once a process: launch paths ask)."""
     text = path.read_text()
     m = re.search(rf"^\s*(?:#define {name} (\d+)\b|constexpr int {name} = (\d+);)", text, re.MULTILINE)
     if m is None:
