@@ -43,6 +43,15 @@ __device__ __forceinline__ u32 e4m3x2_to_f16x2(u32 two_bytes) {
     return *reinterpret_cast<const u32*>(&h);
 }
 
+// Four e4m3 bytes -> two f16x2 (bytes 0, 1 -> lo; bytes 2, 3 -> hi), exact. Each half is handed to the
+// conversion as a 16-bit register, so the high one compiles to the conversion's .H1 operand selector
+// rather than a shift before it (16 instructions fewer per 2 KB unit, D39).
+__device__ __forceinline__ void e4m3x4_to_f16x2(u32 four_bytes, u32& lo, u32& hi) {
+    asm("{\n\t.reg .b16 l, h;\n\tmov.b32 {l, h}, %2;\n\t"
+        "cvt.rn.f16x2.e4m3x2 %0, l;\n\tcvt.rn.f16x2.e4m3x2 %1, h;\n\t}"
+        : "=r"(lo), "=r"(hi) : "r"(four_bytes));
+}
+
 // d += a (16 x 16, row-major fragment) x b (16 x 8, column-major fragment), fp32 accumulate; F16: f16
 // operands (widened fp8 weights), else bf16.
 template <bool F16>
@@ -239,21 +248,6 @@ __device__ __forceinline__ void copies_wait(int pending) {
 }
 static_assert(MAX_DEPTH == 6, "copies_wait covers pending 0 .. MAX_DEPTH - 1");
 
-// copies_wait as predicated waits, for the GEMV loop: there the switch compiled to an indirect branch (BRX)
-// whose target's fetch stalled the warps at every block (Nsight Compute: no_inst at the loop head, D38);
-// these compile to short forward branches around each wait (D39).
-__device__ __forceinline__ void copies_wait_straight(int pending) {
-    asm volatile(
-        "{\n\t.reg .pred p;\n\t"
-        "setp.eq.s32 p, %0, 0;\n\t@p cp.async.wait_group 0;\n\t"
-        "setp.eq.s32 p, %0, 1;\n\t@p cp.async.wait_group 1;\n\t"
-        "setp.eq.s32 p, %0, 2;\n\t@p cp.async.wait_group 2;\n\t"
-        "setp.eq.s32 p, %0, 3;\n\t@p cp.async.wait_group 3;\n\t"
-        "setp.eq.s32 p, %0, 4;\n\t@p cp.async.wait_group 4;\n\t"
-        "setp.ge.s32 p, %0, 5;\n\t@p cp.async.wait_group 5;\n\t}"
-        ::"r"(pending) : "memory");
-}
-
 __device__ __forceinline__ int swizzled(int piece, int row) {
     return piece ^ ((row & 1) << 2);
 }
@@ -283,13 +277,13 @@ __device__ __forceinline__ void unit_steps(float (&c)[4], u32 slot, const __nv_b
         const uint4 v = load_shared16(slot + 512 * i);
         uint4 xv = make_uint4(0u, 0u, 0u, 0u);
         if (has_row) xv = *reinterpret_cast<const uint4*>(x_block + 32 * i + 8 * t);
-        u32 a[4] = {e4m3x2_to_f16x2(v.x), e4m3x2_to_f16x2(v.y), e4m3x2_to_f16x2(v.x >> 16), e4m3x2_to_f16x2(v.y >> 16)};
+        u32 a[4];
+        e4m3x4_to_f16x2(v.x, a[0], a[2]);
+        e4m3x4_to_f16x2(v.y, a[1], a[3]);
         const u32 b0[2] = {xv.x, xv.y};
         mma_16816<true>(c, a, b0);
-        a[0] = e4m3x2_to_f16x2(v.z);
-        a[1] = e4m3x2_to_f16x2(v.w);
-        a[2] = e4m3x2_to_f16x2(v.z >> 16);
-        a[3] = e4m3x2_to_f16x2(v.w >> 16);
+        e4m3x4_to_f16x2(v.z, a[0], a[2]);
+        e4m3x4_to_f16x2(v.w, a[1], a[3]);
         const u32 b1[2] = {xv.z, xv.w};
         mma_16816<true>(c, a, b1);
     }
@@ -425,19 +419,26 @@ __device__ __forceinline__ void combine_phases(float (&acc)[4], const StripStrea
     }
 }
 
-// One warp's blocks of a pass, landed in order into acc (gemv_block_rows below; FP8: the dtype, so that
-// each dtype has a loop of its own).
-template <bool FP8>
+// One warp's blocks of a pass, landed in order into acc (gemv_block_rows below). FP8: the dtype; DEPTH:
+// the ring's depth fixed at compile time, or 0 for st.depth at run time. Every iteration commits one copy
+// group, an empty one once the blocks run out, so block j always has exactly depth - 1 newer groups: with
+// DEPTH fixed its wait is one instruction (a run-time count compiles to a chain of branches, D39).
+template <bool FP8, int DEPTH>
 __device__ __forceinline__ void stream_blocks(float (&acc)[4], const StripStream& st, const __nv_bfloat16* x,
                                               const signed char* x_p, int x_stride, int m, const float* scales) {
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    if (st.mine == 0) return;
     const __nv_bfloat16* x_row = x + static_cast<size_t>(g) * x_stride;
     const bool has_row = g < m;
-    int issued = 0, slot = 0;  // slot = j % depth, kept as a counter (a modulo is a division)
-    for (; issued < st.ahead(); ++issued) st.stage(issued, issued);
+    const int depth = DEPTH > 0 ? DEPTH : st.depth;
+#pragma unroll
+    for (int i = 0; i < depth; ++i) {
+        if (i < st.mine) st.stage(i, i);
+        else copies_commit();
+    }
+    int slot = 0;  // j % depth, kept as a counter
     for (int j = 0; j < st.mine; ++j) {
-        copies_wait_straight(issued - j - 1);  // block j has landed (this lane's pieces: all it reads)
+        if (DEPTH > 0) asm volatile("cp.async.wait_group %0;" ::"n"(DEPTH > 0 ? DEPTH - 1 : 0) : "memory");
+        else copies_wait(depth - 1);  // block j has landed
         const int n = st.block(j);
         float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
         if (FP8) {
@@ -456,11 +457,28 @@ __device__ __forceinline__ void stream_blocks(float (&acc)[4], const StripStream
 #pragma unroll
             for (int q = 0; q < 4; ++q) acc[q] = add_rn(acc[q], c[q]);
         }
-        if (issued < st.mine) {  // the slot is free again: the block `depth` ahead goes into it
-            st.stage(slot, issued);
-            ++issued;
-        }
-        if (++slot == st.depth) slot = 0;
+        // the slot is free again: the block `depth` ahead goes into it
+        if (j + depth < st.mine) st.stage(slot, j + depth);
+        else copies_commit();
+        if (++slot == depth) slot = 0;
+    }
+}
+
+// fp8 (the decode step's weights): one loop per depth; bf16 (the heads): one loop for every depth, the
+// megakernel's register budget holds no more (its callees spilled with bf16 loops per depth too).
+template <bool FP8>
+__device__ __forceinline__ void stream_blocks(float (&acc)[4], const StripStream& st, const __nv_bfloat16* x,
+                                              const signed char* x_p, int x_stride, int m, const float* scales) {
+    static_assert(MAX_DEPTH == 6, "one loop per depth 1 .. MAX_DEPTH");
+    if (st.mine == 0) return;
+    if (!FP8) return stream_blocks<FP8, 0>(acc, st, x, x_p, x_stride, m, scales);
+    switch (st.depth) {
+        case 1: stream_blocks<FP8, 1>(acc, st, x, x_p, x_stride, m, scales); break;
+        case 2: stream_blocks<FP8, 2>(acc, st, x, x_p, x_stride, m, scales); break;
+        case 3: stream_blocks<FP8, 3>(acc, st, x, x_p, x_stride, m, scales); break;
+        case 4: stream_blocks<FP8, 4>(acc, st, x, x_p, x_stride, m, scales); break;
+        case 5: stream_blocks<FP8, 5>(acc, st, x, x_p, x_stride, m, scales); break;
+        default: stream_blocks<FP8, 6>(acc, st, x, x_p, x_stride, m, scales); break;
     }
 }
 

@@ -413,12 +413,12 @@ __device__ inline void sum_partials(const Ctx& ctx, const Word& w, const RowGrou
 
 // All threads, after the tile's partials are written: whether this tile finishes the group (y then holds
 // the group's sums).
-__device__ inline bool gemv_finish_last(const Ctx& ctx, const Word& w, int group, const RowGroup& rg,
-                                        const GemvSmem& sm, u32* arrivals) {
+__device__ inline bool gemv_finish_last(const Ctx& ctx, const Word& w, const RowGroup& rg, const GemvSmem& sm,
+                                        u32* arrivals) {
     __syncthreads();  // every partial of this tile written (thread 0's release covers them)
     bool last = false;
     if (threadIdx.x == 0) {
-        u32* counter = arrivals + w.arrival_base() + group;
+        u32* counter = arrivals + w.arrival_base() + rg.index;
         last = arrive_acq_rel(counter) == static_cast<u32>(w.k_slices() - 1);
         if (last) *counter = 0;  // no tile of this word counts again before the next launch
     }
@@ -482,7 +482,7 @@ __device__ inline void gemv_main_passes(const Ctx& ctx, const Word& w, int tile,
             const int half = i / (m * rows), row = i / rows % m, j = i % rows;
             *scratch.at<float>(s * m + row, half * n + rg.r0 + j) = sm.y_at(half, row)[j];
         }
-        if (arrivals == nullptr || !gemv_finish_last(ctx, w, tile % mt.groups, rg, sm, arrivals)) return;
+        if (arrivals == nullptr || !gemv_finish_last(ctx, w, rg, sm, arrivals)) return;
     }
     gemv_epilogue(ctx, w, rg, sm);
 }
