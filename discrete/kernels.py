@@ -81,16 +81,21 @@ def gemv_slices(weight, scale, x, slices: int, out=None, in_units: bool = False,
         raise ValueError(f"out must be contiguous float32 {(slices, m, n)}, got {out.dtype} {out.shape}")
     args = (np.int32(n), np.int32(k), np.int32(m), np.int32(slices), np.int32(tile_rows))
     grid = (n // tile_rows, slices)
-    smem = cuda_build.max_dynamic_smem()  # the input rows, then the weight ring in the rest (gemv.cuh)
-    if as_launched:
-        width = max(b1 - b0 for b0, b1 in (plan.slice_blocks(k, slices, s) for s in range(slices))) * plan.K_BLOCK
-        smem = cuda_build.gemv_launch_smem(cuda_build.gemv_smem(m, width, 1 if scale is not None else 2,
-                                                                cuda_build.TWO_BLOCK_RING))
+    smem = gemv_slices_smem(k, m, slices, scale is not None, as_launched)
     if scale is None:
         _kernel("gemv_bf16_slices")(grid, (gemv_threads(),), (weight, x, out, *args), shared_mem=smem)
     else:
         _kernel("gemv_fp8_slices")(grid, (gemv_threads(),), (weight, scale, x, out, *args), shared_mem=smem)
     return out
+
+
+def gemv_slices_smem(k: int, m: int, slices: int, fp8: bool, as_launched: bool) -> int:
+    """Dynamic shared memory of a gemv_slices launch (the input rows, then the weight ring in the rest:
+    gemv.cuh): all one block may take, or `as_launched`, what the launcher gives a word of this shape."""
+    if not as_launched:
+        return cuda_build.max_dynamic_smem()
+    width = max(b1 - b0 for b0, b1 in (plan.slice_blocks(k, slices, s) for s in range(slices))) * plan.K_BLOCK
+    return cuda_build.gemv_launch_smem(cuda_build.gemv_smem(m, width, 1 if fp8 else 2, cuda_build.TWO_BLOCK_RING))
 
 
 @functools.cache

@@ -97,8 +97,7 @@ def random_fp8(shape):
 def bench_shape(name, n, k, slices, is_fp8, iters, bandwidth, ms=(1, 8), tile_rows=128, as_launched=True):
     import cupy
 
-    from discrete.kernels import gemv_slices
-    from megakernel.model import plan
+    from discrete.kernels import gemv_slices, gemv_slices_smem
     from megakernel.runtime import cuda_build
 
     elem = 1 if is_fp8 else 2
@@ -122,15 +121,14 @@ def bench_shape(name, n, k, slices, is_fp8, iters, bandwidth, ms=(1, 8), tile_ro
         us, p10, p90 = graph_us(launch, iters)
         eager, _, _ = median_us(launch, iters)
         moved = nbytes + (0 if scales[0] is None else scales[0].nbytes) + m * k * 2 + slices * m * n * 4
-        width = max(b1 - b0 for b0, b1 in (plan.slice_blocks(k, slices, s) for s in range(slices))) * plan.K_BLOCK
-        two_blocks = as_launched and cuda_build.gemv_launch_smem(cuda_build.gemv_smem(
-            m, width, 1 if is_fp8 else 2, cuda_build.TWO_BLOCK_RING)) < cuda_build.max_dynamic_smem()
+        two_blocks = gemv_slices_smem(k, m, slices, is_fp8, as_launched) < cuda_build.max_dynamic_smem()
         rows.append({"name": name, "shape": [n, k], "dtype": "fp8" if is_fp8 else "bf16", "rows": m,
                      "k_slices": slices, "tile_rows": tile_rows, "tiles": n // tile_rows * slices,
-                     "blocks_per_sm": 2 if two_blocks else 1, "bytes": moved, "us": round(us, 2), "us_p10": round(p10, 2),
-                     "us_p90": round(p90, 2), "bandwidth_fraction": round(moved / us / 1e3 / bandwidth, 4),
+                     "blocks_per_sm": 2 if two_blocks else 1, "bytes": moved, "us": round(us, 2),
+                     "us_p10": round(p10, 2), "us_p90": round(p90, 2), "bandwidth_fraction": round(moved / us / 1e3 / bandwidth, 4),
                      "us_eager": round(eager, 2)})
-        print(f"{name:<24} {n:>7}x{k:<6} M={m} S={slices}@{tile_rows}x{rows[-1]['blocks_per_sm']}  {us:8.1f} us  {moved / us / 1e3:7.0f} GB/s  "
+        geometry = f"S={slices}@{tile_rows}x{rows[-1]['blocks_per_sm']}"
+        print(f"{name:<24} {n:>7}x{k:<6} M={m} {geometry}  {us:8.1f} us  {moved / us / 1e3:7.0f} GB/s  "
               f"{rows[-1]['bandwidth_fraction']:.1%} of read bandwidth  (eager back-to-back {eager:.1f} us)")
     return rows
 
@@ -237,7 +235,8 @@ def main() -> None:
         "git_commit": git_commit(),
         "command": "python " + " ".join(sys.argv), "created": datetime.datetime.now(datetime.UTC).isoformat(),
         "model": "synthetic:qwen3.5-27b shapes (random weights)", "read_bandwidth_gbps": round(bandwidth, 1),
-        "sms": sms, "launch": "as_launched" if as_launched else "deepest_ring", "kernel_facts": facts, "kernels": kernels, "fit": stream_fit(kernels, bandwidth),
+        "sms": sms, "launch": "as_launched" if as_launched else "deepest_ring", "kernel_facts": facts,
+        "kernels": kernels, "fit": stream_fit(kernels, bandwidth),
         "slice_sweep": sweep,
     }
     with open(os.path.join(args.out, "gemv_bench.json"), "w") as f:

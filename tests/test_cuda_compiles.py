@@ -103,23 +103,26 @@ def test_gemv_tiles_fit_the_h200_shared_memory_with_a_ring(rows):
 
 
 @pytest.mark.parametrize("rows", [1, 8])
-def test_bench_gemv_shapes_ask_the_shared_memory_the_launcher_gives_their_words(rows):
-    """bench_gemv's kernels launch `as_launched` with cuda_build.gemv_smem of their shape: for every word
-    without prologue staging (GEMV_RESIDUAL) that is the launcher's own figure, and one row fits two
-    tiles in an H200 SM where eight rows do not (D39)."""
+def test_bench_gemv_shapes_ask_the_shared_memory_the_launcher_gives_their_words(rows, monkeypatch):
+    """bench_gemv launches `as_launched` with kernels.gemv_slices_smem: for every word without prologue
+    staging (GEMV_RESIDUAL) that is what the launcher gives the word (two tiles per SM with a ring two
+    k-blocks deep at one row; at eight rows the input rows leave no room, so all one block may take),
+    and without `as_launched` it is always all one block may take (D39). The H200's figures stand in
+    for the device's."""
     from compiler import lower
+    from discrete import kernels
     from isa import Op
-    from megakernel.model import plan
     from megakernel.model.config import preset
     from megakernel.runtime import cuda_build
 
+    monkeypatch.setattr(cuda_build, "smem_per_sm", lambda: 228 * 1024)
+    monkeypatch.setattr(cuda_build, "max_dynamic_smem", lambda: H200_MAX_DYNAMIC_SMEM)
     program = lower(preset("qwen3.5-27b"), rows=rows, sms=132, capacity=64)
     words = [w for w in program.words if w.opcode == Op.GEMV_RESIDUAL]
     assert words
-    h200_smem_per_sm = 228 * 1024
     for w in words:
-        width = max(b1 - b0 for b0, b1 in (plan.slice_blocks(w.k, w.k_slices, s) for s in range(w.k_slices)))
-        lean = cuda_build.gemv_smem(rows, width * plan.K_BLOCK, 1, cuda_build.TWO_BLOCK_RING)
-        assert lean == cuda_build.gemv_word_smem(program, w, cuda_build.TWO_BLOCK_RING)
-        two_fit = 2 * (lean + cuda_build.BLOCK_RESERVE) <= h200_smem_per_sm
-        assert two_fit == (rows == 1), (w.k, w.k_slices, lean)
+        launcher = cuda_build.gemv_launch_smem(cuda_build.gemv_word_smem(program, w, cuda_build.TWO_BLOCK_RING))
+        bench = kernels.gemv_slices_smem(w.k, rows, w.k_slices, True, as_launched=True)
+        assert bench == launcher, (w.k, w.k_slices)
+        assert (bench < H200_MAX_DYNAMIC_SMEM) == (rows == 1), (w.k, w.k_slices, bench)
+        assert kernels.gemv_slices_smem(w.k, rows, w.k_slices, True, as_launched=False) == H200_MAX_DYNAMIC_SMEM
