@@ -7,7 +7,9 @@ to the first tree. Writes every run's time_step_NAME_rN.json and compare_trees.j
       [--reps 2] [--rows 1,8] [--context 1024]
 
 A tree is NAME=PATH, PATH a checkout or an unpacked `git archive` (relative to the current directory);
-@COMMIT is the commit it holds, given to its run as GIT_COMMIT (an unpacked archive has no .git).
+@COMMIT is the commit it holds, given to its run as GIT_COMMIT (an unpacked archive has no .git). A tree
+made by experiments/make_tree.py needs no @COMMIT: its TREE.json gives the commit, and its patches are
+named in compare_trees.json.
 """
 
 from __future__ import annotations
@@ -36,6 +38,23 @@ def parse_tree(spec: str) -> Tree:
     if not sep or not name or not path:
         raise argparse.ArgumentTypeError(f"--tree {spec!r}: expected NAME=PATH[@COMMIT]")
     return Tree(name, path, commit)
+
+
+def tree_record(path: str) -> dict | None:
+    """What make_tree.py recorded of the tree at `path` (its commit and patches), if it made it."""
+    try:
+        with open(os.path.join(path, "TREE.json")) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def described(tree: Tree) -> Tree:
+    """The tree with its commit from TREE.json when none was given."""
+    record = tree_record(tree.path)
+    if tree.commit or not record or not record.get("commit"):
+        return tree
+    return Tree(tree.name, tree.path, record["commit"])
 
 
 def run_order(trees: list[Tree], reps: int) -> list[tuple[Tree, int]]:
@@ -80,6 +99,7 @@ def main(argv: list[str] | None = None) -> None:
     for tree in args.tree:
         if not os.path.isfile(os.path.join(tree.path, "experiments", "time_step.py")):
             parser.error(f"--tree {tree.name}={tree.path}: no experiments/time_step.py there")
+    args.tree = [described(t) for t in args.tree]
     out = os.path.abspath(args.out)
     os.makedirs(out, exist_ok=True)
     runs: dict[str, list[dict]] = {t.name: [] for t in args.tree}
@@ -117,7 +137,8 @@ def main(argv: list[str] | None = None) -> None:
               "command": "python " + " ".join([sys.argv[0]] + (argv if argv is not None else sys.argv[1:])),
               "created": datetime.datetime.now(datetime.UTC).isoformat(),
               "model": records[0].get("model") if records else None, "context": args.context,
-              "trees": [vars(t) for t in args.tree], "reps": args.reps, "failed": failed, "means": table}
+              "trees": [{**vars(t), "patches": (tree_record(t.path) or {}).get("patches", [])} for t in args.tree],
+              "reps": args.reps, "failed": failed, "means": table}
     with open(os.path.join(out, "compare_trees.json"), "w") as f:
         json.dump(result, f, indent=2)
     if failed:
