@@ -94,7 +94,7 @@ def gemv_slices_smem(k: int, m: int, slices: int, fp8: bool, as_launched: bool) 
     gemv.cuh): all one block may take, or `as_launched`, what the launcher gives a word of this shape."""
     if not as_launched:
         return cuda_build.max_dynamic_smem()
-    width = max(b1 - b0 for b0, b1 in (plan.slice_blocks(k, slices, s) for s in range(slices))) * plan.K_BLOCK
+    width = plan.widest_slice(k, slices)
     return cuda_build.gemv_launch_smem(cuda_build.gemv_smem(m, width, 1 if fp8 else 2, cuda_build.TWO_BLOCK_RING))
 
 

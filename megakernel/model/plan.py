@@ -77,6 +77,11 @@ def slice_blocks(k: int, slices: int, s: int) -> tuple[int, int]:
     return s * blocks // slices, (s + 1) * blocks // slices
 
 
+def widest_slice(k: int, slices: int) -> int:
+    """Columns of the widest of the k-slices (what a tile's input rows take in shared memory)."""
+    return max(b1 - b0 for b0, b1 in (slice_blocks(k, slices, s) for s in range(slices))) * K_BLOCK
+
+
 def partition_bounds(length: int, p: int, partitions: int = ATTENTION_PARTITIONS) -> tuple[int, int]:
     return p * length // partitions, (p + 1) * length // partitions
 

@@ -110,9 +110,8 @@ def gemv_word_smem(program, w, depth: int) -> int:
 
     from ..model import plan
 
-    width = max(b1 - b0 for b0, b1 in (plan.slice_blocks(w.k, w.k_slices, s) for s in range(w.k_slices)))
+    width = plan.widest_slice(w.k, w.k_slices)
     elem = max(2 if e.dtype == DType.BF16 else 1 for e in program.gemv_weights(w))
-    width *= plan.K_BLOCK
     return gemv_smem(program.rows, width, elem, depth, prologue_stage_bytes(program, w, width))
 
 

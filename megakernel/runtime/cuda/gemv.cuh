@@ -391,8 +391,6 @@ struct StripStream {
         if (fp8) stage_unit(slot_at(slot) + PIECE * lane, units + static_cast<size_t>(block(j)) * UNIT_BYTES);
         else stage_block(slot_at(slot), row_g, g8_delta, row_bytes(), block(j), lane >> 2, lane & 3);
     }
-    // Blocks staged before the first is consumed (a full ring).
-    __device__ int ahead() const { return min(depth, mine); }
 };
 
 __device__ __forceinline__ void store_shared16(u32 at, const float (&v)[4]) {
