@@ -67,6 +67,7 @@ extern "C" __global__ void __launch_bounds__(512) read_bandwidth(const uint4* da
 // the launcher's zeroed counters, indexed as the megakernel's arrival counters). Two blocks per SM (64
 // registers, no spill): the launcher gives a word's tiles a ring small enough for two where it can.
 extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS, 2) tile_gemv(PROGRAM_ARGS, unsigned int* arrivals) {
+    mk::previous_launch_done();
     extern __shared__ __align__(16) unsigned char smem[];
     const mk::Ctx ctx{arena, weights, program};
     mk::gemv_main_tile(ctx, ctx.word(word), blockIdx.x, smem, arrivals);
@@ -75,6 +76,7 @@ extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS, 2) tile_gemv(PROG
 // Dynamic shared memory: GdnSmem is over the 48 KB a static array may take. The launcher gives it what it
 // gives the attention tiles, at least the GEMV tiles' fixed part and least ring (static_assert below).
 extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS) tile_gdn(PROGRAM_ARGS) {
+    mk::previous_launch_done();
     extern __shared__ __align__(16) unsigned char smem[];
     const mk::Ctx ctx{arena, weights, program};
     mk::gdn_tile(ctx, ctx.word(word), blockIdx.x, *reinterpret_cast<mk::GdnSmem*>(smem));
@@ -82,33 +84,39 @@ extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS) tile_gdn(PROGRAM_
 static_assert(sizeof(mk::GdnSmem) <= mk::GEMV_SMEM_FIXED + mk::GEMV_MIN_RING, "the GDN tile's shared memory");
 
 extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS) tile_attn_scores(PROGRAM_ARGS) {
+    mk::previous_launch_done();
     extern __shared__ __align__(16) unsigned char smem[];
     const mk::Ctx ctx{arena, weights, program};
     mk::attn_scores_tile(ctx, ctx.word(word), blockIdx.x, smem);
 }
 
 extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS, 1) tile_attn_pv(PROGRAM_ARGS) {
+    mk::previous_launch_done();
     extern __shared__ __align__(16) unsigned char smem[];
     const mk::Ctx ctx{arena, weights, program};
     mk::attn_pv_tile(ctx, ctx.word(word), blockIdx.x, smem);
 }
 
 extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS) tile_attn_merge(PROGRAM_ARGS) {
+    mk::previous_launch_done();
     const mk::Ctx ctx{arena, weights, program};
     mk::attn_merge_tile(ctx, ctx.word(word), blockIdx.x);
 }
 
 extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS) tile_embed(PROGRAM_ARGS) {
+    mk::previous_launch_done();
     const mk::Ctx ctx{arena, weights, program};
     mk::embed_tile(ctx, ctx.word(word), blockIdx.x);
 }
 
 extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS) tile_argmax(PROGRAM_ARGS) {
+    mk::previous_launch_done();
     const mk::Ctx ctx{arena, weights, program};
     mk::argmax_tile(ctx, ctx.word(word), blockIdx.x);
 }
 
 extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS) tile_handoff(PROGRAM_ARGS) {
+    mk::previous_launch_done();
     const mk::Ctx ctx{arena, weights, program};
     mk::handoff_tile(ctx, ctx.word(word));
 }

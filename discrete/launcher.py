@@ -18,6 +18,7 @@ from megakernel.runtime import cuda_build
 from megakernel.model import plan
 from megakernel.runtime.device import DeviceSession, DeviceWeights
 
+from .dependent_launch import DependentLaunch
 from .kernels import module
 
 KERNEL_OF = {Op.EMBED: "tile_embed", Op.GDN_CORE: "tile_gdn", Op.ATTN_SCORES: "tile_attn_scores",
@@ -30,7 +31,9 @@ class DiscreteProgram:
     """`program` bound to device weights and a session: `step()` runs one pass eagerly, `replay()` runs it
     from the CUDA graph (captured on first use)."""
 
-    def __init__(self, program: Program, weights: DeviceWeights, session: DeviceSession):
+    def __init__(self, program: Program, weights: DeviceWeights, session: DeviceSession, overlap: bool = True):
+        """`overlap`: each launch may start while the one before it runs, up to its kernel's wait for it
+        (programmatic dependent launch, D40); False launches one after the other (for A/B)."""
         import cupy
 
         if not weights.serves(program):
@@ -57,17 +60,19 @@ class DiscreteProgram:
             mod.get_function(KERNEL_OF[op]).max_dynamic_shared_size_bytes = self.smem
         # split-K arrivals, indexed as the megakernel's arrival counters (one per row group)
         self.arrivals = cupy.zeros(max(1, len(program.counters)), dtype=cupy.uint32)
-        self.launches = []  # (word index, kernel, tiles, shared bytes, whether a GEMV)
+        self.threads, self.overlap = cuda_build.tile_threads(), overlap
+        self.launches = []  # (word index, DependentLaunch)
         for i, w in enumerate(program.words):
             if w.opcode == Op.NOP:
                 continue
+            args = (self.session.arena, self.weights.data, self.bytes, np.int32(i))
             if w.opcode in GEMV_OPS:
-                self.launches.append((i, gemv, w.tiles, self._gemv_smem(w), True))
+                kernel, smem, args = gemv, self._gemv_smem(w), args + (self.arrivals,)
             else:
+                kernel = mod.get_function(KERNEL_OF[w.opcode])
                 smem = self.smem if w.opcode in whole_smem_kernels else 0
-                self.launches.append((i, mod.get_function(KERNEL_OF[w.opcode]), w.tiles, smem, False))
+            self.launches.append((i, DependentLaunch(kernel, w.tiles, self.threads, smem, args, overlap)))
         self.graph = None
-        self.threads = cuda_build.tile_threads()
 
     def _gemv_smem(self, w) -> int:
         """Two tiles per SM where a ring two k-blocks deep lets them share its shared memory, else one with
@@ -79,9 +84,9 @@ class DiscreteProgram:
         return len(self.launches)
 
     def _launch(self, launch) -> None:
-        i, kernel, tiles, smem, is_gemv = launch
-        args = (self.session.arena, self.weights.data, self.bytes, np.int32(i))
-        kernel((tiles,), (self.threads,), args + ((self.arrivals,) if is_gemv else ()), shared_mem=smem)
+        import cupy
+
+        launch[1].launch(cupy.cuda.get_current_stream().ptr)
 
     def launch_eager(self) -> None:
         """One pass, launch by launch, on the current stream; no host-side checks (benchmarks time this)."""

@@ -35,8 +35,9 @@ def main() -> None:
     session.set_tokens([9707] * args.rows, config.vocab_size)
     session.set_position(args.context - 1)
     seen: dict[str, int] = {}
-    for word, kernel, tiles, smem, is_gemv in runner.launches:
-        name = GEMV_KERNEL if is_gemv else KERNEL_OF[program.words[word].opcode]
+    for word, launch in runner.launches:
+        tiles, smem = launch.grid, launch.shared_bytes
+        name = KERNEL_OF.get(program.words[word].opcode, GEMV_KERNEL)
         n = seen.get(name, 0)
         seen[name] = n + 1
         print(f"{name} {n:4d}: word {word:3d} {program.words[word].opcode.name:26s} "

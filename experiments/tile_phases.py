@@ -101,7 +101,7 @@ def main() -> None:
             stamps.fill(0)
             us, _, _ = graph_us(lambda _, mine=mine: [runner._launch(launch) for launch in mine], 5, 10)
             row = {"rows": m, "name": names[i], "op": w.opcode.name, "us": round(us, 2), "launches": len(mine),
-                   "k_slices": w.k_slices, "tile_rows": w.tile_rows, "shared_bytes": mine[0][3],
+                   "k_slices": w.k_slices, "tile_rows": w.tile_rows, "shared_bytes": mine[0][1].shared_bytes,
                    "bytes": instruction_bytes(program, w, CONTEXT)}
             row.update(summarize(cupy.asnumpy(stamps), w.tiles))
             print(json.dumps(row), flush=True)

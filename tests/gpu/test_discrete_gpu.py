@@ -31,10 +31,11 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 TOKENS = [9707, 11, 1879, 0, 151, 77, 3000, 42, 5, 248000, 17, 1]
 
 
-def build(weights, rows, capacity=64, debug_logits=True):
+def build(weights, rows, capacity=64, debug_logits=True, overlap=True):
     program = lower(weights.config, rows=rows, sms=132, capacity=capacity, debug_logits=debug_logits)
     session = DeviceSession(program)
-    return program, DiscreteProgram(program, DeviceWeights.from_weightset(program, weights, progress=False), session)
+    device_weights = DeviceWeights.from_weightset(program, weights, progress=False)
+    return program, DiscreteProgram(program, device_weights, session, overlap=overlap)
 
 
 def interpreter_step_by_word(interp, runner, program, failures):
@@ -175,6 +176,30 @@ def test_graph_equals_eager_and_runs_repeat_bit_for_bit(tiny_weights):
             assert np.array_equal(a[name], b[name]), f"graph differs from eager in {name}"
             assert np.array_equal(a[name], c[name]), f"a second eager run differs in {name}"
     assert eager[-1]["ctrl"].view(np.int32)[1] == 6  # position advanced by HANDOFF
+
+
+@pytest.mark.parametrize("rows", [1, 4, 8])
+def test_overlapped_launches_equal_serial_launches_bit_for_bit(tiny_weights, rows):
+    """Programmatic dependent launch (D40) moves when a kernel starts, never what it computes: the eager
+    and graph passes with overlap equal serial launches in every state buffer, pass after pass."""
+    passes = [[TOKENS[(i * rows + j) % len(TOKENS)] for j in range(rows)] for i in range(3)]
+
+    def run(runner, graph):
+        runner.session.reset()
+        seen = []
+        for tokens in passes:
+            runner.session.set_tokens(tokens, 248320)
+            runner.replay() if graph else runner.step()
+            seen.append(session_state(runner.session, runner.program))
+        return seen
+
+    _, serial = build(tiny_weights, rows, overlap=False)
+    _, overlapped = build(tiny_weights, rows, overlap=True)
+    reference = run(serial, graph=False)
+    for graph in (False, True):
+        for want, got in zip(reference, run(overlapped, graph), strict=True):
+            for name in want:
+                assert np.array_equal(want[name], got[name]), f"overlap (graph={graph}) differs in {name}"
 
 
 def test_split_k_words_finish_in_their_own_launch_and_leave_their_arrivals_zero(tiny_weights):

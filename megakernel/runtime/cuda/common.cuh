@@ -97,6 +97,17 @@ __device__ __forceinline__ void warp_best(float& v, int& id) {
     }
 }
 
+// --- programmatic dependent launch (the discrete build's launches; docs/DECISIONS.md D40) ---------------
+// Launched with programmatic stream serialization, a kernel may start while the launch before it still
+// runs, so it reads nothing that launch writes before this wait, which returns once that launch has
+// completed and its writes are visible (at once for a launch made without the attribute: the megakernel,
+// the benches). Then it lets the next launch start: that launch's blocks take the SMs this launch's
+// blocks leave and run up to their own wait. Every block of a kernel calls it, all threads together.
+__device__ __forceinline__ void previous_launch_done() {
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
+
 // --- the Program as the device reads it ------------------------------------------------------------
 constexpr int HEADER_BYTES = 64;
 constexpr int WORD_BYTES = 128;
