@@ -79,9 +79,9 @@ class DiscreteProgram:
     @staticmethod
     def _alone_on_sm(smem: int) -> bool:
         """Whether a block of this shared memory holds its SM alone, so that the launch may overlap the one
-        before it. The block scheduler places an overlapping launch's blocks while the previous launch
-        still holds SMs, so blocks that can pair up land two to an SM on the SMs that launch left idle and
-        none on others: overlapping every launch made the 1k step 5.9 % slower (D40)."""
+        before it. An overlapping launch's blocks are placed while the previous launch still holds the SMs;
+        where two can share an SM that cost the 1k step 5.9 % (every launch overlapped), where they cannot
+        it cost nothing (D40)."""
         return 2 * (smem + cuda_build.BLOCK_RESERVE) > cuda_build.smem_per_sm()
 
     def _gemv_smem(self, w) -> int:
