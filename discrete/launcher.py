@@ -61,7 +61,7 @@ class DiscreteProgram:
             mod.get_function(KERNEL_OF[op]).max_dynamic_shared_size_bytes = self.smem
         # split-K arrivals, indexed as the megakernel's arrival counters (one per row group)
         self.arrivals = cupy.zeros(max(1, len(program.counters)), dtype=cupy.uint32)
-        self.threads, self.overlap = cuda_build.tile_threads(), overlap
+        self.threads = cuda_build.tile_threads()
         self.launches = []  # (word index, DependentLaunch)
         for i, w in enumerate(program.words):
             if w.opcode == Op.NOP:
