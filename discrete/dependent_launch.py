@@ -5,7 +5,7 @@ previous kernel on its stream still runs, so the kernel must wait for it before 
 (every discrete kernel does: megakernel/runtime/cuda/common.cuh previous_launch_done). Captured into a CUDA
 graph, the launches keep that overlap as programmatic edges.
 
-The structures follow cuda.h (CUDA 12 and 13): CUlaunchAttribute is a 4-byte id, 4 bytes of padding and a
+The structures follow cuda.h (read in CUDA 13.0): CUlaunchAttribute is a 4-byte id, 4 bytes of padding and a
 64-byte value union; CUlaunchConfig is the grid, the block, the dynamic shared bytes, the stream, the
 attribute array and its length.
 """

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_structures_match_cuda_h():
-    # cuda.h (12.x, 13.0): CUlaunchAttribute {id; char pad[4]; union value (64 bytes)}, CUlaunchConfig {3
+    # cuda.h (CUDA 13.0): CUlaunchAttribute {id; char pad[4]; union value (64 bytes)}, CUlaunchConfig {3
     # grid, 3 block, shared bytes: unsigned int; hStream; attrs; numAttrs}
     assert ctypes.sizeof(LaunchAttribute) == 72 and LaunchAttribute.value.offset == 8
     assert LaunchConfig.shared_bytes.offset == 24 and LaunchConfig.stream.offset == 32
