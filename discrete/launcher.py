@@ -82,7 +82,7 @@ class DiscreteProgram:
         before it. An overlapping launch's blocks are placed while the previous launch still holds the SMs;
         where two can share an SM that cost the 1k step 5.9 % (every launch overlapped), where they cannot
         it cost nothing (D40)."""
-        return 2 * (smem + cuda_build.BLOCK_RESERVE) > cuda_build.smem_per_sm()
+        return not cuda_build.two_share_an_sm(smem)
 
     def _gemv_smem(self, w) -> int:
         """Two tiles per SM where a ring two k-blocks deep lets them share its shared memory, else one with
@@ -93,15 +93,19 @@ class DiscreteProgram:
     def graph_nodes(self) -> int:
         return len(self.launches)
 
-    def _launch(self, launch) -> None:
+    def _launch(self, launch, stream: int | None = None) -> None:
+        """One (word, DependentLaunch) of self.launches on `stream` (a CUstream; default the current one)."""
         import cupy
 
-        launch[1].launch(cupy.cuda.get_current_stream().ptr)
+        launch[1].launch(cupy.cuda.get_current_stream().ptr if stream is None else stream)
 
     def launch_eager(self) -> None:
         """One pass, launch by launch, on the current stream; no host-side checks (benchmarks time this)."""
+        import cupy
+
+        stream = cupy.cuda.get_current_stream().ptr
         for launch in self.launches:
-            self._launch(launch)
+            self._launch(launch, stream)
 
     def run_word(self, index: int) -> None:
         """Word `index` alone (tests compare single instructions with the interpreter)."""

@@ -121,7 +121,7 @@ def bench_shape(name, n, k, slices, is_fp8, iters, bandwidth, ms=(1, 8), tile_ro
         us, p10, p90 = graph_us(launch, iters)
         eager, _, _ = median_us(launch, iters)
         moved = nbytes + (0 if scales[0] is None else scales[0].nbytes) + m * k * 2 + slices * m * n * 4
-        two_blocks = gemv_slices_smem(k, m, slices, is_fp8, as_launched) < cuda_build.max_dynamic_smem()
+        two_blocks = cuda_build.two_share_an_sm(gemv_slices_smem(k, m, slices, is_fp8, as_launched))
         rows.append({"name": name, "shape": [n, k], "dtype": "fp8" if is_fp8 else "bf16", "rows": m,
                      "k_slices": slices, "tile_rows": tile_rows, "tiles": n // tile_rows * slices,
                      "blocks_per_sm": 2 if two_blocks else 1, "bytes": moved, "us": round(us, 2),

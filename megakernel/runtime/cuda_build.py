@@ -128,12 +128,16 @@ TWO_BLOCK_RING = 2  # k-blocks per warp in flight when two GEMV tiles share an S
 BLOCK_RESERVE = 1024  # shared memory the hardware keeps per resident block (Hopper)
 
 
+def two_share_an_sm(block_smem: int) -> bool:
+    """Whether two blocks of `block_smem` bytes of dynamic shared memory fit one SM together."""
+    return 2 * (block_smem + BLOCK_RESERVE) <= smem_per_sm()
+
+
 def gemv_launch_smem(two_block_smem: int) -> int:
     """The shared memory a GEMV launch gives each tile: `two_block_smem` (its need with a ring
     TWO_BLOCK_RING deep) where two such tiles fit an SM, else all one block may take (the deepest ring). The
     ring's depth orders nothing: the sums are the same either way."""
-    fits = 2 * (two_block_smem + BLOCK_RESERVE) <= smem_per_sm()
-    return two_block_smem if fits else max_dynamic_smem()
+    return two_block_smem if two_share_an_sm(two_block_smem) else max_dynamic_smem()
 
 
 def prologue_stage_bytes(program, w, width: int) -> int:
