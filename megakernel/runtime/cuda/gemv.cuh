@@ -101,8 +101,6 @@ __device__ __forceinline__ u32 f16x2_scaled(u32 bf16x2, float two_p) {
     return *reinterpret_cast<const u32*>(&h);
 }
 
-__device__ __forceinline__ u32 top_exponent(u32 bf16x2) { return max((bf16x2 >> 7) & 0xFFu, (bf16x2 >> 23) & 0xFFu); }
-
 // P of a k-block from the top exponents of its 16 pieces, one per lane of a half-warp: `lanes` the lanes
 // taking part (the half-warp's at least).
 __device__ __forceinline__ int block_p(u32 top, u32 lanes) {
@@ -119,8 +117,12 @@ __device__ __forceinline__ uint4 f16_piece(const uint4& v, float two_p) {
                       f16x2_scaled(v.w, two_p));
 }
 
+// The largest exponent of a piece's 8 values: that of the largest magnitude (a bf16's magnitude bits order
+// as its absolute value), found by paired 16-bit maxima.
 __device__ __forceinline__ u32 piece_top(const uint4& v) {
-    return max(max(top_exponent(v.x), top_exponent(v.y)), max(top_exponent(v.z), top_exponent(v.w)));
+    constexpr u32 MAG = 0x7FFF7FFFu;
+    const u32 mag = __vmaxu2(__vmaxu2(v.x & MAG, v.y & MAG), __vmaxu2(v.z & MAG, v.w & MAG));
+    return max(mag & 0xFFFFu, mag >> 16) >> 7;
 }
 
 // The tiles run it in place after their prologue (gemv_tile.cuh gemv_main_input), which leaves the bf16
@@ -130,10 +132,14 @@ __device__ inline void f16_operand(const bf16* src, int src_stride, bf16* x, int
                                    signed char* p) {
     const int lane = threadIdx.x & 31, l = lane & 15, pairs = m * blocks;
     // warp w takes pairs 2 w + (0, 1), then 2 (w + TILE_WARPS) + ..: the same trip count on all its lanes,
-    // so the shuffles (within each half-warp) always have all 32
-    for (int pair = 2 * (threadIdx.x >> 5) + (lane >> 4); pair - (lane >> 4) < pairs; pair += 2 * TILE_WARPS) {
+    // so the shuffles (within each half-warp) always have all 32. (row, block) of the pair advance by
+    // whole rows and blocks, not by a division per pair.
+    constexpr int STEP = 2 * TILE_WARPS;
+    const int first = 2 * (threadIdx.x >> 5) + (lane >> 4), step_row = STEP / blocks, step_block = STEP % blocks;
+    int row = first / blocks, block = first % blocks;
+    for (int pair = first; pair - (lane >> 4) < pairs; pair += STEP, row += step_row, block += step_block) {
+        if (block >= blocks) block -= blocks, ++row;
         const bool on = pair < pairs;
-        const int row = pair / blocks, block = pair % blocks;
         uint4 v = make_uint4(0u, 0u, 0u, 0u);
         if (on) v = reinterpret_cast<const uint4*>(src + static_cast<size_t>(row) * src_stride + block * K_BLOCK)[l];
         const int P = block_p(piece_top(v), 0xFFFFFFFFu);
