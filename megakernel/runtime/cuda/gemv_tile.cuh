@@ -73,10 +73,21 @@ __device__ inline int segment_rows(const Ctx& ctx, const Word& w, int seg) {
 
 // Row groups: each segment's rows cut into tile_rows (the last may be short), numbered across segments;
 // NORM_GATE_UP's cover the intermediate rows of gate and up together (compiler/tiling.py).
+// A multi-segment word's row counts are read four records at a time, each batch's loads issued together:
+// one dependent round trip a batch rather than one a segment at a tile's start (in_proj has four; D41).
 __device__ inline int row_group_count(const Ctx& ctx, const Word& w) {
     const int tr = w.tile_rows();
+    if (single_segment(w)) return (w.n() + tr - 1) / tr;
+    constexpr int BATCH = 4;
+    const int segments = w.weight_count();
     int count = 0;
-    for (int seg = 0; seg < segment_count(w); ++seg) count += (segment_rows(ctx, w, seg) + tr - 1) / tr;
+    for (int s0 = 0; s0 < segments; s0 += BATCH) {
+        int rows[BATCH];
+#pragma unroll
+        for (int i = 0; i < BATCH; ++i) rows[i] = s0 + i < segments ? ctx.weight(w.weight_first() + s0 + i).rows : 0;
+#pragma unroll
+        for (int i = 0; i < BATCH; ++i) count += (rows[i] + tr - 1) / tr;
+    }
     return count;
 }
 
