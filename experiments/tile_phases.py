@@ -6,7 +6,13 @@ times in a CUDA graph); the stamps are the last repetition's. Built with MEGAKER
 (gemv_tile.cuh tile_stamp: a block barrier at each stamp, so the probe's build is itself slightly slower).
 Writes tile_phases.json.
 
-  python experiments/tile_phases.py --out DIR [--rows 1,8] [--layers 0,3]
+With --step the words run inside whole steps instead (every launch of the step, captured in a CUDA graph),
+so each tile starts with the caches the step leaves it, not those of its own word repeated (D41: a
+repeated word likely keeps its records in L2; the step likely does not). --layers does not apply. After each GEMV launch a device copy moves
+its tiles' stamps into an archive (one small copy node per GEMV word); the launches are serial
+(`overlap=False`: D40 measured the overlap neutral). Writes step_phases.json, every GEMV word of the step.
+
+  python experiments/tile_phases.py --out DIR [--rows 1,8] [--layers 0,3] [--step]
 """
 
 from __future__ import annotations
@@ -62,6 +68,47 @@ def summarize(s: np.ndarray, tiles: int) -> dict:
     return out
 
 
+def archive_plan(program) -> list[tuple[int, int]]:
+    """(word index, tiles) of every GEMV word in program order: the archive's slots, one per word (the
+    discrete build runs each GEMV word as one launch)."""
+    from isa import GEMV_OPS
+
+    return [(i, w.tiles) for i, w in enumerate(program.words) if w.opcode in GEMV_OPS]
+
+
+def step_phases(program, runner, stamps, m: int) -> tuple[float, list[dict]]:
+    """Whole steps from a CUDA graph with each GEMV launch's stamps copied out after it; (the step's us
+    with those copies, one summarize() row per GEMV word, from the last step replayed)."""
+    import cupy
+
+    plan = archive_plan(program)
+    slot_of = {i: j for j, (i, _) in enumerate(plan)}
+    tiles_of = dict(plan)
+    archive = cupy.zeros((len(plan), max(t for _, t in plan), STAMP_SLOTS), dtype=cupy.uint64)
+    row_bytes = STAMP_SLOTS * 8
+
+    def one_step(_):
+        stream = cupy.cuda.get_current_stream().ptr
+        for launch in runner.launches:
+            runner._launch(launch, stream)
+            i = launch[0]
+            if i in slot_of:
+                cupy.cuda.runtime.memcpyAsync(archive[slot_of[i]].data.ptr, stamps.data.ptr, tiles_of[i] * row_bytes,
+                                              cupy.cuda.runtime.memcpyDeviceToDevice, stream)
+
+    us, _, _ = graph_us(one_step, 5, 1)
+    names = program.meta["instructions"]
+    host = cupy.asnumpy(archive)
+    rows = []
+    for j, (i, tiles) in enumerate(plan):
+        w = program.words[i]
+        row = {"rows": m, "name": names[i], "op": w.opcode.name, "k_slices": w.k_slices, "tile_rows": w.tile_rows,
+               "bytes": instruction_bytes(program, w, CONTEXT)}
+        row.update(summarize(host[j], tiles))
+        rows.append(row)
+    return us, rows
+
+
 def main() -> None:
     import cupy
 
@@ -78,20 +125,32 @@ def main() -> None:
     parser.add_argument("--model", default="synthetic:qwen3.5-27b")
     parser.add_argument("--rows", default="1,8")
     parser.add_argument("--layers", default="0,3", help="layers whose GEMV words are probed (the head always)")
+    parser.add_argument("--step", action="store_true", help="every GEMV word inside whole steps (step_phases.json)")
     args = parser.parse_args()
     config = model_config(args.model)
     layers = {f"L{i}." for i in args.layers.split(",")}
     weights = None
-    results = []
+    results, steps = [], []
     for m in (int(r) for r in args.rows.split(",")):
-        program = lower(config, rows=m, sms=132, capacity=CONTEXT + 64)
+        # whole steps move the position (HANDOFF): nine of them at M = 8 take it 72 rows on
+        program = lower(config, rows=m, sms=132, capacity=CONTEXT + (128 if args.step else 64))
         if weights is None:
             weights = device_weights(program, args.model, progress=False)
         session = DeviceSession(program)
-        runner = DiscreteProgram(program, weights, session)
+        # --step: serial launches, so that no launch waits on a copy node programmatically (overlap was
+        # neutral in the step, D40)
+        runner = DiscreteProgram(program, weights, session, overlap=not args.step)
         session.set_tokens([TOKEN] * m, config.vocab_size)
         session.set_position(CONTEXT - 1)
         stamps = stamps_of(module())
+        if args.step:
+            us, rows = step_phases(program, runner, stamps, m)
+            steps.append({"rows": m, "step_us_with_copies": round(us, 1), "gemv_words": len(rows)})
+            print(json.dumps(steps[-1]), flush=True)
+            results.extend(rows)
+            runner = session = None
+            cupy.get_default_memory_pool().free_all_blocks()
+            continue
         names = program.meta["instructions"]
         for i, w in enumerate(program.words):
             if w.opcode not in GEMV_OPS or not (names[i][:3] in layers or names[i][:4] in layers
@@ -112,7 +171,9 @@ def main() -> None:
     result = {"device": cupy.cuda.runtime.getDeviceProperties(0)["name"].decode(), "git_commit": git_commit(),
               "command": "python " + " ".join(sys.argv), "created": datetime.datetime.now(datetime.UTC).isoformat(),
               "model": args.model, "context": CONTEXT, "words": results}
-    with open(os.path.join(args.out, "tile_phases.json"), "w") as f:
+    if args.step:
+        result["steps"] = steps
+    with open(os.path.join(args.out, "step_phases.json" if args.step else "tile_phases.json"), "w") as f:
         json.dump(result, f, indent=2)
 
 
