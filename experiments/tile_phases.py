@@ -8,9 +8,10 @@ Writes tile_phases.json.
 
 With --step the words run inside whole steps instead (every launch of the step, captured in a CUDA graph),
 so each tile starts with the caches the step leaves it, not those of its own word repeated (D41: a
-repeated word likely keeps its records in L2; the step likely does not). --layers does not apply. After each GEMV launch a device copy moves
-its tiles' stamps into an archive (one small copy node per GEMV word); the launches are serial
-(`overlap=False`: D40 measured the overlap neutral). Writes step_phases.json, every GEMV word of the step.
+repeated word likely keeps its records in L2; the step likely does not); --layers does not apply. After
+each GEMV launch a device copy moves its tiles' stamps into an archive (one small copy node per GEMV
+word); the launches are serial (`overlap=False`: D40 measured the overlap neutral). Writes
+step_phases.json, every GEMV word of the step.
 
   python experiments/tile_phases.py --out DIR [--rows 1,8] [--layers 0,3] [--step]
 """
