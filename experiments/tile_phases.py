@@ -83,8 +83,7 @@ def step_phases(program, runner, stamps, m: int) -> tuple[float, list[dict]]:
     import cupy
 
     plan = archive_plan(program)
-    slot_of = {i: j for j, (i, _) in enumerate(plan)}
-    tiles_of = dict(plan)
+    slot_of = {i: (j, tiles) for j, (i, tiles) in enumerate(plan)}  # word -> (archive slot, tiles)
     archive = cupy.zeros((len(plan), max(t for _, t in plan), STAMP_SLOTS), dtype=cupy.uint64)
     row_bytes = STAMP_SLOTS * 8
 
@@ -92,9 +91,9 @@ def step_phases(program, runner, stamps, m: int) -> tuple[float, list[dict]]:
         stream = cupy.cuda.get_current_stream().ptr
         for launch in runner.launches:
             runner._launch(launch, stream)
-            i = launch[0]
-            if i in slot_of:
-                cupy.cuda.runtime.memcpyAsync(archive[slot_of[i]].data.ptr, stamps.data.ptr, tiles_of[i] * row_bytes,
+            if launch[0] in slot_of:
+                slot, tiles = slot_of[launch[0]]
+                cupy.cuda.runtime.memcpyAsync(archive[slot].data.ptr, stamps.data.ptr, tiles * row_bytes,
                                               cupy.cuda.runtime.memcpyDeviceToDevice, stream)
 
     us, _, _ = graph_us(one_step, 5, 1)

@@ -75,6 +75,7 @@ __device__ inline int segment_rows(const Ctx& ctx, const Word& w, int seg) {
 // NORM_GATE_UP's cover the intermediate rows of gate and up together (compiler/tiling.py).
 // A multi-segment word's row counts are read four records at a time, each batch's loads issued together:
 // one dependent round trip a batch rather than one a segment at a tile's start (in_proj has four; D41).
+// The record is read here, not through segment_rows, whose single-segment test compiled into more code.
 __device__ inline int row_group_count(const Ctx& ctx, const Word& w) {
     const int tr = w.tile_rows();
     if (single_segment(w)) return (w.n() + tr - 1) / tr;
