@@ -13,7 +13,7 @@ each GEMV launch a device copy moves its tiles' stamps into an archive (one smal
 word); the launches are serial (`overlap=False`: D40 measured the overlap neutral). Writes
 step_phases.json, every GEMV word of the step.
 
-  python experiments/tile_phases.py --out DIR [--rows 1,8] [--layers 0,3] [--step]
+  python experiments/tile_phases.py --out DIR [--rows 1,8] [--layers 0,3] [--step [--raw]]
 """
 
 from __future__ import annotations
@@ -77,9 +77,11 @@ def archive_plan(program) -> list[tuple[int, int]]:
     return [(i, w.tiles) for i, w in enumerate(program.words) if w.opcode in GEMV_OPS]
 
 
-def step_phases(program, runner, stamps, m: int) -> tuple[float, list[dict]]:
+def step_phases(program, runner, stamps, m: int, raw: str | None = None) -> tuple[float, list[dict]]:
     """Whole steps from a CUDA graph with each GEMV launch's stamps copied out after it; (the step's us
-    with those copies, one summarize() row per GEMV word, from the last step replayed)."""
+    with those copies, one summarize() row per GEMV word, from the last step replayed). With `raw`, every
+    tile's stamps go there too (numpy .npz: `stamps` [word][tile][slot] as gemv_tile.cuh writes them,
+    unused tiles zero; `names`, `tiles`), for questions the summary cannot answer (which SMs end late)."""
     import cupy
 
     plan = archive_plan(program)
@@ -99,6 +101,9 @@ def step_phases(program, runner, stamps, m: int) -> tuple[float, list[dict]]:
     us, _, _ = graph_us(one_step, 5, 1)
     names = program.meta["instructions"]
     host = cupy.asnumpy(archive)
+    if raw is not None:
+        np.savez_compressed(raw, stamps=host, names=np.array([names[i] for i, _ in plan]),
+                            tiles=np.array([t for _, t in plan]))
     rows = []
     for j, (i, tiles) in enumerate(plan):
         w = program.words[i]
@@ -126,7 +131,10 @@ def main() -> None:
     parser.add_argument("--rows", default="1,8")
     parser.add_argument("--layers", default="0,3", help="layers whose GEMV words are probed (the head always)")
     parser.add_argument("--step", action="store_true", help="every GEMV word inside whole steps (step_phases.json)")
+    parser.add_argument("--raw", action="store_true", help="with --step: every tile's stamps too (step_stamps_mM.npz)")
     args = parser.parse_args()
+    if args.raw and not args.step:
+        parser.error("--raw needs --step")
     config = model_config(args.model)
     layers = {f"L{i}." for i in args.layers.split(",")}
     weights = None
@@ -144,7 +152,9 @@ def main() -> None:
         session.set_position(CONTEXT - 1)
         stamps = stamps_of(module())
         if args.step:
-            us, rows = step_phases(program, runner, stamps, m)
+            os.makedirs(args.out, exist_ok=True)
+            raw = os.path.join(args.out, f"step_stamps_m{m}.npz") if args.raw else None
+            us, rows = step_phases(program, runner, stamps, m, raw)
             steps.append({"rows": m, "step_us_with_copies": round(us, 1), "gemv_words": len(rows)})
             print(json.dumps(steps[-1]), flush=True)
             results.extend(rows)

@@ -196,11 +196,17 @@ __device__ inline void norm_rows(Src src, Dst dst, int m, int k, const Weight& n
             for (int e = 0; e < 8; ++e) ss[r] = add_rn(ss[r], mul_rn(f[e], f[e]));
         }
     }
+    // One row's warp sum alone; several rows' with no branch between them (rows past m sum zeros), so that
+    // their shuffle chains overlap rather than run one after another (D42).
+    if (m == 1) {
+        const float s = warp_sum(ss[0]);
+        if (lane == 0) scratch[warp * MAX_ROWS] = s;
+    } else {
 #pragma unroll
-    for (int r = 0; r < MAX_ROWS; ++r) {
-        if (r >= m) break;
-        const float s = warp_sum(ss[r]);
-        if (lane == 0) scratch[warp * MAX_ROWS + r] = s;
+        for (int r = 0; r < MAX_ROWS; ++r) {
+            const float s = warp_sum(ss[r]);
+            if (lane == 0 && r < m) scratch[warp * MAX_ROWS + r] = s;
+        }
     }
     __syncthreads();
     float* factor = scratch + TILE_WARPS * MAX_ROWS;
@@ -212,7 +218,8 @@ __device__ inline void norm_rows(Src src, Dst dst, int m, int k, const Weight& n
     for (int c = c0 / 8 + threadIdx.x; c < c1 / 8; c += TILE_THREADS) {
         float w[8];
         weight8(weight, nw.dtype, 8 * c - c0, w);
-        for (int r = 0; r < m; ++r) {
+        // Row r's piece normalised (bf16), then stored as it is or as the f16 operand.
+        const auto normalised = [&](int r) {
             float f[8];
             unpack_bf16x8(reinterpret_cast<const uint4*>(rows + r * k)[c], f);
             const float rf = factor[r];
@@ -221,12 +228,30 @@ __device__ inline void norm_rows(Src src, Dst dst, int m, int k, const Weight& n
             out.y = bf16x2_rn(norm_1p_raw(f[2], rf, w[2]), norm_1p_raw(f[3], rf, w[3]));
             out.z = bf16x2_rn(norm_1p_raw(f[4], rf, w[4]), norm_1p_raw(f[5], rf, w[5]));
             out.w = bf16x2_rn(norm_1p_raw(f[6], rf, w[6]), norm_1p_raw(f[7], rf, w[7]));
-            if (x_p != nullptr) {  // f16_operand's rule: the half-warp holds this k-block's 16 pieces
-                const int P = block_p(piece_top(out), 0xFFFFu << (threadIdx.x & 16));
+            return out;
+        };
+        const auto store = [&](int r, uint4 out, int P) {
+            if (x_p != nullptr) {
                 out = f16_piece(out, two_to(P));
                 if ((threadIdx.x & 15) == 0) x_p[r * MAX_SLICE_BLOCKS + (c - c0 / 8) / 16] = static_cast<signed char>(P);
             }
             reinterpret_cast<uint4*>(dst(r))[c - c0 / 8] = out;
+        };
+        // f16_operand's rule: the half-warp holds this k-block's 16 pieces
+        const auto p_of = [&](const uint4& out) {
+            return x_p != nullptr ? block_p(piece_top(out), 0xFFFFu << (threadIdx.x & 16)) : 0;
+        };
+        // Two rows at a time: their chains (loads, shuffles, conversions) are independent, so they overlap.
+        int r = 0;
+        for (; r + 1 < m; r += 2) {
+            const uint4 a = normalised(r), b = normalised(r + 1);
+            const int pa = p_of(a), pb = p_of(b);
+            store(r, a, pa);
+            store(r + 1, b, pb);
+        }
+        if (r < m) {
+            const uint4 a = normalised(r);
+            store(r, a, p_of(a));
         }
     }
     __syncthreads();
