@@ -501,12 +501,14 @@ __device__ inline void gemv_main_passes(const Ctx& ctx, const Word& w, int tile,
     const int S = mt.S, k = mt.k, m = mt.m, b0 = mt.b0, b1 = mt.b1, width = mt.width, s = mt.s;
     const bool gate_up = mt.gate_up;
     const int rows = rg.r1 - rg.r0, local0 = rg.r0 - rg.seg_r0;
-    // Passes of at most 128 rows, cut where a 128-row scale block ends (a 144-row group is two passes);
-    // gate_up makes the same passes over gate, then over up.
+    // Passes of at most 128 rows; gate_up makes the same passes over gate, then over up. A group that starts
+    // mid-block (gate_up's 144 rows) has passes spanning two scale blocks (gemv_block_rows), so that it is a
+    // 128-row pass and a 16-row one wherever it starts: cut where a scale block ended, such groups made
+    // passes of 3, 5, 6 or 7 strips, which leave 1-4 of the 16 warps idle (WarpRole; D42).
     for (int half = 0; half < (gate_up ? 2 : 1); ++half) {
         const Weight W = gemv_weight(ctx, w, gate_up ? half : rg.segment);
         for (int a = 0; a < rows;) {
-            const int first = local0 + a, prows = min(rows - a, ROW_BLOCK - first % ROW_BLOCK);
+            const int first = local0 + a, prows = min(rows - a, ROW_BLOCK);
             gemv_rows(sm, W, k, first, prows, b0, b1, width, m, sm.y_at(half, 0) + a);
             a += prows;
         }
