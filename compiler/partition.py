@@ -33,11 +33,6 @@ def partition(low: Lowered, c: ModelConfig) -> None:
                              else plan.row_tile(seg_rows, ins.k, paired))
             groups = plan.row_groups(seg_rows, ins.tile_rows, paired=paired)
             ins.k_slices = plan.k_slices(groups, ins.k)
-            if ins.tile_rows % plan.ROW_BLOCK and plan.widest_slice(ins.k, ins.k_slices) > (
-                    plan.SPANNING_SLICE_BLOCKS * plan.K_BLOCK):
-                raise ValueError(f"{ins.name}: {ins.tile_rows}-row groups over k-slices wider than "
-                                 f"{plan.SPANNING_SLICE_BLOCKS} blocks (the GEMV tile holds the scales of "
-                                 "two 128-row blocks only for narrower slices)")
             ins.tiles = groups * ins.k_slices
             ins.reduce_tiles = groups if ins.k_slices > 1 else 0
             if ins.k_slices > 1:

@@ -60,8 +60,7 @@ def gemv_slices(weight, scale, x, slices: int, out=None, in_units: bool = False,
     scale None) times x [M, K] (uint16 bf16 bits), M <= MAX_ROWS; into `out` when given (no allocation,
     so the launch can be captured in a CUDA graph). fp8 weights are row-major and laid out in units here,
     or already in units (`in_units`, weight_layout.to_units: what a timed loop passes). One block computes
-    `tile_rows` rows (a multiple of 16 up to 128; fp8: a divisor of 128, or any where the k-slices are at
-    most plan.SPANNING_SLICE_BLOCKS blocks wide, so that a block may span two scale blocks).
+    `tile_rows` rows (a multiple of 16 up to 128; fp8: a divisor of 128, the rows of one scale block).
     Shared memory: all one block may take (the deepest ring), or `as_launched`, what the discrete build's
     launcher gives a word of this shape (two blocks per SM where a ring two k-blocks deep fits:
     cuda_build.gemv_launch_smem); the sums are the same either way."""
@@ -74,8 +73,7 @@ def gemv_slices(weight, scale, x, slices: int, out=None, in_units: bool = False,
     if n % plan.ROW_BLOCK or k % plan.K_BLOCK or not 1 <= m <= MAX_ROWS:
         raise ValueError(f"GEMV shape {weight.shape} x {x.shape} not supported")
     if not (16 <= tile_rows <= plan.ROW_BLOCK and tile_rows % 16 == 0 and n % tile_rows == 0) or \
-            (scale is not None and plan.ROW_BLOCK % tile_rows and
-             plan.widest_slice(k, slices) > plan.SPANNING_SLICE_BLOCKS * plan.K_BLOCK):
+            (scale is not None and plan.ROW_BLOCK % tile_rows):
         raise ValueError(f"tile_rows {tile_rows} does not cut {n} rows of this dtype into whole passes")
     if out is None:
         out = cupy.empty((slices, m, n), dtype=cupy.float32)

@@ -190,20 +190,3 @@ def test_row_tile_fits_one_wave_where_128_rows_spill_a_few_tiles_into_a_second()
     assert plan.row_tile((128 * 2 * wave + 16,), 4096) == 128  # beyond two waves: the tiles fill the GPU
     # segments are cut on their own: 132 + 2 groups at 128, 118 + 2 at 144
     assert plan.row_tile((128 * wave, 48, 48), 4096) == 144
-    # groups that start mid-block only where a tile holds two scale blocks' scales (gemv.cuh)
-    assert plan.SPANNING_SLICE_BLOCKS * plan.K_BLOCK == 16384
-    assert plan.row_tile((128 * wave + 16,), 16384) == 144
-    assert plan.row_tile((128 * wave + 16,), 16384 + 128) == 128
-    assert plan.row_tile((128 * 2 * wave,), 32768) == 256  # whole scale blocks: any k
-
-
-def test_groups_that_start_mid_block_need_narrow_slices(monkeypatch):
-    from megakernel.runtime import cuda_build
-
-    assert plan.MAX_SLICE_BLOCKS == cuda_build.define(cuda_build.CUDA_DIR / "gemv.cuh", "MAX_SLICE_BLOCKS")
-    # a Program whose 144-row groups lie over slices too wide for two blocks' scales is refused
-    c = preset("qwen3.5-27b")
-    monkeypatch.setattr(plan, "SPANNING_SLICE_BLOCKS", 32)  # gate_up's k = 5120 is 40 blocks
-    monkeypatch.setattr(plan, "row_tile", lambda *args, **kwargs: 144)
-    with pytest.raises(ValueError, match="144-row groups over k-slices wider than 32 blocks"):
-        lower(c)

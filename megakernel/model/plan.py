@@ -8,10 +8,9 @@ compiler and the CUDA kernels, so that all of them sum in the same order.
 * Fused GEMVs: the weights one instruction computes together (e.g. in_proj_qkv | z | b | a) share
   one S, computed from their row groups (the tiles of one k-slice).
 * Row groups are 128 rows (one scale block), or the strips that fit one wave where 128-row groups would
-  spill a few tiles into a second (row_tile). The GPU cuts a group into passes of 128 rows (a pass of a
-  group that starts mid-block spans two scale blocks) and deals a pass's k-blocks to more warps when it
-  has fewer rows (gemv.cuh WarpRole); that order agrees with the slice sum to fp32 rounding and, like S,
-  depends only on the shape.
+  spill a few tiles into a second (row_tile). The GPU cuts a group into passes at the scale blocks and
+  deals a pass's k-blocks to more warps when it has fewer rows (gemv.cuh WarpRole); that order agrees
+  with the slice sum to fp32 rounding and, like S, depends only on the shape.
 * Attention: a row with L keys is split into P = 32 partitions, partition p holding keys
   [p * L // P, (p + 1) * L // P); softmax statistics are combined over partitions in order.
 """
@@ -30,10 +29,6 @@ ONE_WAVE_TILES = 132  # the H200's SM count: one wave of GEMV tiles, one per SM
 MAX_K_SLICES = 8  # more slices add partial traffic for little extra parallelism
 STRIP_ROWS = 16  # rows of one warp's mma tile (gemv.cuh WARP_ROWS): row groups are whole strips
 MAX_TILE_ROWS = 256  # gemv_tile.cuh: the rows one GEMV tile keeps in shared memory
-MAX_SLICE_BLOCKS = 256  # gemv.cuh: the k-blocks of one k-slice whose scales a tile holds
-# A pass spanning two scale blocks holds both blocks' scales: only k-slices of at most half as many blocks
-# may have row groups that start mid-block (row_tile; gemv.cuh gemv_block_rows).
-SPANNING_SLICE_BLOCKS = MAX_SLICE_BLOCKS // 2
 HEAD_TILE_ROWS = ROW_BLOCK  # the head's row groups: one argmax candidate per this many vocabulary rows (ISA.md)
 ATTENTION_PARTITIONS = 32  # x 4 KV heads = 128 attention tiles on the 27B
 
@@ -64,16 +59,14 @@ def row_tile(segment_rows: tuple[int, ...], k: int, paired: bool = False) -> int
     """Output rows of a GEMV's row groups: 128 (one scale block), except where 128-row groups are more
     than one wave but at most two (the 27B's gate_up: 136 groups for 132 SMs, a second wave of 4 tiles
     wherever a tile has an SM to itself, as at M = 8): then the fewest 16-row strips per group that fit one
-    wave (gate_up: 144 rows, 121 groups, D28; each a 128-row pass and a 16-row one, D42), where such
-    groups, one k-slice each, can hold two scale blocks' scales (SPANNING_SLICE_BLOCKS).
+    wave (gate_up: 144 rows, 121 groups; the kernels cut a group's passes at the scale blocks, D28).
     Never fewer than 128: each tile repeats the input's prologue, and D28 measured 64- and 32-row groups
     slower in every case."""
     groups = row_groups(segment_rows, ROW_BLOCK, paired)
     if ONE_WAVE_TILES < groups <= 2 * ONE_WAVE_TILES:
         strips = row_groups(segment_rows, STRIP_ROWS, paired)
         rows = STRIP_ROWS * -(-strips // ONE_WAVE_TILES)
-        spanning_ok = rows % ROW_BLOCK == 0 or -(-k // K_BLOCK) <= SPANNING_SLICE_BLOCKS
-        if rows <= MAX_TILE_ROWS and row_groups(segment_rows, rows, paired) <= ONE_WAVE_TILES and spanning_ok:
+        if rows <= MAX_TILE_ROWS and row_groups(segment_rows, rows, paired) <= ONE_WAVE_TILES:
             return rows
     return ROW_BLOCK
 

@@ -66,13 +66,12 @@ def test_gemv_matches_the_engine_sum_within_fp32_rounding(n, k, m, slices, is_fp
     assert err.max() < 1e-6, err.max()  # fp32 accumulation of 128-term blocks: ~2^-24 x sqrt(terms)
 
 
-@pytest.mark.parametrize("is_fp8, tile_rows", [(True, 16), (True, 32), (True, 64), (True, 48), (True, 96),
-                                                (False, 16), (False, 48), (False, 96)])
+@pytest.mark.parametrize("is_fp8, tile_rows", [(True, 16), (True, 32), (True, 64), (False, 16), (False, 48),
+                                                (False, 96)])
 def test_fewer_rows_per_block_deal_the_k_blocks_to_more_warps_and_still_sum_right(is_fp8, tile_rows):
     """A block of fewer than 128 rows shares each 16-row strip's k-blocks among 16 / strips warps (gemv.cuh
     WarpRole; 16 for one strip, 5 for three): every row's sum stays within fp32 rounding of the engine sum,
-    and an input row's bits do not depend on the other rows. fp8 at 48 and 96 rows: some blocks start
-    mid scale block and end in the next, each strip taking its own block's scales (D42)."""
+    and an input row's bits do not depend on the other rows."""
     q, s, x = case(384, 5120, 8, is_fp8)
     got = run(q, s, x, 2, tile_rows)
     want, magnitude = numpy_slices(q, s, x, 2)

@@ -494,24 +494,16 @@ __device__ __forceinline__ void stream_blocks(float (&acc)[4], const StripStream
 // block order; then the phases in order (combine_phases). Lane (g, t) of warp w < strips (phase 0 of strip
 // w) returns acc[0..3] = (row g, input 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1) of its strip; the
 // other warps' acc is undefined. `ring`: shared memory for the 16 warps' slots (at least one 16-row block
-// each); `scales`: MAX_SLICE_BLOCKS floats. fp8: rows [row0, row0 + rows) lie in one 128-row scale block,
-// or in two where 2 (b1 - b0) <= MAX_SLICE_BLOCKS (both blocks' scales are held; the compiler makes
-// groups that start mid-block only then: plan.py SPANNING_SLICE_BLOCKS).
-static_assert(MAX_SLICE_BLOCKS <= TILE_THREADS, "one thread per held scale (gemv_block_rows)");
+// each); `scales`: MAX_SLICE_BLOCKS floats. fp8: rows [row0, row0 + rows) must lie in one 128-row scale
+// block.
 __device__ inline void gemv_block_rows(float (&acc)[4], bool fp8, const u8* weight, const __nv_bfloat16* scale,
                                        int k, int row0, int rows, int b0, int b1, const __nv_bfloat16* x,
                                        const signed char* x_p, int x_stride, int m, u8* ring, int ring_bytes,
                                        float* scales) {
-    // The rows' block scales for the slice, into shared memory once (one L2 read per block would stall it):
-    // those of the pass's first 128-row scale block, then, where the pass reaches into the next, its own.
+    // The rows' block scales for the slice, into shared memory once (one L2 read per block would stall it).
     if (fp8) {
-        const int blocks = b1 - b0, past = row0 % ROW_BLOCK;  // rows of its scale block before the pass
-        const __nv_bfloat16* scale_row = scale + static_cast<size_t>(row0 / ROW_BLOCK) * (k / K_BLOCK) + b0;
-        const int held = past + rows > ROW_BLOCK ? 2 * blocks : blocks;
-        const int i = threadIdx.x;  // held <= MAX_SLICE_BLOCKS <= TILE_THREADS
-        if (i < held) scales[i] = __bfloat162float(scale_row[i < blocks ? i : i - blocks + k / K_BLOCK]);
-        // this warp's strip lies in one scale block: the first's scales or the next's
-        if (past + WarpRole(rows).strip * WARP_ROWS >= ROW_BLOCK) scales += blocks;
+        const __nv_bfloat16* scale_row = scale + static_cast<size_t>(row0 / ROW_BLOCK) * (k / K_BLOCK);
+        for (int b = b0 + threadIdx.x; b < b1; b += TILE_THREADS) scales[b - b0] = __bfloat162float(scale_row[b]);
     }
     __syncthreads();
     acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;

@@ -196,17 +196,11 @@ __device__ inline void norm_rows(Src src, Dst dst, int m, int k, const Weight& n
             for (int e = 0; e < 8; ++e) ss[r] = add_rn(ss[r], mul_rn(f[e], f[e]));
         }
     }
-    // One row's warp sum alone; several rows' with no branch between them (rows past m sum zeros), so that
-    // their shuffle chains overlap rather than run one after another (D42).
-    if (m == 1) {
-        const float s = warp_sum(ss[0]);
-        if (lane == 0) scratch[warp * MAX_ROWS] = s;
-    } else {
 #pragma unroll
-        for (int r = 0; r < MAX_ROWS; ++r) {
-            const float s = warp_sum(ss[r]);
-            if (lane == 0 && r < m) scratch[warp * MAX_ROWS + r] = s;
-        }
+    for (int r = 0; r < MAX_ROWS; ++r) {
+        if (r >= m) break;
+        const float s = warp_sum(ss[r]);
+        if (lane == 0) scratch[warp * MAX_ROWS + r] = s;
     }
     __syncthreads();
     float* factor = scratch + TILE_WARPS * MAX_ROWS;
@@ -218,8 +212,7 @@ __device__ inline void norm_rows(Src src, Dst dst, int m, int k, const Weight& n
     for (int c = c0 / 8 + threadIdx.x; c < c1 / 8; c += TILE_THREADS) {
         float w[8];
         weight8(weight, nw.dtype, 8 * c - c0, w);
-        // Row r's piece normalised (bf16), then stored as it is or as the f16 operand.
-        const auto normalised = [&](int r) {
+        for (int r = 0; r < m; ++r) {
             float f[8];
             unpack_bf16x8(reinterpret_cast<const uint4*>(rows + r * k)[c], f);
             const float rf = factor[r];
@@ -228,30 +221,12 @@ __device__ inline void norm_rows(Src src, Dst dst, int m, int k, const Weight& n
             out.y = bf16x2_rn(norm_1p_raw(f[2], rf, w[2]), norm_1p_raw(f[3], rf, w[3]));
             out.z = bf16x2_rn(norm_1p_raw(f[4], rf, w[4]), norm_1p_raw(f[5], rf, w[5]));
             out.w = bf16x2_rn(norm_1p_raw(f[6], rf, w[6]), norm_1p_raw(f[7], rf, w[7]));
-            return out;
-        };
-        const auto store = [&](int r, uint4 out, int P) {
-            if (x_p != nullptr) {
+            if (x_p != nullptr) {  // f16_operand's rule: the half-warp holds this k-block's 16 pieces
+                const int P = block_p(piece_top(out), 0xFFFFu << (threadIdx.x & 16));
                 out = f16_piece(out, two_to(P));
                 if ((threadIdx.x & 15) == 0) x_p[r * MAX_SLICE_BLOCKS + (c - c0 / 8) / 16] = static_cast<signed char>(P);
             }
             reinterpret_cast<uint4*>(dst(r))[c - c0 / 8] = out;
-        };
-        // f16_operand's rule: the half-warp holds this k-block's 16 pieces
-        const auto p_of = [&](const uint4& out) {
-            return x_p != nullptr ? block_p(piece_top(out), 0xFFFFu << (threadIdx.x & 16)) : 0;
-        };
-        // Two rows at a time: their chains (loads, shuffles, conversions) are independent, so they overlap.
-        int r = 0;
-        for (; r + 1 < m; r += 2) {
-            const uint4 a = normalised(r), b = normalised(r + 1);
-            const int pa = p_of(a), pb = p_of(b);
-            store(r, a, pa);
-            store(r + 1, b, pb);
-        }
-        if (r < m) {
-            const uint4 a = normalised(r);
-            store(r, a, p_of(a));
         }
     }
     __syncthreads();
@@ -501,14 +476,12 @@ __device__ inline void gemv_main_passes(const Ctx& ctx, const Word& w, int tile,
     const int S = mt.S, k = mt.k, m = mt.m, b0 = mt.b0, b1 = mt.b1, width = mt.width, s = mt.s;
     const bool gate_up = mt.gate_up;
     const int rows = rg.r1 - rg.r0, local0 = rg.r0 - rg.seg_r0;
-    // Passes of at most 128 rows; gate_up makes the same passes over gate, then over up. A group that starts
-    // mid-block (gate_up's 144 rows) has passes spanning two scale blocks (gemv_block_rows), so that it is a
-    // 128-row pass and a 16-row one wherever it starts: cut where a scale block ended, such groups made
-    // passes of 3, 5, 6 or 7 strips, which leave 1-4 of the 16 warps idle (WarpRole; D42).
+    // Passes of at most 128 rows, cut where a 128-row scale block ends (a 144-row group is two passes);
+    // gate_up makes the same passes over gate, then over up.
     for (int half = 0; half < (gate_up ? 2 : 1); ++half) {
         const Weight W = gemv_weight(ctx, w, gate_up ? half : rg.segment);
         for (int a = 0; a < rows;) {
-            const int first = local0 + a, prows = min(rows - a, ROW_BLOCK);
+            const int first = local0 + a, prows = min(rows - a, ROW_BLOCK - first % ROW_BLOCK);
             gemv_rows(sm, W, k, first, prows, b0, b1, width, m, sm.y_at(half, 0) + a);
             a += prows;
         }
