@@ -58,7 +58,7 @@ def main() -> None:
     parser.add_argument("--out", default=".")
     args = parser.parse_args()
     try:
-        data = np.load(args.stamps)
+        data = np.load(args.stamps, allow_pickle=False)
         stamps, names, tiles = data["stamps"], data["names"], data["tiles"]
     except (OSError, KeyError, ValueError) as e:
         raise SystemExit(f"step_tail: {args.stamps} is not a tile_phases --raw archive ({e})")
