@@ -444,3 +444,22 @@ def test_unsafe_use_scanner_accepts_safe_uses():
     safe = ("np.load(path, allow_pickle=False)\nsubprocess.run(['git', 'rev-parse'], shell=False)\n"
             "model.eval()\nre.compile(r'x')\n# import pickle\ns = 'os.system(x)'\n")
     assert unsafe_uses(safe, "safe.py") == []
+
+
+def test_an_interrupt_just_after_the_partial_folder_is_made_leaves_nothing(tmp_path, monkeypatch):
+    """The writer's partial folder is made inside its cleanup's reach: an exception raised the moment
+    the folder exists (as cli.py raises SIGTERM) removes it (it once came between mkdtemp's mkdir and the
+    try, and the folder stayed)."""
+    from megakernel.model import checkpoint_writer
+
+    real_mkdir = os.mkdir
+
+    def mkdir_then_interrupt(path, *args, **kwargs):
+        real_mkdir(path, *args, **kwargs)
+        if os.path.basename(path).startswith(".partial-"):
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(checkpoint_writer.os, "mkdir", mkdir_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        write_synthetic_checkpoint(str(tmp_path / "out"), micro_config(), seed=1)
+    assert os.listdir(tmp_path) == []

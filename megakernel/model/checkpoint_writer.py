@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
-import tempfile
 from typing import Callable
 
 import numpy as np
@@ -59,8 +59,15 @@ def _write(out_dir: str, c: ModelConfig, shard_bytes: int, produce: Callable[[li
         raise CheckpointError(f"{out_dir}: exists and is not an empty directory; refusing to overwrite")
     parent = os.path.dirname(out_dir)
     os.makedirs(parent, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=".partial-", dir=parent)
+    # The name is chosen before the try and the folder made inside it: a signal raised as an exception
+    # (cli.py: SIGTERM) right after mkdtemp's mkdir, before `tmp` was bound, left the folder behind.
+    tmp = os.path.join(parent, f".partial-{secrets.token_hex(8)}")
     try:
+        try:
+            os.mkdir(tmp, 0o700)
+        except FileExistsError:
+            tmp = None  # not ours to remove
+            raise
         shards = _plan_shards(tensor_specs(c), shard_bytes)
         names = [SINGLE_FILE] if len(shards) == 1 else [
             f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors" for i in range(len(shards))]
@@ -82,7 +89,8 @@ def _write(out_dir: str, c: ModelConfig, shard_bytes: int, produce: Callable[[li
             os.rmdir(out_dir)  # empty, checked above
         os.replace(tmp, out_dir)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
         raise
 
 
