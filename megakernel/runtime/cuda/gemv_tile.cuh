@@ -329,6 +329,7 @@ __device__ inline void head_epilogue(const Ctx& ctx, const Word& w, const RowGro
 
 // NORM_GEMV_QKV (one head per row group): q -> q_norm, RoPE -> out; gate half -> aux0; k -> k_norm, RoPE
 // -> K cache rows [position, position + m); v -> V cache.
+static_assert(MAX_ROWS * (MAX_TILE_ROWS / 32) + MAX_ROWS <= MAX_SLICE_BLOCKS, "qkv_epilogue's scratch in scales");
 __device__ inline void qkv_epilogue(const Ctx& ctx, const Word& w, const RowGroup& rg, const GemvSmem& sm) {
     const int m = w.rows(), hd = w.p(6), rot = w.p(7), capacity = w.p(9);
     const int local = rg.r0 - rg.seg_r0, pos = ctx.control()[w.ctrl_base() + CTRL_POSITION];
@@ -345,33 +346,48 @@ __device__ inline void qkv_epilogue(const Ctx& ctx, const Word& w, const RowGrou
             *v.at<bf16>(pos + i / hd, local + i % hd) = to_bf16(sm.y_at(0, i / hd)[i % hd]);
         return;
     }
+    if (rg.segment == 1 && !in_capacity) return;  // (the whole block: nothing else reads the rows)
+    // q or k: RMSNorm1p over the head, then RoPE on its first `rot` elements, every warp at work whatever m:
+    // warp-sized pieces (row, 32 elements) dealt round the warps. A row's sum of squares is its pieces'
+    // warp sums added in piece order, the same whatever m (an M-row pass = M one-row passes). scratch: the
+    // scales' shared memory (free after the passes).
     const Weight nw = ctx.weight(rg.segment == 0 ? w.p(2) : w.p(3));
     const float eps = w.pf(1), theta = w.pf(8);
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, half = rot / 2;
-    if (warp >= m) return;
-    float* y = sm.y_at(0, warp);
-    float ss = 0.0f;
-    for (int i = lane; i < hd; i += 32) {
-        const float v = round_bf16(y[i]);
-        ss = add_rn(ss, mul_rn(v, v));
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, half = rot / 2, pieces = hd / 32;
+    float* piece_sums = sm.scales;  // [row][piece]
+    for (int q = warp; q < m * pieces; q += TILE_WARPS) {
+        const float v = round_bf16(sm.y_at(0, q / pieces)[32 * (q % pieces) + lane]);
+        const float s = warp_sum(mul_rn(v, v));
+        if (lane == 0) piece_sums[q] = s;
     }
-    const float r = rsqrt_ref(add_rn(div_rn(warp_sum(ss), static_cast<float>(hd)), eps));
-    for (int i = lane; i < hd; i += 32) y[i] = norm_1p(round_bf16(y[i]), r, nw.value(i));
-    __syncwarp();
-    bf16* dst = rg.segment == 0 ? ctx.buffer(w.buf_out()).at<bf16>(warp, (local / (2 * hd)) * hd)
-                                : ctx.buffer(w.buf_aux1()).at<bf16>(pos + warp, local);
-    if (rg.segment == 1 && !in_capacity) return;
-    const float position = static_cast<float>(pos + warp);
-    for (int i = lane; i < hd; i += 32) {
+    __syncthreads();
+    float* factor = piece_sums + MAX_ROWS * (MAX_TILE_ROWS / 32);
+    if (threadIdx.x < m) {
+        float ss = 0.0f;
+        for (int p = 0; p < pieces; ++p) ss = add_rn(ss, piece_sums[threadIdx.x * pieces + p]);
+        factor[threadIdx.x] = rsqrt_ref(add_rn(div_rn(ss, static_cast<float>(hd)), eps));
+    }
+    __syncthreads();
+    for (int q = warp; q < m * pieces; q += TILE_WARPS) {
+        float* y = sm.y_at(0, q / pieces);
+        const int i = 32 * (q % pieces) + lane;
+        y[i] = norm_1p(round_bf16(y[i]), factor[q / pieces], nw.value(i));
+    }
+    __syncthreads();  // RoPE reads the other half's elements, normalised by other warps
+    for (int q = warp; q < m * pieces; q += TILE_WARPS) {
+        const int row = q / pieces, i = 32 * (q % pieces) + lane;
+        const float* y = sm.y_at(0, row);
         float out = y[i];
         if (i < rot) {
             const int j = i % half;
             const float inv_freq = div_rn(1.0f, powf(theta, div_rn(static_cast<float>(2 * j), static_cast<float>(rot))));
-            const float angle = mul_rn(position, inv_freq);
+            const float angle = mul_rn(static_cast<float>(pos + row), inv_freq);
             const float c = round_bf16(cosf(angle)), s = round_bf16(sinf(angle));
             const float rotated = i < half ? -y[i + half] : y[i - half];
             out = round_bf16(add_rn(round_bf16(mul_rn(y[i], c)), round_bf16(mul_rn(rotated, s))));
         }
+        bf16* dst = rg.segment == 0 ? ctx.buffer(w.buf_out()).at<bf16>(row, (local / (2 * hd)) * hd)
+                                    : ctx.buffer(w.buf_aux1()).at<bf16>(pos + row, local);
         dst[i] = to_bf16(out);
     }
 }
