@@ -329,7 +329,8 @@ __device__ inline void head_epilogue(const Ctx& ctx, const Word& w, const RowGro
 
 // NORM_GEMV_QKV (one head per row group): q -> q_norm, RoPE -> out; gate half -> aux0; k -> k_norm, RoPE
 // -> K cache rows [position, position + m); v -> V cache.
-static_assert(MAX_ROWS * (MAX_TILE_ROWS / 32) + MAX_ROWS <= MAX_SLICE_BLOCKS, "qkv_epilogue's scratch in scales");
+constexpr int QK_MAX_PIECES = MAX_TILE_ROWS / 32;  // warp-wide pieces of a head (qkv_epilogue)
+static_assert(MAX_ROWS * QK_MAX_PIECES + MAX_ROWS <= MAX_SLICE_BLOCKS, "qkv_epilogue's scratch in scales");
 __device__ inline void qkv_epilogue(const Ctx& ctx, const Word& w, const RowGroup& rg, const GemvSmem& sm) {
     const int m = w.rows(), hd = w.p(6), rot = w.p(7), capacity = w.p(9);
     const int local = rg.r0 - rg.seg_r0, pos = ctx.control()[w.ctrl_base() + CTRL_POSITION];
@@ -346,7 +347,7 @@ __device__ inline void qkv_epilogue(const Ctx& ctx, const Word& w, const RowGrou
             *v.at<bf16>(pos + i / hd, local + i % hd) = to_bf16(sm.y_at(0, i / hd)[i % hd]);
         return;
     }
-    if (rg.segment == 1 && !in_capacity) return;  // (the whole block: nothing else reads the rows)
+    if (rg.segment == 1 && !in_capacity) return;  // k rows past the cache: none written (all threads leave)
     // q or k: RMSNorm1p over the head, then RoPE on its first `rot` elements, every warp at work whatever m:
     // warp-sized pieces (row, 32 elements) dealt round the warps. A row's sum of squares is its pieces'
     // warp sums added in piece order, the same whatever m (an M-row pass = M one-row passes). scratch: the
@@ -361,7 +362,7 @@ __device__ inline void qkv_epilogue(const Ctx& ctx, const Word& w, const RowGrou
         if (lane == 0) piece_sums[q] = s;
     }
     __syncthreads();
-    float* factor = piece_sums + MAX_ROWS * (MAX_TILE_ROWS / 32);
+    float* factor = piece_sums + MAX_ROWS * QK_MAX_PIECES;
     if (threadIdx.x < m) {
         float ss = 0.0f;
         for (int p = 0; p < pieces; ++p) ss = add_rn(ss, piece_sums[threadIdx.x * pieces + p]);
