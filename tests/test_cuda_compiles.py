@@ -57,6 +57,19 @@ def test_builds_for_sm90a_without_spills(source, tmp_path):
             assert int(stores) <= limit and int(loads) <= limit, f"{function} (in {name}) spills registers:\n{report}"
 
 
+EXPERIMENT_SOURCES = sorted((ROOT / "experiments").glob("*.cu"))
+
+
+@needs_nvcc
+@pytest.mark.parametrize("source", EXPERIMENT_SOURCES, ids=lambda p: p.name)
+def test_experiment_kernels_build_for_sm90a(source, tmp_path):
+    """The experiments' own kernels (run only on the device) at least compile, so a broken one is found
+    here rather than in a device call."""
+    cmd = [NVCC, "-arch=sm_90a", "-std=c++17", f"-I{CUDA_DIR}", "-c", "-o", str(tmp_path / f"{source.stem}.o"), str(source)]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 def test_synthetic_kernels_exist_and_python_agrees_on_their_constants():
     source = (CUDA_DIR / "synthetic.cu").read_text()
     for kernel in ("synth_bf16", "synth_fp8"):
