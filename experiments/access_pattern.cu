@@ -1,6 +1,6 @@
 // How the order in which a GEMV's tiles read their weights sets the DRAM bandwidth they get (D43): a pure
-// read of 2 KB units through the same per-warp cp.async ring as the GEMV (gemv.cuh StripStream), with no
-// arithmetic, in three orders. Driven by experiments/access_pattern.py.
+// read of 2 KB units through the same per-warp cp.async ring as the GEMV (gemv.cuh stage_unit, one copy
+// group a unit, the wait one instruction), with no arithmetic, in three orders. Driven by experiments/access_pattern.py.
 //
 // A grid of `tiles` blocks of 16 warps; tile t owns `strips` x `blocks` units (strip-major, as the device
 // weight layout stores a row group: megakernel/runtime/weight_layout.py). Orders (`pattern`):
@@ -10,25 +10,16 @@
 //   2 global:     at step j every warp of the grid reads one unit and the grid's units at step j are
 //                 consecutive in memory (the whole read one sequential sweep).
 // Every order reads each unit exactly once.
+#include "gemv.cuh"  // the GEMV's own copies, ring and unit size (megakernel/runtime/cuda)
+
+using mk::u8;
+
 namespace {
 
-using u8 = unsigned char;  // (NVRTC: no <cstdint>)
+constexpr int WARPS = mk::TILE_WARPS;
+constexpr int UNIT = mk::UNIT_BYTES;
 
-constexpr int WARPS = 16;
-constexpr int UNIT = 2048;
-
-__device__ __forceinline__ unsigned smem_addr(const void* p) { return static_cast<unsigned>(__cvta_generic_to_shared(p)); }
-
-__device__ __forceinline__ void copy16(unsigned dst, const void* src) {
-    asm volatile(
-        "{\n\t.reg .b64 p;\n\tcreatepolicy.fractional.L2::evict_first.b64 p, 1.0;\n\t"
-        "cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, p;\n\t}" ::"r"(dst), "l"(src) : "memory");
-}
-
-__device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-
-// The unit (index into the whole buffer) that warp `warp` of tile `tile` reads at its step j, and how many
-// steps each warp takes.
+// The unit (index into the whole buffer) that warp `warp` of tile `tile` reads at its step j.
 __device__ __forceinline__ long long unit_of(int pattern, int tile, int warp, int j, int tiles, int strips, int blocks) {
     const long long tile_units = static_cast<long long>(strips) * blocks;
     if (pattern == 0) {
@@ -48,16 +39,15 @@ __device__ void ring_read(const u8* weights, int pattern, int tiles, int strips,
                           unsigned* sink) {
     extern __shared__ __align__(16) u8 ring[];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, tile = blockIdx.x;
-    const unsigned slots = smem_addr(ring) + warp * DEPTH * UNIT + 16 * lane;
+    const unsigned slots = mk::smem_addr(ring) + warp * DEPTH * UNIT + mk::PIECE * lane;
     const auto stage = [&](int slot, int j) {
-        const u8* unit = weights + unit_of(pattern, tile, warp, j, tiles, strips, blocks) * UNIT + 16 * lane;
-#pragma unroll
-        for (int i = 0; i < 4; ++i) copy16(slots + slot * UNIT + 512 * i, unit + 512 * i);
+        mk::stage_unit(slots + slot * UNIT, weights + unit_of(pattern, tile, warp, j, tiles, strips, blocks) * UNIT +
+                                                 mk::PIECE * lane);  // one copy group
     };
 #pragma unroll
     for (int i = 0; i < DEPTH; ++i) {
         if (i < steps) stage(i, i);
-        commit();
+        else mk::copies_commit();
     }
     unsigned x = 0;
     int slot = 0;
@@ -67,18 +57,18 @@ __device__ void ring_read(const u8* weights, int pattern, int tiles, int strips,
         asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(slots + slot * UNIT) : "memory");
         x ^= v;
         if (j + DEPTH < steps) stage(slot, j + DEPTH);
-        commit();
+        else mk::copies_commit();
         if (++slot == DEPTH) slot = 0;
     }
     if (x == 0x9E3779B9u) sink[0] = x;  // keeps the reads alive; practically never taken
 }
 
-extern "C" __global__ void __launch_bounds__(512) ring_read_6(const u8* w, int pattern, int tiles, int strips,
+extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS) ring_read_6(const u8* w, int pattern, int tiles, int strips,
                                                                int blocks, int steps, unsigned* sink) {
     ring_read<6>(w, pattern, tiles, strips, blocks, steps, sink);
 }
 
-extern "C" __global__ void __launch_bounds__(512) ring_read_2(const u8* w, int pattern, int tiles, int strips,
+extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS) ring_read_2(const u8* w, int pattern, int tiles, int strips,
                                                                int blocks, int steps, unsigned* sink) {
     ring_read<2>(w, pattern, tiles, strips, blocks, steps, sink);
 }

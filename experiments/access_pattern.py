@@ -18,9 +18,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_gemv import ROTATE_BYTES, graph_us, read_bandwidth  # noqa: E402
 
+from megakernel.model import plan  # noqa: E402
+from megakernel.runtime import cuda_build  # noqa: E402
+
 SOURCE = Path(__file__).with_name("access_pattern.cu")
 PATTERNS = ("tiles", "contiguous", "global")  # access_pattern.cu `pattern` 0, 1, 2
-UNIT_BYTES, WARPS = 2048, 16
+UNIT_BYTES = plan.STRIP_ROWS * plan.K_BLOCK  # one fp8 unit (gemv.cuh UNIT_BYTES)
+WARPS = cuda_build.tile_threads() // 32
 
 
 def check_geometry(strips: int, blocks: int) -> int:
@@ -35,7 +39,6 @@ def main() -> None:
     import numpy as np
 
     from megakernel.provenance import git_commit
-    from megakernel.runtime import cuda_build
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True)

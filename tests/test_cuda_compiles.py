@@ -38,12 +38,17 @@ def ptxas_report(log: str) -> dict[str, str]:
 CALL_SAVES = 8
 
 
+def nvcc_object(source: Path, tmp_path: Path, *flags: str) -> subprocess.CompletedProcess:
+    """nvcc -c of one source for sm_90a with the runtime's headers on the include path."""
+    cmd = [NVCC, "-arch=sm_90a", "-std=c++17", *flags, f"-I{CUDA_DIR}", "-c", "-o", str(tmp_path / f"{source.stem}.o"),
+           str(source)]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+
+
 @needs_nvcc
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.name)
 def test_builds_for_sm90a_without_spills(source, tmp_path):
-    cmd = [NVCC, "-arch=sm_90a", "-std=c++17", "-Xptxas", "-v", f"-I{CUDA_DIR}", "-c",
-           "-o", str(tmp_path / f"{source.stem}.o"), str(source)]
-    result = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    result = nvcc_object(source, tmp_path, "-Xptxas", "-v")
     log = result.stdout + result.stderr
     assert result.returncode == 0, log
     kernels = ptxas_report(log)
@@ -65,8 +70,7 @@ EXPERIMENT_SOURCES = sorted((ROOT / "experiments").glob("*.cu"))
 def test_experiment_kernels_build_for_sm90a(source, tmp_path):
     """The experiments' own kernels (run only on the device) at least compile, so a broken one is found
     here rather than in a device call."""
-    cmd = [NVCC, "-arch=sm_90a", "-std=c++17", f"-I{CUDA_DIR}", "-c", "-o", str(tmp_path / f"{source.stem}.o"), str(source)]
-    result = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    result = nvcc_object(source, tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
