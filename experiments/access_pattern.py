@@ -3,7 +3,12 @@ in_proj bytes as 2 KB units through the GEMV's per-warp cp.async ring (experimen
 the tiles' order, in contiguous per-warp shares and as one sequential sweep, at ring depths 6 and 2;
 fractions of the read bandwidth measured in the same process (D43).
 
-  python experiments/access_pattern.py --out DIR [--iters 30]
+  python experiments/access_pattern.py --out DIR [--iters 30] [--sweep]
+
+With --sweep it also times, at k = 1280 .. 20480 over 128 row groups of 128 rows (in_proj's grid at M = 1),
+the ring read in the tiles' order and the GEMV itself (discrete.kernels.gemv_slices, M = 1, as launched and
+with the deepest ring), and fits t = fixed_us + bytes / (stream_fraction x read bandwidth) to each: how
+fast each streams once running, and what each launch loses, on one grid.
 """
 
 from __future__ import annotations
@@ -34,9 +39,75 @@ def check_geometry(strips: int, blocks: int) -> int:
     return strips * blocks // WARPS
 
 
-def main() -> None:
+def fit(points: list[tuple[int, float]], bandwidth: float) -> dict:
+    """Least squares t = fixed_us + bytes / (stream_fraction x bandwidth) over (bytes, us) points."""
+    import numpy as np
+
+    b, t = np.array(points, dtype=np.float64).T
+    slope, fixed = np.polyfit(b, t, 1)
+    return {"stream_fraction": round(float(1 / (slope * 1e3 * bandwidth)), 4), "fixed_us": round(float(fixed), 2)}
+
+
+def ring_read_us(mod, buffers, depth: int, pattern: int, tiles: int, strips: int, blocks: int, iters: int):
+    """Per-launch device time (median, p10, p90 us) of one ring read over `buffers` (rotated)."""
     import cupy
     import numpy as np
+
+    kernel = mod.get_function(f"ring_read_{depth}")
+    smem = WARPS * depth * UNIT_BYTES
+    kernel.max_dynamic_shared_size_bytes = smem
+    steps = check_geometry(strips, blocks)
+    sink = cupy.zeros(1, dtype=cupy.uint32)
+
+    def launch(i):
+        kernel((tiles,), (32 * WARPS,), (buffers[i % len(buffers)], np.int32(pattern), np.int32(tiles),
+                                         np.int32(strips), np.int32(blocks), np.int32(steps), sink), shared_mem=smem)
+
+    return graph_us(launch, iters)
+
+
+def size_sweep(mod, bandwidth: float, iters: int) -> dict:
+    """The ring read (tiles' order, depths 6 and 2) and the GEMV (M = 1, as launched and deepest ring) over
+    128 row groups at k = 1280 .. 20480: rows and a fit per series."""
+    import cupy
+
+    from bench_gemv import random_fp8
+    from discrete.kernels import gemv_slices
+
+    n, tiles, strips = 16384, 128, 8
+    rows, series = [], {}
+    for k in (1280, 2560, 5120, 10240, 20480):
+        blocks = k // plan.K_BLOCK
+        nbytes = n * k
+        copies = max(2, -(-ROTATE_BYTES // nbytes))
+        weights = [random_fp8((n, k)) for _ in range(copies)]
+        scales = [cupy.full((n // 128, blocks), 0x3A80, dtype=cupy.uint16) for _ in range(copies)]
+        x = cupy.random.randint(0x3C00, 0x4000, size=(1, k), dtype=cupy.uint16)
+        out = cupy.empty((1, 1, n), dtype=cupy.float32)
+        timed = {}
+        for depth in (6, 2):
+            flat = [w.reshape(-1) for w in weights]
+            timed[f"ring_read_depth{depth}"] = (ring_read_us(mod, flat, depth, 0, tiles, strips, blocks, iters), nbytes)
+        for launch_kind, as_launched in (("gemv_as_launched", True), ("gemv_deepest_ring", False)):
+            def launch(i, as_launched=as_launched):
+                gemv_slices(weights[i % copies], scales[i % copies], x, 1, out=out, in_units=True, tile_rows=128,
+                            as_launched=as_launched)
+
+            moved = nbytes + scales[0].nbytes + 2 * k + 4 * n
+            timed[launch_kind] = (graph_us(launch, iters), moved)
+        for kind, ((us, p10, p90), moved) in timed.items():
+            rows.append({"series": kind, "k": k, "bytes": moved, "us": round(us, 2), "p10": round(p10, 2),
+                         "p90": round(p90, 2), "bandwidth_fraction": round(moved / us / 1e3 / bandwidth, 4)})
+            series.setdefault(kind, []).append((moved, us))
+            print(f"k {k:6d} {kind:20s} {us:7.2f} us  {moved / us / 1e3 / bandwidth:6.1%}", flush=True)
+    fits = {kind: fit(points, bandwidth) for kind, points in series.items()}
+    for kind, f in fits.items():
+        print(f"fit {kind:20s} stream {f['stream_fraction']:.3f}  fixed {f['fixed_us']:.2f} us", flush=True)
+    return {"rows": rows, "fits": fits, "grid": {"n": n, "tiles": tiles, "strips": strips, "m": 1}}
+
+
+def main() -> None:
+    import cupy
 
     from megakernel.provenance import git_commit
 
@@ -46,6 +117,7 @@ def main() -> None:
     parser.add_argument("--tiles", type=int, default=130, help="in_proj at M = 1: 130 row groups of 128 rows")
     parser.add_argument("--strips", type=int, default=8)
     parser.add_argument("--blocks", type=int, default=40, help="k-blocks a strip (k = 5120)")
+    parser.add_argument("--sweep", action="store_true", help="also the ring read and the GEMV at k = 1280 .. 20480")
     args = parser.parse_args()
     steps = check_geometry(args.strips, args.blocks)
     bandwidth = read_bandwidth(args.iters)
@@ -53,24 +125,17 @@ def main() -> None:
     nbytes = args.tiles * args.strips * args.blocks * UNIT_BYTES
     copies = max(2, -(-ROTATE_BYTES // nbytes))
     buffers = [cupy.random.randint(0, 256, size=nbytes, dtype=cupy.uint8) for _ in range(copies)]
-    sink = cupy.zeros(1, dtype=cupy.uint32)
     mod = cuda_build.module(SOURCE, cupy.cuda.Device().id)
     rows = []
     for depth in (6, 2):
-        kernel = mod.get_function(f"ring_read_{depth}")
-        smem = WARPS * depth * UNIT_BYTES
-        kernel.max_dynamic_shared_size_bytes = smem
         for pattern, name in enumerate(PATTERNS):
-            def launch(i, pattern=pattern, kernel=kernel, smem=smem):
-                kernel((args.tiles,), (32 * WARPS,), (buffers[i % copies], np.int32(pattern), np.int32(args.tiles),
-                                                      np.int32(args.strips), np.int32(args.blocks), np.int32(steps),
-                                                      sink), shared_mem=smem)
-
-            us, p10, p90 = graph_us(launch, args.iters, reps=copies)
+            us, p10, p90 = ring_read_us(mod, buffers, depth, pattern, args.tiles, args.strips, args.blocks, args.iters)
             gbps = nbytes / us / 1e3
             rows.append({"pattern": name, "depth": depth, "bytes": nbytes, "us": round(us, 2), "p10": round(p10, 2),
                          "p90": round(p90, 2), "gbps": round(gbps, 1), "bandwidth_fraction": round(gbps / bandwidth, 4)})
             print(f"depth {depth} {name:10s} {us:7.2f} us  {gbps:6.0f} GB/s  {gbps / bandwidth:6.1%}", flush=True)
+    del buffers
+    sweep = size_sweep(mod, bandwidth, args.iters) if args.sweep else None
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     result = {
@@ -83,6 +148,8 @@ def main() -> None:
                      "warps": WARPS, "units_per_warp": steps, "copies": copies},
         "reads": rows,
     }
+    if sweep is not None:
+        result["size_sweep"] = sweep
     (out / "access_pattern.json").write_text(json.dumps(result, indent=1) + "\n")
     print(f"wrote {out / 'access_pattern.json'}")
 
