@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_gemv import ROTATE_BYTES, graph_us, read_bandwidth  # noqa: E402
+from bench_gemv import ROTATE_BYTES, graph_us, line_fit, read_bandwidth  # noqa: E402
 
 from megakernel.model import plan  # noqa: E402
 from megakernel.runtime import cuda_build  # noqa: E402
@@ -37,15 +37,6 @@ def check_geometry(strips: int, blocks: int) -> int:
     if WARPS % strips or blocks % (WARPS // strips) or (strips * blocks) % WARPS:
         raise ValueError(f"strips {strips} must divide {WARPS} and blocks {blocks} split evenly over the phases")
     return strips * blocks // WARPS
-
-
-def fit(points: list[tuple[int, float]], bandwidth: float) -> dict:
-    """Least squares t = fixed_us + bytes / (stream_fraction x bandwidth) over (bytes, us) points."""
-    import numpy as np
-
-    b, t = np.array(points, dtype=np.float64).T
-    slope, fixed = np.polyfit(b, t, 1)
-    return {"stream_fraction": round(float(1 / (slope * 1e3 * bandwidth)), 4), "fixed_us": round(float(fixed), 2)}
 
 
 def ring_read_us(mod, buffers, depth: int, pattern: int, tiles: int, strips: int, blocks: int, iters: int):
@@ -100,7 +91,7 @@ def size_sweep(mod, bandwidth: float, iters: int) -> dict:
                          "p90": round(p90, 2), "bandwidth_fraction": round(moved / us / 1e3 / bandwidth, 4)})
             series.setdefault(kind, []).append((moved, us))
             print(f"k {k:6d} {kind:20s} {us:7.2f} us  {moved / us / 1e3 / bandwidth:6.1%}", flush=True)
-    fits = {kind: fit(points, bandwidth) for kind, points in series.items()}
+    fits = {kind: line_fit(points, bandwidth) for kind, points in series.items()}
     for kind, f in fits.items():
         print(f"fit {kind:20s} stream {f['stream_fraction']:.3f}  fixed {f['fixed_us']:.2f} us", flush=True)
     return {"rows": rows, "fits": fits, "grid": {"n": n, "tiles": tiles, "strips": strips, "m": 1}}

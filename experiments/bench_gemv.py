@@ -2,8 +2,10 @@
 M = 1 and 8, as fractions of the measured pure-read bandwidth. Writes gemv_bench.json (docs/RESULTS_FILES.md
 results contract, `kernels`: device time per launch from CUDA-graph replay, and `us_eager`, back-to-back
 eager launches with the host's launch cost; `fit`: stream fraction and fixed cost per launch from the fp8
-shapes at M = 1), plus the registers and resident blocks per SM of each kernel and a k-slice sweep
-of every fp8 shape at M = 1 (`slice_sweep`: grid tiles and waves against the SM count).
+shapes at M = 1), plus the registers and resident blocks per SM of each kernel, `k_sweep` (the fp8 GEMV on
+in_proj's grid at k = 1280 .. 20480, M = 1 and 8, and the same fit per M: the stream's rate with the grid
+held fixed; run as launched with every shape) and a k-slice sweep of every fp8 shape at M = 1
+(`slice_sweep`: grid tiles and waves against the SM count).
 
   python experiments/bench_gemv.py --out DIR [--iters 50] [--shapes in_proj,down] [--no-sweep] [--deepest-ring]
 
@@ -153,19 +155,46 @@ def gemv_shapes(c) -> list[tuple[str, int, int, int, bool, int]]:
     return out
 
 
-def stream_fit(kernels: list[dict], bandwidth: float) -> dict:
-    """Least squares over the fp8 shapes at M = 1: t = fixed_us + bytes / (stream_fraction x read
-    bandwidth). The slope is how fast a running kernel streams; the intercept what each launch loses
-    (launch gap, ramp-up, tail)."""
+def line_fit(points: list[tuple[int, float]], bandwidth: float) -> dict:
+    """Least squares t = fixed_us + bytes / (stream_fraction x bandwidth) over (bytes, us) points: the slope is
+    how fast a running kernel streams, the intercept what each launch loses (launch gap, ramp-up, tail)."""
     import numpy as np
 
-    pts = [(k["bytes"], k["us"]) for k in kernels if k["dtype"] == "fp8" and k["rows"] == 1]
-    if len(pts) < 2:
+    if len(points) < 2:
         return {}
-    b, t = np.array(pts, dtype=np.float64).T
+    b, t = np.array(points, dtype=np.float64).T
     slope, fixed = np.polyfit(b, t, 1)  # us per byte, us
     return {"stream_fraction": round(float(1 / (slope * 1e3 * bandwidth)), 4), "fixed_us": round(float(fixed), 2),
-            "shapes": len(pts)}
+            "points": len(points)}
+
+
+def stream_fit(kernels: list[dict], bandwidth: float) -> dict:
+    """line_fit over the fp8 shapes at M = 1 (the issue's figure). The shapes differ in their grids (tiles
+    against the SM count, waves, tails), which the line puts into the slope: k_sweep's fit is the stream's
+    rate on one grid."""
+    fit = line_fit([(k["bytes"], k["us"]) for k in kernels if k["dtype"] == "fp8" and k["rows"] == 1], bandwidth)
+    return {"stream_fraction": fit["stream_fraction"], "fixed_us": fit["fixed_us"], "shapes": fit["points"]} if fit else {}
+
+
+K_SWEEP = (1280, 2560, 3840, 5120, 10240, 20480)
+K_SWEEP_M8 = 5120  # 8 input rows of a wider slice leave the ring fewer than three k-blocks a warp
+
+
+def k_sweep(iters: int, bandwidth: float, n: int = 16384) -> dict:
+    """The fp8 GEMV on one grid (n rows in 128-row groups, one k-slice: in_proj's grid at M = 1), as launched,
+    at k = 1280 .. 20480 for M = 1 and up to K_SWEEP_M8 for M = 8, and a line_fit per M (M = 1 also over
+    the M = 8 points' k alone): how fast the device function streams once running and what a launch of it
+    loses, with the grid held fixed (D44)."""
+    rows = []
+    for k in K_SWEEP:
+        rows += bench_shape(f"k_sweep_{k}", n, k, 1, True, iters, bandwidth, ms=(1, 8) if k <= K_SWEEP_M8 else (1,))
+    points = {m: [(r["bytes"], r["us"]) for r in rows if r["rows"] == m] for m in (1, 8)}
+    fits = {"m1": line_fit(points[1], bandwidth), "m8": line_fit(points[8], bandwidth),
+            "m1_at_m8_k": line_fit([(r["bytes"], r["us"]) for r in rows
+                                    if r["rows"] == 1 and r["shape"][1] <= K_SWEEP_M8], bandwidth)}
+    for name, f in fits.items():
+        print(f"k sweep fit {name:11s} stream {f['stream_fraction']:.3f} of the read bandwidth, fixed {f['fixed_us']:.2f} us")
+    return {"rows": rows, "fits": fits}
 
 
 def kernel_facts() -> dict:
@@ -229,6 +258,7 @@ def main() -> None:
     facts = kernel_facts()
     print(facts)
     sweep = [] if args.no_sweep else slice_sweep(fp8_shapes, args.iters, bandwidth, sms, as_launched)
+    one_grid = k_sweep(args.iters, bandwidth) if as_launched and chosen is None else {}
     os.makedirs(args.out, exist_ok=True)
     result = {
         "device": cupy.cuda.runtime.getDeviceProperties(0)["name"].decode(),
@@ -236,7 +266,7 @@ def main() -> None:
         "command": "python " + " ".join(sys.argv), "created": datetime.datetime.now(datetime.UTC).isoformat(),
         "model": "synthetic:qwen3.5-27b shapes (random weights)", "read_bandwidth_gbps": round(bandwidth, 1),
         "sms": sms, "launch": "as_launched" if as_launched else "deepest_ring", "kernel_facts": facts,
-        "kernels": kernels, "fit": stream_fit(kernels, bandwidth),
+        "kernels": kernels, "fit": stream_fit(kernels, bandwidth), "k_sweep": one_grid,
         "slice_sweep": sweep,
     }
     with open(os.path.join(args.out, "gemv_bench.json"), "w") as f:
