@@ -1,0 +1,6 @@
+set -u
+python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl 2>/dev/null
+export PYTHONUNBUFFERED=1
+export PYTHONPATH=$PWD:/tmp/site
+export GIT_COMMIT=$(cat build/commit)
+timeout 400 python3 experiments/access_pattern.py --out $OUT/ap --sweep 2>&1 | tee $OUT/ap.log
