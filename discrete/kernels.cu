@@ -22,12 +22,13 @@ __device__ __forceinline__ void gemv_slices(const unsigned char* weight, const _
     const int b0 = s * blocks / slices, b1 = (s + 1) * blocks / slices, width = (b1 - b0) * mk::K_BLOCK;
     // the slice's input rows into shared memory as a GEMV_RESIDUAL tile takes them (gemv_tile.cuh)
     const __nv_bfloat16* x_slice = x + b0 * mk::K_BLOCK;
-    mk::stage_rows(x_slice, k, sm.x, width, m, width);
+    const int stride = mk::x_stride_of(width, m);
+    mk::stage_rows(x_slice, k, sm.x, stride, m, width);
     mk::stage_wait();
-    if (FP8) mk::f16_operand(sm.x, width, sm.x, width, m, b1 - b0, sm.x_p);
+    if (FP8) mk::f16_operand(sm.x, stride, sm.x, stride, m, b1 - b0, sm.x_p);
     float acc[4];
-    mk::gemv_block_rows(acc, FP8, weight, scale, k, blockIdx.x * tile_rows, tile_rows, b0, b1, sm.x, sm.x_p, width, m,
-                        sm.ring(m * width), sm.ring_bytes(m * width), sm.scales);
+    mk::gemv_block_rows(acc, FP8, weight, scale, k, blockIdx.x * tile_rows, tile_rows, b0, b1, sm.x, sm.x_p, stride, m,
+                        sm.ring(m * stride), sm.ring_bytes(m * stride), sm.scales);
     if (warp * mk::WARP_ROWS >= tile_rows) return;  // phase 0 of strip `warp` holds the strip's sums
 #pragma unroll
     for (int r = 0; r < 4; ++r) {

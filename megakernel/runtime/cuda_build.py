@@ -121,7 +121,8 @@ def gemv_smem(rows: int, width: int, elem: int, depth: int, staged: int = 0) -> 
     the `staged` bytes of a prologue."""
     tile = CUDA_DIR / "gemv_tile.cuh"
     fixed, ring = define(tile, "GEMV_SMEM_FIXED"), define(tile, "GEMV_MIN_RING")
-    return fixed + 2 * rows * width + 128 + max(depth * ring * elem, staged)
+    stride = width + (define(CUDA_DIR / "gemv.cuh", "X_PAD") if rows > 1 else 0)  # gemv.cuh x_stride_of
+    return fixed + 2 * rows * stride + 128 + max(depth * ring * elem, staged)
 
 
 TWO_BLOCK_RING = 2  # k-blocks per warp in flight when two GEMV tiles share an SM (D23)

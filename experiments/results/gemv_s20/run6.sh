@@ -1,13 +1,9 @@
 set -u
 python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl 2>/dev/null
 export PYTHONUNBUFFERED=1
-export PYTHONPATH=$PWD:/tmp/site
-timeout 300 ncu --clock-control none --kernel-name regex:"gemv_fp8_slices|ring_read_2" --launch-skip 4 --launch-count 2 \
-  --section SpeedOfLight --section WarpStateStats --section SourceCounters --section LaunchStats --section Occupancy \
-  -o $OUT/k1280 python3 experiments/results/gemv_s20/ncu_k1280.py > $OUT/ncu_run.log 2>&1; echo "rc=$?"
-tail -5 $OUT/ncu_run.log
-ncu -i $OUT/k1280.ncu-rep --page details > $OUT/k1280_details.txt 2>&1
-ncu -i $OUT/k1280.ncu-rep --page source --csv --print-source sass > $OUT/k1280_source.csv 2>&1; echo "src rc=$?"
-grep -E "gemv_fp8|ring_read|Duration|Elapsed Cycles|DRAM Throughput|Warp Cycles Per Issued|Stall" $OUT/k1280_details.txt | head -40
-head -c 600 $OUT/k1280_source.csv; wc -c $OUT/k1280_source.csv
-gzip $OUT/k1280_source.csv
+root=$PWD
+export GIT_COMMIT=$(cat build/commit)
+(cd build/v/xpad && PYTHONPATH=$PWD:/tmp/site MEGAKERNEL_REQUIRE_GPU=1 timeout 130 python3 -m pytest -q -x -p no:cacheprovider tests/gpu/test_gemv_gpu.py tests/gpu/test_discrete_gpu.py tests/gpu/test_megakernel_gpu.py 2>&1 | tee $OUT/gpu_tests_xpad.log | tail -2)
+PYTHONPATH=$root:/tmp/site timeout 150 python3 experiments/compare_trees.py --out $OUT/ct --tree base=build/v/base --tree xpad=build/v/xpad --reps 2 --rows 1,8 2>&1 | tail -4
+(cd $OUT && tar czf ct.tgz ct && rm -rf ct)
+for t in base xpad; do (cd build/v/$t/experiments && PYTHONPATH=$root/build/v/$t:/tmp/site timeout 50 python3 bench_gemv.py --out $OUT/bench_$t --no-sweep --shapes in_proj,out_proj,gate_up,down,qkv > $OUT/bench_gemv_$t.log 2>&1; grep -E "M=8|fit" $OUT/bench_gemv_$t.log | grep -E "fit|in_proj|gate_up|qkv|k_sweep_5120"); done

@@ -82,6 +82,13 @@ constexpr int PIECE = 16;
 constexpr int MAX_DEPTH = 6;           // k-blocks in flight per warp
 constexpr int MAX_SLICE_BLOCKS = 256;  // k-blocks of one k-slice (k <= 32768)
 
+// The input rows' stride in shared memory (elements): a k-slice's width, plus 64 bytes where there are
+// several rows. A quarter-warp's x fragment reads rows g and g + 1 (mma columns) at the same offset; with
+// rows a multiple of 128 bytes apart those are the same banks (a two-way conflict on every fragment read
+// at M > 1), 64 bytes apart they are disjoint. The layout only: the values and the sums are the same.
+constexpr int X_PAD = 32;
+__device__ __forceinline__ int x_stride_of(int width, int m) { return m > 1 ? width + X_PAD : width; }
+
 // --- the f16 operand of an fp8 GEMV ------------------------------------------------------------------
 // The bf16 input rows src [m][src_stride] (global or shared memory) over `blocks` k-blocks become x [m][
 // x_stride] = f16(src 2^P) in shared memory (x may be src: in place), P per (row, block) = 142 - max(E, 17)

@@ -133,7 +133,7 @@ __device__ __forceinline__ void tile_stamp(int phase, bool wall = false) {
 __device__ __forceinline__ void tile_stamp(int, bool = false) {}
 #endif
 
-// --- prologues: the GEMV input rows over k-columns [k0, k1) into x [m][k1 - k0] --------------------------
+// --- prologues: the GEMV input rows over k-columns [k0, k1) into x (row stride x_stride_of) ---------------
 __device__ __forceinline__ float norm_1p_raw(float x, float r, float w) { return mul_rn(mul_rn(x, r), add_rn(1.0f, w)); }
 __device__ __forceinline__ float norm_1p(float x, float r, float w) { return round_bf16(norm_1p_raw(x, r, w)); }
 
@@ -232,8 +232,8 @@ __device__ inline void norm_rows(Src src, Dst dst, int m, int k, const Weight& n
     __syncthreads();
 }
 
-// The input rows over k-columns [k0, k1) into x [m][k1 - k0]: RMSNorm1p of the residual rows, MTP_FC's two
-// norms, or (GEMV_RESIDUAL) the rows as they are. The residual-row norms write the f16
+// The input rows over k-columns [k0, k1) into x [m][x_stride_of(k1 - k0, m)] (gemv.cuh): RMSNorm1p of the
+// residual rows, MTP_FC's two norms, or (GEMV_RESIDUAL) the rows as they are. The residual-row norms write the f16
 // operand with its P in x_p where x_p is given (fp8 tiles; fuses_operand), the others bf16. scratch:
 // norm_rows's (TILE_WARPS + 1) x MAX_ROWS floats; stage: the staging area (the weight ring's memory, free
 // until the passes).
@@ -243,11 +243,11 @@ __device__ __forceinline__ bool fuses_operand(int op) {
 
 __device__ inline void gemv_prologue(const Ctx& ctx, const Word& w, int k0, int k1, bf16* x, float* scratch,
                                      u8* stage, signed char* x_p) {
-    const int op = w.opcode(), m = w.rows(), width = k1 - k0, k = w.k();
+    const int op = w.opcode(), m = w.rows(), width = k1 - k0, k = w.k(), stride = x_stride_of(width, m);
     const Buffer in = ctx.buffer(w.buf_in());
     if (op == OP_GEMV_RESIDUAL) {  // (k0 and width are multiples of 128)
         tile_stamp(8);
-        stage_rows(in.at<bf16>(0, k0), in.cols, x, width, m, width);
+        stage_rows(in.at<bf16>(0, k0), in.cols, x, stride, m, width);
         stage_wait();
         tile_stamp(9);
         return;
@@ -260,16 +260,16 @@ __device__ inline void gemv_prologue(const Ctx& ctx, const Word& w, int k0, int 
         const int* tokens = ctx.control() + w.ctrl_base() + CTRL_TOKENS_IN;
         if (k0 < h)
             norm_rows([&](int r) { return reinterpret_cast<const bf16*>(embed.base) + static_cast<size_t>(tokens[r]) * h; },
-                      [&](int r) { return x + r * width; }, m, h, ctx.weight(w.p(1)), eps, k0, min(k1, h), scratch,
+                      [&](int r) { return x + r * stride; }, m, h, ctx.weight(w.p(1)), eps, k0, min(k1, h), scratch,
                       stage);
         if (k1 > h)
             norm_rows([&](int r) { return in.at<bf16>(MAX_ROWS - m + r, 0); },
-                      [&](int r) { return x + r * width + max(h - k0, 0); }, m, h, ctx.weight(w.p(2)), eps,
+                      [&](int r) { return x + r * stride + max(h - k0, 0); }, m, h, ctx.weight(w.p(2)), eps,
                       max(k0, h) - h, k1 - h, scratch, stage);
         return;
     }
     // NORM_GEMV, NORM_GEMV_QKV, NORM_GATE_UP, NORM_HEAD: RMSNorm1p of the whole residual rows.
-    norm_rows([&](int r) { return in.at<bf16>(r, 0); }, [&](int r) { return x + r * width; }, m, k,
+    norm_rows([&](int r) { return in.at<bf16>(r, 0); }, [&](int r) { return x + r * stride; }, m, k,
               ctx.weight(w.p(0)), w.pf(1), k0, k1, scratch, stage, x_p);
 }
 
@@ -474,7 +474,8 @@ struct MainTile {
 __device__ inline void gemv_main_input(const Ctx& ctx, const Word& w, int tile, u8* smem) {
     const GemvSmem sm(smem);
     const MainTile mt(ctx, w, tile);
-    u8* stage = sm.ring(mt.m * mt.width);  // the ring's memory stages the prologue's inputs
+    const int stride = x_stride_of(mt.width, mt.m);
+    u8* stage = sm.ring(mt.m * stride);  // the ring's memory stages the prologue's inputs
     if (w.opcode() == OP_NORM_HEAD && tile == 0 && w.buf_aux1() != NO_BUFFER) keep_hidden(ctx, w, sm.y, stage);
     // one dtype per tile (a row group lies in one segment; gate and up are both fp8)
     const int segment = mt.gate_up ? 0 : row_group(ctx, w, tile % mt.groups).segment;
@@ -482,7 +483,7 @@ __device__ inline void gemv_main_input(const Ctx& ctx, const Word& w, int tile, 
     // y: free until the passes
     gemv_prologue(ctx, w, mt.b0 * K_BLOCK, mt.b1 * K_BLOCK, sm.x, sm.y, stage, fp8 ? sm.x_p : nullptr);
     __syncthreads();
-    if (fp8 && !fuses_operand(w.opcode())) f16_operand(sm.x, mt.width, sm.x, mt.width, mt.m, mt.b1 - mt.b0, sm.x_p);
+    if (fp8 && !fuses_operand(w.opcode())) f16_operand(sm.x, stride, sm.x, stride, mt.m, mt.b1 - mt.b0, sm.x_p);
 }
 
 // arrivals: the discrete build's split-K counters (gemv_finish_last below), nullptr in the megakernel.
@@ -499,7 +500,7 @@ __device__ inline void gemv_main_passes(const Ctx& ctx, const Word& w, int tile,
         const Weight W = gemv_weight(ctx, w, gate_up ? half : rg.segment);
         for (int a = 0; a < rows;) {
             const int first = local0 + a, prows = min(rows - a, ROW_BLOCK - first % ROW_BLOCK);
-            gemv_rows(sm, W, k, first, prows, b0, b1, width, m, sm.y_at(half, 0) + a);
+            gemv_rows(sm, W, k, first, prows, b0, b1, x_stride_of(width, m), m, sm.y_at(half, 0) + a);
             a += prows;
         }
     }
