@@ -4,7 +4,7 @@ results contract, `kernels`: device time per launch from CUDA-graph replay, and 
 eager launches with the host's launch cost; `fit`: stream fraction and fixed cost per launch from the fp8
 shapes at M = 1), plus the registers and resident blocks per SM of each kernel, `k_sweep` (the fp8 GEMV on
 in_proj's grid at k = 1280 .. 20480, M = 1 and 8, and the same fit per M: the stream's rate with the grid
-held fixed; run as launched with every shape) and a k-slice sweep of every fp8 shape at M = 1
+held fixed; run when every shape is benched as launched) and a k-slice sweep of every fp8 shape at M = 1
 (`slice_sweep`: grid tiles and waves against the SM count).
 
   python experiments/bench_gemv.py --out DIR [--iters 50] [--shapes in_proj,down] [--no-sweep] [--deepest-ring]
