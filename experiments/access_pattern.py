@@ -58,34 +58,26 @@ def ring_read_us(mod, buffers, depth: int, pattern: int, tiles: int, strips: int
 
 
 def size_sweep(mod, bandwidth: float, iters: int) -> dict:
-    """The ring read (tiles' order, depths 6 and 2) and the GEMV (M = 1, as launched and deepest ring) over
-    128 row groups at k = 1280 .. 20480: rows and a fit per series."""
+    """The ring read (tiles' order, depths 6 and 2) and the GEMV (M = 1, as launched and deepest ring: timed
+    by bench_gemv.bench_shape) over 128 row groups at k = 1280 .. 20480: rows and a fit per series."""
     import cupy
 
-    from bench_gemv import random_fp8
-    from discrete.kernels import gemv_slices
+    from bench_gemv import bench_shape
 
     n, tiles, strips = 16384, 128, 8
     rows, series = [], {}
     for k in (1280, 2560, 5120, 10240, 20480):
-        blocks = k // plan.K_BLOCK
         nbytes = n * k
-        copies = max(2, -(-ROTATE_BYTES // nbytes))
-        weights = [random_fp8((n, k)) for _ in range(copies)]
-        scales = [cupy.full((n // 128, blocks), 0x3A80, dtype=cupy.uint16) for _ in range(copies)]
-        x = cupy.random.randint(0x3C00, 0x4000, size=(1, k), dtype=cupy.uint16)
-        out = cupy.empty((1, 1, n), dtype=cupy.float32)
+        buffers = [cupy.random.randint(0, 256, size=nbytes, dtype=cupy.uint8)
+                   for _ in range(max(2, -(-ROTATE_BYTES // nbytes)))]
         timed = {}
         for depth in (6, 2):
-            flat = [w.reshape(-1) for w in weights]
-            timed[f"ring_read_depth{depth}"] = (ring_read_us(mod, flat, depth, 0, tiles, strips, blocks, iters), nbytes)
-        for launch_kind, as_launched in (("gemv_as_launched", True), ("gemv_deepest_ring", False)):
-            def launch(i, as_launched=as_launched):
-                gemv_slices(weights[i % copies], scales[i % copies], x, 1, out=out, in_units=True, tile_rows=128,
-                            as_launched=as_launched)
-
-            moved = nbytes + scales[0].nbytes + 2 * k + 4 * n
-            timed[launch_kind] = (graph_us(launch, iters), moved)
+            us = ring_read_us(mod, buffers, depth, 0, tiles, strips, k // plan.K_BLOCK, iters)
+            timed[f"ring_read_depth{depth}"] = (us, nbytes)
+        del buffers
+        for kind, as_launched in (("gemv_as_launched", True), ("gemv_deepest_ring", False)):
+            r = bench_shape(f"k_{k}", n, k, 1, True, iters, bandwidth, ms=(1,), as_launched=as_launched)[0]
+            timed[kind] = ((r["us"], r["us_p10"], r["us_p90"]), r["bytes"])
         for kind, ((us, p10, p90), moved) in timed.items():
             rows.append({"series": kind, "k": k, "bytes": moved, "us": round(us, 2), "p10": round(p10, 2),
                          "p90": round(p90, 2), "bandwidth_fraction": round(moved / us / 1e3 / bandwidth, 4)})

@@ -491,7 +491,7 @@ __device__ inline void gemv_main_passes(const Ctx& ctx, const Word& w, int tile,
     const GemvSmem sm(smem);
     const MainTile mt(ctx, w, tile);
     const RowGroup rg = row_group(ctx, w, tile % mt.groups);
-    const int S = mt.S, k = mt.k, m = mt.m, b0 = mt.b0, b1 = mt.b1, width = mt.width, s = mt.s;
+    const int S = mt.S, k = mt.k, m = mt.m, b0 = mt.b0, b1 = mt.b1, stride = x_stride_of(mt.width, m), s = mt.s;
     const bool gate_up = mt.gate_up;
     const int rows = rg.r1 - rg.r0, local0 = rg.r0 - rg.seg_r0;
     // Passes of at most 128 rows, cut where a 128-row scale block ends (a 144-row group is two passes);
@@ -500,7 +500,7 @@ __device__ inline void gemv_main_passes(const Ctx& ctx, const Word& w, int tile,
         const Weight W = gemv_weight(ctx, w, gate_up ? half : rg.segment);
         for (int a = 0; a < rows;) {
             const int first = local0 + a, prows = min(rows - a, ROW_BLOCK - first % ROW_BLOCK);
-            gemv_rows(sm, W, k, first, prows, b0, b1, x_stride_of(width, m), m, sm.y_at(half, 0) + a);
+            gemv_rows(sm, W, k, first, prows, b0, b1, stride, m, sm.y_at(half, 0) + a);
             a += prows;
         }
     }
