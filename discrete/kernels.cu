@@ -23,12 +23,22 @@ __device__ __forceinline__ void gemv_slices(const unsigned char* weight, const _
     // the slice's input rows into shared memory as a GEMV_RESIDUAL tile takes them (gemv_tile.cuh)
     const __nv_bfloat16* x_slice = x + b0 * mk::K_BLOCK;
     const int stride = mk::x_stride_of(width, m);
-    mk::stage_rows(x_slice, k, sm.x, stride, m, width);
-    mk::stage_wait();
-    if (FP8) mk::f16_operand(sm.x, stride, sm.x, stride, m, b1 - b0, sm.x_p);
+    const int row0 = blockIdx.x * tile_rows;
+    if (FP8) {  // every small load (the scales, the input rows) issued ahead of the first weights
+        mk::stage_pass_scales(scale, k, row0, b0, b1, sm.scales);
+        mk::stage_rows(x_slice, k, sm.x, stride, m, width);
+        mk::copies_commit();
+        mk::copies_wait(mk::prime_ring(weight, k, row0, tile_rows, b0, b1, sm.ring(m * stride),
+                                       sm.ring_bytes(m * stride)));  // the input rows have landed
+        __syncthreads();
+        mk::f16_operand(sm.x, stride, sm.x, stride, m, b1 - b0, sm.x_p);
+    } else {
+        mk::stage_rows(x_slice, k, sm.x, stride, m, width);
+        mk::stage_wait();
+    }
     float acc[4];
-    mk::gemv_block_rows(acc, FP8, weight, scale, k, blockIdx.x * tile_rows, tile_rows, b0, b1, sm.x, sm.x_p, stride, m,
-                        sm.ring(m * stride), sm.ring_bytes(m * stride), sm.scales);
+    mk::gemv_block_rows(acc, FP8, weight, scale, k, row0, tile_rows, b0, b1, sm.x, sm.x_p, stride, m,
+                        sm.ring(m * stride), sm.ring_bytes(m * stride), sm.scales, FP8);
     if (warp * mk::WARP_ROWS >= tile_rows) return;  // phase 0 of strip `warp` holds the strip's sums
 #pragma unroll
     for (int r = 0; r < 4; ++r) {

@@ -256,10 +256,11 @@ __device__ __forceinline__ void copies_wait(int pending) {
         case 2: asm volatile("cp.async.wait_group 2;" ::: "memory"); break;
         case 3: asm volatile("cp.async.wait_group 3;" ::: "memory"); break;
         case 4: asm volatile("cp.async.wait_group 4;" ::: "memory"); break;
-        default: asm volatile("cp.async.wait_group 5;" ::: "memory"); break;
+        case 5: asm volatile("cp.async.wait_group 5;" ::: "memory"); break;
+        default: asm volatile("cp.async.wait_group 6;" ::: "memory"); break;
     }
 }
-static_assert(MAX_DEPTH == 6, "copies_wait covers pending 0 .. MAX_DEPTH - 1");
+static_assert(MAX_DEPTH == 6, "copies_wait covers pending 0 .. MAX_DEPTH");
 
 __device__ __forceinline__ int swizzled(int piece, int row) {
     return piece ^ ((row & 1) << 2);
@@ -436,13 +437,14 @@ __device__ __forceinline__ void combine_phases(float (&acc)[4], const StripStrea
 // DEPTH fixed its wait is one instruction (a run-time count compiles to a chain of branches, D39).
 template <bool FP8, int DEPTH>
 __device__ __forceinline__ void stream_blocks(float (&acc)[4], const StripStream& st, const __nv_bfloat16* x,
-                                              const signed char* x_p, int x_stride, int m, const float* scales) {
+                                              const signed char* x_p, int x_stride, int m, const float* scales,
+                                              int primed) {
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const __nv_bfloat16* x_row = x + static_cast<size_t>(g) * x_stride;
     const bool has_row = g < m;
     const int depth = DEPTH > 0 ? DEPTH : st.depth;
 #pragma unroll
-    for (int i = 0; i < depth; ++i) {
+    for (int i = primed; i < depth; ++i) {  // groups [0, primed) were committed by prime_ring
         if (i < st.mine) st.stage(i, i);
         else copies_commit();
     }
@@ -479,18 +481,55 @@ __device__ __forceinline__ void stream_blocks(float (&acc)[4], const StripStream
 // megakernel's register budget holds no more (its callees spilled with bf16 loops per depth too).
 template <bool FP8>
 __device__ __forceinline__ void stream_blocks(float (&acc)[4], const StripStream& st, const __nv_bfloat16* x,
-                                              const signed char* x_p, int x_stride, int m, const float* scales) {
+                                              const signed char* x_p, int x_stride, int m, const float* scales,
+                                              int primed) {
     static_assert(MAX_DEPTH == 6, "one loop per depth 1 .. MAX_DEPTH");
     if (st.mine == 0) return;
-    if (!FP8) return stream_blocks<FP8, 0>(acc, st, x, x_p, x_stride, m, scales);
+    if (!FP8) return stream_blocks<FP8, 0>(acc, st, x, x_p, x_stride, m, scales, 0);
     switch (st.depth) {
-        case 1: stream_blocks<FP8, 1>(acc, st, x, x_p, x_stride, m, scales); break;
-        case 2: stream_blocks<FP8, 2>(acc, st, x, x_p, x_stride, m, scales); break;
-        case 3: stream_blocks<FP8, 3>(acc, st, x, x_p, x_stride, m, scales); break;
-        case 4: stream_blocks<FP8, 4>(acc, st, x, x_p, x_stride, m, scales); break;
-        case 5: stream_blocks<FP8, 5>(acc, st, x, x_p, x_stride, m, scales); break;
-        default: stream_blocks<FP8, 6>(acc, st, x, x_p, x_stride, m, scales); break;
+        case 1: stream_blocks<FP8, 1>(acc, st, x, x_p, x_stride, m, scales, primed); break;
+        case 2: stream_blocks<FP8, 2>(acc, st, x, x_p, x_stride, m, scales, primed); break;
+        case 3: stream_blocks<FP8, 3>(acc, st, x, x_p, x_stride, m, scales, primed); break;
+        case 4: stream_blocks<FP8, 4>(acc, st, x, x_p, x_stride, m, scales, primed); break;
+        case 5: stream_blocks<FP8, 5>(acc, st, x, x_p, x_stride, m, scales, primed); break;
+        default: stream_blocks<FP8, 6>(acc, st, x, x_p, x_stride, m, scales, primed); break;
     }
+}
+
+// A pass's first `depth` k-blocks issued into each warp's ring before the pass starts (one copy group a
+// slot, as stream_blocks' own fill would issue them), so that they stream while the tile's input rows are
+// prepared (gemv_block_rows' `primed` then skips that fill); returns the groups issued. fp8 only.
+__device__ inline int prime_ring(const u8* weight, int k, int row0, int rows, int b0, int b1, u8* ring, int ring_bytes) {
+    const StripStream st(true, weight, k, row0, rows, b0, b1, ring, ring_bytes);
+    for (int i = 0; i < st.depth; ++i) {
+        if (i < st.mine) st.stage(i, i);
+        else copies_commit();
+    }
+    return st.depth;
+}
+
+// A tile's first pass needs its rows' block scales over the slice before its first block is consumed;
+// loaded when the pass starts they are a round trip behind the primed weights. They can instead be copied
+// by the same async copies as the tile's input rows, as bf16 into the upper half of `scales`
+// (MAX_SLICE_BLOCKS floats, free until the pass), which gemv_block_rows (`primed`) reads before it writes
+// the floats. The copies are 4 bytes from the even element at or below the first (a scale row may start at
+// an odd block), so the staged row begins at element (first & 1); each copy is an aligned 4-byte word that
+// holds a wanted scale, so none leaves an allocation rounded to 4 bytes (the weights' 256, compiler/allocate.py;
+// CuPy's 512 in the benches). No commit: the input rows' group lands them (D45).
+__device__ __forceinline__ size_t scale_index(int k, int row0, int b0) {
+    return static_cast<size_t>(row0 / ROW_BLOCK) * (k / K_BLOCK) + b0;
+}
+
+constexpr int STAGED_SCALES_AT = MAX_SLICE_BLOCKS / 2 - 1;  // floats into `scales`: the staged row ends with them
+static_assert(4 * STAGED_SCALES_AT + 2 * (MAX_SLICE_BLOCKS + 2) <= 4 * MAX_SLICE_BLOCKS, "staged scales fit");
+static_assert(MAX_SLICE_BLOCKS <= TILE_THREADS, "one scale a thread");
+
+__device__ inline void stage_pass_scales(const __nv_bfloat16* scale, int k, int row0, int b0, int b1, float* scales) {
+    u8* dst = reinterpret_cast<u8*>(scales + STAGED_SCALES_AT);
+    const size_t first = scale_index(k, row0, b0);
+    const int words = static_cast<int>((first & 1) + (b1 - b0) + 1) / 2;
+    const u8* src = reinterpret_cast<const u8*>(scale + (first & ~static_cast<size_t>(1)));
+    for (int i = threadIdx.x; i < words; i += TILE_THREADS) copy_async_piece(smem_addr(dst + 4 * i), src + 4 * i, 4);
 }
 
 // All TILE_THREADS threads: the sums of `rows` (<= 128) rows of W [.., k] from row0 (fp8 with bf16 block
@@ -506,18 +545,24 @@ __device__ __forceinline__ void stream_blocks(float (&acc)[4], const StripStream
 __device__ inline void gemv_block_rows(float (&acc)[4], bool fp8, const u8* weight, const __nv_bfloat16* scale,
                                        int k, int row0, int rows, int b0, int b1, const __nv_bfloat16* x,
                                        const signed char* x_p, int x_stride, int m, u8* ring, int ring_bytes,
-                                       float* scales) {
+                                       float* scales, bool primed = false) {
     // The rows' block scales for the slice, into shared memory once (one L2 read per block would stall it).
     if (fp8) {
-        const __nv_bfloat16* scale_row = scale + static_cast<size_t>(row0 / ROW_BLOCK) * (k / K_BLOCK);
-        for (int b = b0 + threadIdx.x; b < b1; b += TILE_THREADS) scales[b - b0] = __bfloat162float(scale_row[b]);
+        const size_t first = scale_index(k, row0, b0);
+        const int b = threadIdx.x;  // one scale a thread
+        float v = 0.0f;
+        if (b < b1 - b0)
+            v = __bfloat162float(primed ? reinterpret_cast<const __nv_bfloat16*>(scales + STAGED_SCALES_AT)[(first & 1) + b]
+                                        : scale[first + b]);
+        if (primed) __syncthreads();  // every staged scale read before the floats overwrite them
+        if (b < b1 - b0) scales[b] = v;
     }
     __syncthreads();
     acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
     const StripStream st(fp8, weight, k, row0, rows, b0, b1, ring, ring_bytes);
     // one loop per dtype: the dtype's branch stays out of the loop
-    if (fp8) stream_blocks<true>(acc, st, x, x_p, x_stride, m, scales);
-    else stream_blocks<false>(acc, st, x, x_p, x_stride, m, scales);
+    if (fp8) stream_blocks<true>(acc, st, x, x_p, x_stride, m, scales, primed ? st.depth : 0);
+    else stream_blocks<false>(acc, st, x, x_p, x_stride, m, scales, 0);
     combine_phases(acc, st, rows);
 }
 

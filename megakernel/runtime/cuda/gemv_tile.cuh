@@ -286,11 +286,11 @@ __device__ __noinline__ void keep_hidden(const Ctx& ctx, const Word& w, float* s
 // fp32 sums of `rows` (<= 128) rows from local row `row0` of weight W over k-blocks [b0, b1), for the m
 // input rows in sm.x -> y[row * MAX_TILE_ROWS + i]. fp8 and bf16 segments take the same path (gemv.cuh).
 __device__ inline void gemv_rows(const GemvSmem& sm, const Weight& W, int k, int row0, int rows, int b0, int b1,
-                                 int x_stride, int m, float* y) {
+                                 int x_stride, int m, float* y, bool primed = false) {
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, warp = threadIdx.x >> 5;
     float acc[4];
     gemv_block_rows(acc, W.dtype == DT_FP8, W.base, reinterpret_cast<const bf16*>(W.scale), k, row0, rows, b0, b1, sm.x,
-                    sm.x_p, x_stride, m, sm.ring(m * x_stride), sm.ring_bytes(m * x_stride), sm.scales);
+                    sm.x_p, x_stride, m, sm.ring(m * x_stride), sm.ring_bytes(m * x_stride), sm.scales, primed);
     if (warp * WARP_ROWS < rows) {  // phase 0 of strip `warp` holds the strip's sums
 #pragma unroll
         for (int q = 0; q < 4; ++q) {
@@ -471,6 +471,10 @@ struct MainTile {
           gate_up(w.opcode() == OP_NORM_GATE_UP) {}
 };
 
+// Whether a tile primes its first pass's ring while its input rows land (gemv.cuh prime_ring): fp8
+// GEMV_RESIDUAL tiles, whose rows are copied straight to x, clear of the ring.
+__device__ __forceinline__ bool primes(const Word& w, bool fp8) { return fp8 && w.opcode() == OP_GEMV_RESIDUAL; }
+
 __device__ inline void gemv_main_input(const Ctx& ctx, const Word& w, int tile, u8* smem) {
     const GemvSmem sm(smem);
     const MainTile mt(ctx, w, tile);
@@ -478,10 +482,24 @@ __device__ inline void gemv_main_input(const Ctx& ctx, const Word& w, int tile, 
     u8* stage = sm.ring(mt.m * stride);  // the ring's memory stages the prologue's inputs
     if (w.opcode() == OP_NORM_HEAD && tile == 0 && w.buf_aux1() != NO_BUFFER) keep_hidden(ctx, w, sm.y, stage);
     // one dtype per tile (a row group lies in one segment; gate and up are both fp8)
-    const int segment = mt.gate_up ? 0 : row_group(ctx, w, tile % mt.groups).segment;
-    const bool fp8 = gemv_weight(ctx, w, segment).dtype == DT_FP8;
-    // y: free until the passes
-    gemv_prologue(ctx, w, mt.b0 * K_BLOCK, mt.b1 * K_BLOCK, sm.x, sm.y, stage, fp8 ? sm.x_p : nullptr);
+    const RowGroup rg = mt.gate_up ? RowGroup{0, 0, 0, 0, 0} : row_group(ctx, w, tile % mt.groups);
+    const Weight first = gemv_weight(ctx, w, rg.segment);  // the first pass's weight
+    const bool fp8 = first.dtype == DT_FP8;
+    if (primes(w, fp8)) {
+        // every small load (the first pass's scales, the input rows) ahead of the first pass's first weights,
+        // then the wait for the small loads alone
+        const int local0 = rg.r0 - rg.seg_r0, rows = min(rg.r1 - rg.r0, ROW_BLOCK - local0 % ROW_BLOCK);
+        const Buffer in = ctx.buffer(w.buf_in());
+        tile_stamp(8);
+        stage_pass_scales(reinterpret_cast<const bf16*>(first.scale), mt.k, local0, mt.b0, mt.b1, sm.scales);
+        stage_rows(in.at<bf16>(0, mt.b0 * K_BLOCK), in.cols, sm.x, stride, mt.m, mt.width);
+        copies_commit();
+        copies_wait(prime_ring(first.base, mt.k, local0, rows, mt.b0, mt.b1, stage, sm.ring_bytes(mt.m * stride)));
+        tile_stamp(9);
+    } else {
+        // y: free until the passes
+        gemv_prologue(ctx, w, mt.b0 * K_BLOCK, mt.b1 * K_BLOCK, sm.x, sm.y, stage, fp8 ? sm.x_p : nullptr);
+    }
     __syncthreads();
     if (fp8 && !fuses_operand(w.opcode())) f16_operand(sm.x, stride, sm.x, stride, mt.m, mt.b1 - mt.b0, sm.x_p);
 }
@@ -500,7 +518,8 @@ __device__ inline void gemv_main_passes(const Ctx& ctx, const Word& w, int tile,
         const Weight W = gemv_weight(ctx, w, gate_up ? half : rg.segment);
         for (int a = 0; a < rows;) {
             const int first = local0 + a, prows = min(rows - a, ROW_BLOCK - first % ROW_BLOCK);
-            gemv_rows(sm, W, k, first, prows, b0, b1, stride, m, sm.y_at(half, 0) + a);
+            const bool primed = half == 0 && a == 0 && primes(w, W.dtype == DT_FP8);
+            gemv_rows(sm, W, k, first, prows, b0, b1, stride, m, sm.y_at(half, 0) + a, primed);
             a += prows;
         }
     }
