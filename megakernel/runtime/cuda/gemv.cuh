@@ -540,8 +540,9 @@ __device__ inline void stage_pass_scales(const __nv_bfloat16* scale, int k, int 
 // block order; then the phases in order (combine_phases). Lane (g, t) of warp w < strips (phase 0 of strip
 // w) returns acc[0..3] = (row g, input 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1) of its strip; the
 // other warps' acc is undefined. `ring`: shared memory for the 16 warps' slots (at least one 16-row block
-// each); `scales`: MAX_SLICE_BLOCKS floats. fp8: rows [row0, row0 + rows) must lie in one 128-row scale
-// block.
+// each); `scales`: MAX_SLICE_BLOCKS floats; `primed` (fp8): stage_pass_scales left this pass's scales in
+// `scales` and prime_ring filled every warp's ring. fp8: rows [row0, row0 + rows) must lie in one 128-row
+// scale block.
 __device__ inline void gemv_block_rows(float (&acc)[4], bool fp8, const u8* weight, const __nv_bfloat16* scale,
                                        int k, int row0, int rows, int b0, int b1, const __nv_bfloat16* x,
                                        const signed char* x_p, int x_stride, int m, u8* ring, int ring_bytes,
