@@ -444,7 +444,7 @@ __device__ __forceinline__ void stream_blocks(float (&acc)[4], const StripStream
     const bool has_row = g < m;
     const int depth = DEPTH > 0 ? DEPTH : st.depth;
 #pragma unroll
-    for (int i = primed; i < depth; ++i) {  // groups [0, primed) were committed by prime_ring
+    for (int i = primed; i < depth; ++i) {  // groups [0, primed) were committed by the caller (prime_ring)
         if (i < st.mine) st.stage(i, i);
         else copies_commit();
     }
@@ -540,29 +540,40 @@ __device__ inline void stage_pass_scales(const __nv_bfloat16* scale, int k, int 
 // block order; then the phases in order (combine_phases). Lane (g, t) of warp w < strips (phase 0 of strip
 // w) returns acc[0..3] = (row g, input 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1) of its strip; the
 // other warps' acc is undefined. `ring`: shared memory for the 16 warps' slots (at least one 16-row block
-// each); `scales`: MAX_SLICE_BLOCKS floats; `primed` (fp8): stage_pass_scales left this pass's scales in
-// `scales` and prime_ring filled every warp's ring. fp8: rows [row0, row0 + rows) must lie in one 128-row
+// each); `scales`: MAX_SLICE_BLOCKS floats; `primed` (fp8): the caller left this pass's scales staged
+// (stage_pass_scales) and filled every warp's ring (prime_ring); otherwise this function does both, the
+// scales' copies first (D46). fp8: rows [row0, row0 + rows) must lie in one 128-row
 // scale block.
 __device__ inline void gemv_block_rows(float (&acc)[4], bool fp8, const u8* weight, const __nv_bfloat16* scale,
                                        int k, int row0, int rows, int b0, int b1, const __nv_bfloat16* x,
                                        const signed char* x_p, int x_stride, int m, u8* ring, int ring_bytes,
                                        float* scales, bool primed = false) {
-    // The rows' block scales for the slice, into shared memory once (one L2 read per block would stall it).
+    acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
+    const StripStream st(fp8, weight, k, row0, rows, b0, b1, ring, ring_bytes);
+    // The rows' block scales for the slice, into shared memory once (one L2 read per block would stall it):
+    // copied ahead of the pass's first weights, so that the two round trips overlap (a load of the scales
+    // before the ring's fill put one behind the other at every pass, D46).
     if (fp8) {
+        if (!primed) {
+            stage_pass_scales(scale, k, row0, b0, b1, scales);
+            copies_commit();
+            for (int i = 0; i < st.depth; ++i) {
+                if (i < st.mine) st.stage(i, i);
+                else copies_commit();
+            }
+            copies_wait(st.depth);  // the scales have landed
+            __syncthreads();        // every thread's
+        }
         const size_t first = scale_index(k, row0, b0);
         const int b = threadIdx.x;  // one scale a thread
         float v = 0.0f;
-        if (b < b1 - b0)
-            v = __bfloat162float(primed ? reinterpret_cast<const __nv_bfloat16*>(scales + STAGED_SCALES_AT)[(first & 1) + b]
-                                        : scale[first + b]);
-        if (primed) __syncthreads();  // every staged scale read before the floats overwrite them
+        if (b < b1 - b0) v = __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(scales + STAGED_SCALES_AT)[(first & 1) + b]);
+        __syncthreads();  // every staged scale read before the floats overwrite them
         if (b < b1 - b0) scales[b] = v;
     }
     __syncthreads();
-    acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
-    const StripStream st(fp8, weight, k, row0, rows, b0, b1, ring, ring_bytes);
     // one loop per dtype: the dtype's branch stays out of the loop
-    if (fp8) stream_blocks<true>(acc, st, x, x_p, x_stride, m, scales, primed ? st.depth : 0);
+    if (fp8) stream_blocks<true>(acc, st, x, x_p, x_stride, m, scales, st.depth);
     else stream_blocks<false>(acc, st, x, x_p, x_stride, m, scales, 0);
     combine_phases(acc, st, rows);
 }
