@@ -72,9 +72,12 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const u32 (&a)[4], cons
 
 // --- weights staged through shared memory ------------------------------------------------------------
 // Each warp streams its own 16 rows through a private ring of `depth` slots in shared memory, one k-block
-// per slot: every lane copies, with cp.async, exactly the 16-byte pieces it will later feed the mma
-// (fp8: its four vectors of the unit; bf16: rows g and g + 8, pieces t and t + 4 of each 128-byte chunk),
-// so it needs no barrier, only its own copy groups (cp.async.wait_group). Bytes in flight then cost no registers (the register-buffered v2
+// per slot, by cp.async. fp8: every lane copies exactly the 16-byte pieces it will later feed the mma (its
+// four vectors of the unit), so it needs no barrier, only its own copy groups (cp.async.wait_group).
+// bf16 (row-major): the lanes copy whole 128-byte lines, pieces that other lanes feed to the mma, so the
+// warp meets (__syncwarp) after its wait and before it refills a slot; copied as the lanes read them (half
+// lines), the head streamed at 89 % of the read bandwidth with L2 at 96 % busy, in whole lines at 100 %
+// (D47). Bytes in flight then cost no registers (the register-buffered v2
 // held 64 per thread, which the megakernel cannot afford beside the other ops: D16). Within a slot, row
 // r's piece c of a bf16 block sits at piece c ^ 4 (r & 1), so the two rows a quarter-warp reads at once
 // use all 32 banks (an fp8 unit's vectors are read back where they were written: no conflict).
@@ -340,14 +343,19 @@ __device__ __forceinline__ void chunk_steps(float (&c)[4], const Chunk& w, int h
 }
 
 // This lane's pieces of k-block `block` of its warp's 16 rows into `slot` [16 rows][row_bytes], then one
-// commit (a group per block). row_g: the lane's row g; row g + 8 lies g8_delta bytes further (rows past the
-// last valid one repeat it).
-__device__ __forceinline__ void stage_block(u32 slot, const u8* row_g, u32 g8_delta, int row_bytes, int block,
-                                            int g, int t) {
-    const u8* src = row_g + static_cast<size_t>(block) * row_bytes;
-    for (int piece = t; piece < row_bytes / PIECE; piece += 4) {
-        copy_async16_once(slot + g * row_bytes + PIECE * swizzled(piece, g), src + PIECE * piece);
-        copy_async16_once(slot + (g + 8) * row_bytes + PIECE * swizzled(piece, g + 8), src + g8_delta + PIECE * piece);
+// commit (a group per block): lane l copies pieces l % 8 and l % 8 + 8 of rows l / 8 + 4 i, so that each
+// copy instruction of the warp asks for four whole 128-byte lines (the lanes read other lanes' pieces:
+// stream_blocks meets the warp before it reads a block and before it refills a slot). row0: the strip's
+// first row at block 0 of the slice, row_stride bytes apart; rows past `last` repeat it.
+__device__ __forceinline__ void stage_block(u32 slot, const u8* row0, u32 row_stride, int last, int row_bytes,
+                                            int block, int lane) {
+    const u8* src = row0 + static_cast<size_t>(block) * row_bytes;
+#pragma unroll 1
+    for (int i = 0; i < WARP_ROWS / 4; ++i) {
+        const int r = lane / 8 + 4 * i;
+        const u8* row = src + static_cast<size_t>(min(r, last)) * row_stride;
+        for (int piece = lane % 8; piece < row_bytes / PIECE; piece += 8)
+            copy_async16_once(slot + r * row_bytes + PIECE * swizzled(piece, r), row + PIECE * piece);
     }
     copies_commit();
 }
@@ -371,8 +379,8 @@ struct WarpRole {
 // through its own ring of `depth` slots.
 struct StripStream {
     const u8* units;   // fp8: the lane's bytes of the strip's first unit of the slice
-    const u8* row_g;   // bf16: the lane's row g at block b0 (rows past the last valid one repeat it)
-    u32 g8_delta, slots;
+    const u8* row_g;   // bf16: the strip's first row at block b0
+    u32 rows_at, slots;  // bf16: the rows' stride in bytes | the strip's last valid row << 28
     int depth, mine, phase, phases;
     bool fp8;
     __device__ int row_bytes() const { return K_BLOCK * (fp8 ? 1 : 2); }
@@ -380,7 +388,7 @@ struct StripStream {
     __device__ StripStream(bool fp8, const u8* weight, int k, int row0, int rows, int b0, int b1, u8* ring,
                            int ring_bytes)
         : fp8(fp8) {
-        const int lane = threadIdx.x & 31, g = lane >> 2, warp = threadIdx.x >> 5;
+        const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
         const WarpRole role(rows);
         const int blocks = b1 - b0, valid = rows - role.strip * WARP_ROWS;
         phase = role.phase;
@@ -390,10 +398,9 @@ struct StripStream {
         const size_t row_bytes_global = static_cast<size_t>(k) * (fp8 ? 1 : 2);
         units = weight + (static_cast<size_t>((row0 + role.strip * WARP_ROWS) / WARP_ROWS) * (k / K_BLOCK) + b0) *
                 UNIT_BYTES + PIECE * lane;
-        const int last = valid - 1;
-        row_g = weight + static_cast<size_t>(row0 + role.strip * WARP_ROWS + min(g, last)) * row_bytes_global +
+        row_g = weight + static_cast<size_t>(row0 + role.strip * WARP_ROWS) * row_bytes_global +
                 static_cast<size_t>(b0) * row_bytes();
-        g8_delta = static_cast<u32>((min(g + 8, last) - min(g, last)) * row_bytes_global);
+        rows_at = static_cast<u32>(row_bytes_global) | static_cast<u32>(min(valid - 1, WARP_ROWS - 1)) << 28;  // a row <= 64 KB
         slots = smem_addr(ring) + static_cast<u32>(warp * depth * slot_bytes());
     }
     __device__ u32 slot_at(int slot) const { return slots + slot * slot_bytes(); }
@@ -403,7 +410,7 @@ struct StripStream {
     __device__ void stage(int slot, int j) const {
         const int lane = threadIdx.x & 31;
         if (fp8) stage_unit(slot_at(slot) + PIECE * lane, units + static_cast<size_t>(block(j)) * UNIT_BYTES);
-        else stage_block(slot_at(slot), row_g, g8_delta, row_bytes(), block(j), lane >> 2, lane & 3);
+        else stage_block(slot_at(slot), row_g, rows_at & 0x0FFFFFFFu, static_cast<int>(rows_at >> 28), row_bytes(), block(j), lane);
     }
 };
 
@@ -452,6 +459,7 @@ __device__ __forceinline__ void stream_blocks(float (&acc)[4], const StripStream
     for (int j = 0; j < st.mine; ++j) {
         if (DEPTH > 0) asm volatile("cp.async.wait_group %0;" ::"n"(DEPTH > 0 ? DEPTH - 1 : 0) : "memory");
         else copies_wait(depth - 1);  // block j has landed
+        if (!FP8) __syncwarp();  // bf16: every lane's pieces of it
         const int n = st.block(j);
         float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
         if (FP8) {
@@ -470,7 +478,8 @@ __device__ __forceinline__ void stream_blocks(float (&acc)[4], const StripStream
 #pragma unroll
             for (int q = 0; q < 4; ++q) acc[q] = add_rn(acc[q], c[q]);
         }
-        // the slot is free again: the block `depth` ahead goes into it
+        // the slot is free again (bf16: once every lane has read it): the block `depth` ahead goes into it
+        if (!FP8) __syncwarp();
         if (j + depth < st.mine) st.stage(slot, j + depth);
         else copies_commit();
         if (++slot == depth) slot = 0;
