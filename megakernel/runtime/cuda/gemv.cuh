@@ -404,6 +404,13 @@ struct StripStream {
         slots = smem_addr(ring) + static_cast<u32>(warp * depth * slot_bytes());
     }
     __device__ u32 slot_at(int slot) const { return slots + slot * slot_bytes(); }
+    // The ring's first `depth` blocks, one copy group a slot (empty groups past this warp's last block).
+    __device__ void fill() const {
+        for (int i = 0; i < depth; ++i) {
+            if (i < mine) stage(i, i);
+            else copies_commit();
+        }
+    }
     // The slice's k-block (relative to b0) of this warp's j-th block.
     __device__ int block(int j) const { return phase + phases * j; }
     // This warp's block j into `slot`: one copy group.
@@ -441,20 +448,16 @@ __device__ __forceinline__ void combine_phases(float (&acc)[4], const StripStrea
 // One warp's blocks of a pass, landed in order into acc (gemv_block_rows below). FP8: the dtype; DEPTH:
 // the ring's depth fixed at compile time, or 0 for st.depth at run time. Every iteration commits one copy
 // group, an empty one once the blocks run out, so block j always has exactly depth - 1 newer groups: with
-// DEPTH fixed its wait is one instruction (a run-time count compiles to a chain of branches, D39).
+// DEPTH fixed its wait is one instruction (a run-time count compiles to a chain of branches, D39). fp8:
+// the caller has filled the ring, behind the pass's scales (gemv_block_rows, prime_ring).
 template <bool FP8, int DEPTH>
 __device__ __forceinline__ void stream_blocks(float (&acc)[4], const StripStream& st, const __nv_bfloat16* x,
-                                              const signed char* x_p, int x_stride, int m, const float* scales,
-                                              int primed) {
+                                              const signed char* x_p, int x_stride, int m, const float* scales) {
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const __nv_bfloat16* x_row = x + static_cast<size_t>(g) * x_stride;
     const bool has_row = g < m;
     const int depth = DEPTH > 0 ? DEPTH : st.depth;
-#pragma unroll
-    for (int i = primed; i < depth; ++i) {  // groups [0, primed) were committed by the caller (prime_ring)
-        if (i < st.mine) st.stage(i, i);
-        else copies_commit();
-    }
+    if (!FP8) st.fill();
     int slot = 0;  // j % depth, kept as a counter
     for (int j = 0; j < st.mine; ++j) {
         if (DEPTH > 0) asm volatile("cp.async.wait_group %0;" ::"n"(DEPTH > 0 ? DEPTH - 1 : 0) : "memory");
@@ -490,30 +493,26 @@ __device__ __forceinline__ void stream_blocks(float (&acc)[4], const StripStream
 // megakernel's register budget holds no more (its callees spilled with bf16 loops per depth too).
 template <bool FP8>
 __device__ __forceinline__ void stream_blocks(float (&acc)[4], const StripStream& st, const __nv_bfloat16* x,
-                                              const signed char* x_p, int x_stride, int m, const float* scales,
-                                              int primed) {
+                                              const signed char* x_p, int x_stride, int m, const float* scales) {
     static_assert(MAX_DEPTH == 6, "one loop per depth 1 .. MAX_DEPTH");
     if (st.mine == 0) return;
-    if (!FP8) return stream_blocks<FP8, 0>(acc, st, x, x_p, x_stride, m, scales, 0);
+    if (!FP8) return stream_blocks<FP8, 0>(acc, st, x, x_p, x_stride, m, scales);
     switch (st.depth) {
-        case 1: stream_blocks<FP8, 1>(acc, st, x, x_p, x_stride, m, scales, primed); break;
-        case 2: stream_blocks<FP8, 2>(acc, st, x, x_p, x_stride, m, scales, primed); break;
-        case 3: stream_blocks<FP8, 3>(acc, st, x, x_p, x_stride, m, scales, primed); break;
-        case 4: stream_blocks<FP8, 4>(acc, st, x, x_p, x_stride, m, scales, primed); break;
-        case 5: stream_blocks<FP8, 5>(acc, st, x, x_p, x_stride, m, scales, primed); break;
-        default: stream_blocks<FP8, 6>(acc, st, x, x_p, x_stride, m, scales, primed); break;
+        case 1: stream_blocks<FP8, 1>(acc, st, x, x_p, x_stride, m, scales); break;
+        case 2: stream_blocks<FP8, 2>(acc, st, x, x_p, x_stride, m, scales); break;
+        case 3: stream_blocks<FP8, 3>(acc, st, x, x_p, x_stride, m, scales); break;
+        case 4: stream_blocks<FP8, 4>(acc, st, x, x_p, x_stride, m, scales); break;
+        case 5: stream_blocks<FP8, 5>(acc, st, x, x_p, x_stride, m, scales); break;
+        default: stream_blocks<FP8, 6>(acc, st, x, x_p, x_stride, m, scales); break;
     }
 }
 
-// A pass's first `depth` k-blocks issued into each warp's ring before the pass starts (one copy group a
-// slot, as stream_blocks' own fill would issue them), so that they stream while the tile's input rows are
-// prepared (gemv_block_rows' `primed` then skips that fill); returns the groups issued. fp8 only.
+// A pass's first `depth` k-blocks issued into each warp's ring before the pass starts (StripStream::fill),
+// so that they stream while the tile's input rows are prepared (gemv_block_rows' `primed` then skips its
+// own fill); returns the groups issued. fp8 only.
 __device__ inline int prime_ring(const u8* weight, int k, int row0, int rows, int b0, int b1, u8* ring, int ring_bytes) {
     const StripStream st(true, weight, k, row0, rows, b0, b1, ring, ring_bytes);
-    for (int i = 0; i < st.depth; ++i) {
-        if (i < st.mine) st.stage(i, i);
-        else copies_commit();
-    }
+    st.fill();
     return st.depth;
 }
 
@@ -566,10 +565,7 @@ __device__ inline void gemv_block_rows(float (&acc)[4], bool fp8, const u8* weig
         if (!primed) {
             stage_pass_scales(scale, k, row0, b0, b1, scales);
             copies_commit();
-            for (int i = 0; i < st.depth; ++i) {
-                if (i < st.mine) st.stage(i, i);
-                else copies_commit();
-            }
+            st.fill();
             copies_wait(st.depth);  // the scales have landed
             __syncthreads();        // every thread's
         }
@@ -582,8 +578,8 @@ __device__ inline void gemv_block_rows(float (&acc)[4], bool fp8, const u8* weig
     }
     __syncthreads();
     // one loop per dtype: the dtype's branch stays out of the loop
-    if (fp8) stream_blocks<true>(acc, st, x, x_p, x_stride, m, scales, st.depth);
-    else stream_blocks<false>(acc, st, x, x_p, x_stride, m, scales, 0);
+    if (fp8) stream_blocks<true>(acc, st, x, x_p, x_stride, m, scales);
+    else stream_blocks<false>(acc, st, x, x_p, x_stride, m, scales);
     combine_phases(acc, st, rows);
 }
 
