@@ -8,9 +8,10 @@
 #define GEMV_THREADS 512  // 16 warps: each 16-row strip of a pass shared by 16 / strips warps (gemv.cuh WarpRole)
 
 // The GEMV core alone (bench and tests; fp8 weights in 16-row units, megakernel/runtime/weight_layout.py): block
-// (row group r, k-slice s) writes the fp32 slice sums of rows [tile_rows r, tile_rows (r + 1)) (tile_rows a
-// multiple of 16, at most 128; fp8: a divisor of 128) for the m input rows to out[(s * m + row) * n + output
-// row]. Dynamic shared memory: a GemvSmem (the slice's input rows copied in, then the weight ring).
+// (row group r, k-slice s) writes the fp32 slice sums of rows [tile_rows r, min(tile_rows (r + 1), n)) (tile_rows
+// a multiple of 16: fp8 up to MAX_TILE_ROWS, cut into passes where a 128-row scale block ends, as the engine's
+// tiles cut them; bf16 up to 128) for the m input rows to out[(s * m + row) * n + output row]. Dynamic shared
+// memory: a GemvSmem (the slice's input rows copied in, then the weight ring).
 template <bool FP8>  // a constant dtype: the bench kernels compile one path each
 __device__ __forceinline__ void gemv_slices(const unsigned char* weight, const __nv_bfloat16* scale,
                                             const __nv_bfloat16* x, float* out, int n, int k, int m, int slices,
@@ -23,12 +24,15 @@ __device__ __forceinline__ void gemv_slices(const unsigned char* weight, const _
     // the slice's input rows into shared memory as a GEMV_RESIDUAL tile takes them (gemv_tile.cuh)
     const __nv_bfloat16* x_slice = x + b0 * mk::K_BLOCK;
     const int stride = mk::x_stride_of(width, m);
-    const int row0 = blockIdx.x * tile_rows;
+    const int row0 = blockIdx.x * tile_rows, rows = min(tile_rows, n - row0);
+    const auto pass_rows = [&](int first, int left) {  // fp8: a pass ends where its scale block does
+        return FP8 ? min(left, mk::ROW_BLOCK - first % mk::ROW_BLOCK) : min(left, mk::ROW_BLOCK);
+    };
     if (FP8) {  // every small load (the scales, the input rows) issued ahead of the first weights
         mk::stage_pass_scales(scale, k, row0, b0, b1, sm.scales);
         mk::stage_rows(x_slice, k, sm.x, stride, m, width);
         mk::copies_commit();
-        mk::copies_wait(mk::prime_ring(weight, k, row0, tile_rows, b0, b1, sm.ring(m * stride),
+        mk::copies_wait(mk::prime_ring(weight, k, row0, pass_rows(row0, rows), b0, b1, sm.ring(m * stride),
                                        sm.ring_bytes(m * stride)));  // the input rows have landed
         __syncthreads();
         mk::f16_operand(sm.x, stride, sm.x, stride, m, b1 - b0, sm.x_p);
@@ -36,14 +40,20 @@ __device__ __forceinline__ void gemv_slices(const unsigned char* weight, const _
         mk::stage_rows(x_slice, k, sm.x, stride, m, width);
         mk::stage_wait();
     }
-    float acc[4];
-    mk::gemv_block_rows(acc, FP8, weight, scale, k, row0, tile_rows, b0, b1, sm.x, sm.x_p, stride, m,
-                        sm.ring(m * stride), sm.ring_bytes(m * stride), sm.scales, FP8);
-    if (warp * mk::WARP_ROWS >= tile_rows) return;  // phase 0 of strip `warp` holds the strip's sums
+    for (int a = 0; a < rows;) {
+        const int first = row0 + a, prows = pass_rows(first, rows - a);
+        float acc[4];
+        mk::gemv_block_rows(acc, FP8, weight, scale, k, first, prows, b0, b1, sm.x, sm.x_p, stride, m,
+                            sm.ring(m * stride), sm.ring_bytes(m * stride), sm.scales, FP8 && a == 0);
+        if (warp * mk::WARP_ROWS < prows) {  // phase 0 of strip `warp` holds the strip's sums
 #pragma unroll
-    for (int r = 0; r < 4; ++r) {
-        const int row = blockIdx.x * tile_rows + warp * mk::WARP_ROWS + g + 8 * (r >> 1), input = 2 * t + (r & 1);
-        if (input < m) out[(static_cast<size_t>(s) * m + input) * n + row] = acc[r];
+            for (int r = 0; r < 4; ++r) {
+                const int row = first + warp * mk::WARP_ROWS + g + 8 * (r >> 1), input = 2 * t + (r & 1);
+                if (input < m && row < first + prows) out[(static_cast<size_t>(s) * m + input) * n + row] = acc[r];
+            }
+        }
+        __syncthreads();  // the ring (and the phases' sums in it) free for the next pass
+        a += prows;
     }
 }
 

@@ -60,7 +60,8 @@ def gemv_slices(weight, scale, x, slices: int, out=None, in_units: bool = False,
     scale None) times x [M, K] (uint16 bf16 bits), M <= MAX_ROWS; into `out` when given (no allocation,
     so the launch can be captured in a CUDA graph). fp8 weights are row-major and laid out in units here,
     or already in units (`in_units`, weight_layout.to_units: what a timed loop passes). One block computes
-    `tile_rows` rows (a multiple of 16 up to 128; fp8: a divisor of 128, the rows of one scale block).
+    `tile_rows` rows (a multiple of 16; bf16 up to 128; fp8 up to plan.MAX_TILE_ROWS, cut into passes where
+    a 128-row scale block ends, as the engine's tiles are), the last block what is left.
     Shared memory: all one block may take (the deepest ring), or `as_launched`, what the discrete build's
     launcher gives a word of this shape (two blocks per SM where a ring two k-blocks deep fits:
     cuda_build.gemv_launch_smem); the sums are the same either way."""
@@ -72,15 +73,15 @@ def gemv_slices(weight, scale, x, slices: int, out=None, in_units: bool = False,
     m = x.shape[0]
     if n % plan.ROW_BLOCK or k % plan.K_BLOCK or not 1 <= m <= MAX_ROWS:
         raise ValueError(f"GEMV shape {weight.shape} x {x.shape} not supported")
-    if not (16 <= tile_rows <= plan.ROW_BLOCK and tile_rows % 16 == 0 and n % tile_rows == 0) or \
-            (scale is not None and plan.ROW_BLOCK % tile_rows):
-        raise ValueError(f"tile_rows {tile_rows} does not cut {n} rows of this dtype into whole passes")
+    most = plan.MAX_TILE_ROWS if scale is not None else plan.ROW_BLOCK  # fp8 groups are cut into passes at scale blocks
+    if not (16 <= tile_rows <= most and tile_rows % 16 == 0):
+        raise ValueError(f"tile_rows {tile_rows}: a multiple of 16 up to {most} for this dtype")
     if out is None:
         out = cupy.empty((slices, m, n), dtype=cupy.float32)
     elif out.shape != (slices, m, n) or out.dtype != cupy.float32 or not out.flags.c_contiguous:
         raise ValueError(f"out must be contiguous float32 {(slices, m, n)}, got {out.dtype} {out.shape}")
     args = (np.int32(n), np.int32(k), np.int32(m), np.int32(slices), np.int32(tile_rows))
-    grid = (n // tile_rows, slices)
+    grid = (-(-n // tile_rows), slices)  # the last row group may be short, as the engine's
     smem = gemv_slices_smem(k, m, slices, scale is not None, as_launched)
     if scale is None:
         _kernel("gemv_bf16_slices")(grid, (gemv_threads(),), (weight, x, out, *args), shared_mem=smem)

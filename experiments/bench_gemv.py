@@ -125,7 +125,7 @@ def bench_shape(name, n, k, slices, is_fp8, iters, bandwidth, ms=(1, 8), tile_ro
         moved = nbytes + (0 if scales[0] is None else scales[0].nbytes) + m * k * 2 + slices * m * n * 4
         two_blocks = cuda_build.two_share_an_sm(gemv_slices_smem(k, m, slices, is_fp8, as_launched))
         rows.append({"name": name, "shape": [n, k], "dtype": "fp8" if is_fp8 else "bf16", "rows": m,
-                     "k_slices": slices, "tile_rows": tile_rows, "tiles": n // tile_rows * slices,
+                     "k_slices": slices, "tile_rows": tile_rows, "tiles": -(-n // tile_rows) * slices,
                      "blocks_per_sm": 2 if two_blocks else 1, "bytes": moved, "us": round(us, 2),
                      "us_p10": round(p10, 2), "us_p90": round(p90, 2), "bandwidth_fraction": round(moved / us / 1e3 / bandwidth, 4),
                      "us_eager": round(eager, 2)})
@@ -249,8 +249,8 @@ def main() -> None:
     chosen = args.shapes.split(",") if args.shapes else None
     kernels, fp8_shapes = [], {}
     for name, rows, k, slices, is_fp8, tile_rows in gemv_shapes(c):
-        if chosen is None or name in chosen:  # qkv's one-head groups are two 128-row passes: timed as 128
-            kernels += bench_shape(name, rows, k, slices, is_fp8, args.iters, bandwidth, tile_rows=min(tile_rows, 128),
+        if chosen is None or name in chosen:  # the engine's row groups (gate_up's 144 rows, qkv's one head)
+            kernels += bench_shape(name, rows, k, slices, is_fp8, args.iters, bandwidth, tile_rows=tile_rows,
                                    as_launched=as_launched)
             if is_fp8:
                 fp8_shapes[name] = (rows, k)

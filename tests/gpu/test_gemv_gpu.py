@@ -79,6 +79,18 @@ def test_fewer_rows_per_block_deal_the_k_blocks_to_more_warps_and_still_sum_righ
     assert np.array_equal(run(q, s, x[5:6], 2, tile_rows)[:, 0], got[:, 5])
 
 
+@pytest.mark.parametrize("tile_rows", [144, 256])
+def test_fp8_row_groups_past_a_scale_block_are_cut_into_passes_and_sum_right(tile_rows):
+    """fp8 row groups longer than a scale block (gate_up's 144 rows, qkv's 256-row heads), the last one short
+    where they do not divide n: passes cut where a 128-row scale block ends, as the engine's tiles cut them;
+    every row within fp32 rounding of the engine sum, an input row's bits independent of the other rows."""
+    q, s, x = case(384, 2048, 8, True)
+    got = run(q, s, x, 2, tile_rows)
+    want, magnitude = numpy_slices(q, s, x, 2)
+    assert (np.abs(got - want) / np.maximum(magnitude, 1e-30)).max() < 1e-6
+    assert np.array_equal(run(q, s, x[3:4], 2, tile_rows)[:, 0], got[:, 3])
+
+
 def test_each_input_row_is_bit_identical_whatever_the_other_rows():
     q, s, x = case(512, 2048, 8)
     together = run(q, s, x, 4)
