@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from isa import GEMV_OPS, NO_BUFFER, NO_LAYER, BufferEntry, DType, Program, WeightEntry, Word
 from isa.opcodes import PARAMS
-from isa.word import f32_bits
+from isa.word import BUFFER_ROLES, f32_bits
 from megakernel.model.config import ModelConfig
 from megakernel.model.tensors import F8, F32, scale_name, tensor_specs
 
@@ -16,7 +16,6 @@ from .ir import Lowered
 from .tiling import single_segment
 
 _DTYPES = {F8: DType.FP8_E4M3, "BF16": DType.BF16, F32: DType.F32}
-BUFFER_ROLES = ("in", "out", "aux0", "aux1", "aux2", "scratch")
 
 
 def _weight_table(names: tuple[str, ...], c: ModelConfig) -> tuple[list[WeightEntry], dict[str, int]]:
@@ -53,8 +52,9 @@ def assemble(low: Lowered, c: ModelConfig, offsets: dict[str, int], sms: int, me
         param_values = []
         for name, kind in PARAMS[ins.op]:
             value = ins.params[name]
-            param_values.append(weight_id[value] if isinstance(value, str) else
-                                f32_bits(value) if kind == "f" else int(value))
+            if (kind == "w") != isinstance(value, str):
+                raise ValueError(f"{ins.name}: parameter {name} ({kind!r}) = {value!r}: weights by name, nothing else")
+            param_values.append(weight_id[value] if kind == "w" else f32_bits(value) if kind == "f" else int(value))
         words.append(Word(
             ins.op, flags=int(ins.flags), layer=NO_LAYER if ins.layer < 0 else ins.layer, rows=low.rows,
             n=ins.n, k=ins.k, tile_rows=ins.tile_rows, k_slices=ins.k_slices, tiles=ins.tiles,

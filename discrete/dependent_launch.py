@@ -39,17 +39,20 @@ def serialization_attribute(allowed: bool) -> LaunchAttribute:
 
 def kernel_params(args) -> tuple:
     """(the void* array cuLaunchKernelEx takes, the values it points to, kept alive with it): device arrays
-    (anything with .data.ptr) as pointers, NumPy int32 / uint32 scalars as 4-byte values."""
+    (anything with .data.ptr) as pointers, NumPy int32 / uint32 scalars as 4-byte values, bytes as a
+    by-value structure of that size (common.cuh LaunchProgram)."""
     values = []
     for a in args:
-        if hasattr(a, "data") and hasattr(a.data, "ptr"):
+        if isinstance(a, bytes):
+            values.append((ctypes.c_ubyte * len(a)).from_buffer_copy(a))
+        elif hasattr(a, "data") and hasattr(a.data, "ptr"):
             values.append(ctypes.c_void_p(a.data.ptr))
         elif isinstance(a, np.int32):
             values.append(ctypes.c_int32(int(a)))
         elif isinstance(a, np.uint32):
             values.append(ctypes.c_uint32(int(a)))
         else:
-            raise TypeError(f"kernel argument of type {type(a).__name__}: expected a device array or np.int32")
+            raise TypeError(f"kernel argument of type {type(a).__name__}: expected a device array, np.int32 or bytes")
     array = (ctypes.c_void_p * len(values))(*[ctypes.cast(ctypes.pointer(v), ctypes.c_void_p) for v in values])
     return array, values
 

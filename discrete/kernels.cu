@@ -3,6 +3,7 @@
 //
 // Built at run time by NVRTC (discrete/kernels.py, -I megakernel/runtime/cuda) and checked by nvcc in CI.
 
+#define MK_DISCRETE_BUILD  // GEMV tiles keep the launch program before their shared memory (gemv_tile.cuh)
 #include "tiles.cuh"
 
 #define GEMV_THREADS 512  // 16 warps: each 16-row strip of a pass shared by 16 / strips warps (gemv.cuh WarpRole)
@@ -17,7 +18,7 @@ __device__ __forceinline__ void gemv_slices(const unsigned char* weight, const _
                                             const __nv_bfloat16* x, float* out, int n, int k, int m, int slices,
                                             int tile_rows) {
     extern __shared__ __align__(16) unsigned char smem[];
-    const mk::GemvSmem sm(smem);
+    const mk::GemvSmem sm(smem + mk::GEMV_SMEM_OFFSET);  // laid out as tile_gemv lays out its tiles
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, warp = threadIdx.x >> 5;
     const int s = blockIdx.y, blocks = k / mk::K_BLOCK;
     const int b0 = s * blocks / slices, b1 = (s + 1) * blocks / slices, width = (b1 - b0) * mk::K_BLOCK;
@@ -81,63 +82,68 @@ extern "C" __global__ void __launch_bounds__(512) read_bandwidth(const uint4* da
 }
 
 // --- one kernel per op family: block b runs tile b of the instruction ----------------------------------
-#define PROGRAM_ARGS unsigned char *arena, const unsigned char *weights, const unsigned char *program, int word
+// Each launch gets its word as a launch program (common.cuh LaunchProgram, discrete/launch_program.py): word
+// 0 of a one-word Program, copied into shared memory by launch_context before anything else is read.
+#define PROGRAM_ARGS \
+    unsigned char *arena, const unsigned char *weights, const __grid_constant__ mk::LaunchProgram launch
 
 // Every GEMV word (fp8 segments from their 16-row units, bf16 ones row-major: gemv.cuh), split-K ones
 // finished in the same launch by the slice that lands last (gemv_tile.cuh gemv_finish_last; `arrivals`:
 // the launcher's zeroed counters, indexed as the megakernel's arrival counters). Two blocks per SM (64
-// registers, no spill): the launcher gives a word's tiles a ring small enough for two where it can.
+// registers, no spill): the launcher gives a word's tiles a ring small enough for two where it can. The
+// launch program takes the first GEMV_SMEM_OFFSET bytes of the dynamic memory, the tile the rest.
 extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS, 2) tile_gemv(PROGRAM_ARGS, unsigned int* arrivals) {
-    mk::previous_launch_done();
     extern __shared__ __align__(16) unsigned char smem[];
-    const mk::Ctx ctx{arena, weights, program};
-    mk::gemv_main_tile(ctx, ctx.word(word), blockIdx.x, smem, arrivals);
+    const mk::Ctx ctx = mk::launch_context(arena, weights, launch, reinterpret_cast<mk::u32*>(smem));
+    mk::gemv_main_tile(ctx, ctx.word(0), blockIdx.x, smem + mk::GEMV_SMEM_OFFSET, arrivals);
 }
+static_assert(mk::GEMV_SMEM_OFFSET == mk::LAUNCH_PROGRAM_BYTES, "tile_gemv's launch program");
 
-// Dynamic shared memory: GdnSmem is over the 48 KB a static array may take. The launcher gives it what it
-// gives the attention tiles, at least the GEMV tiles' fixed part and least ring (static_assert below).
+// The other kernels keep their launch program in a static array. Dynamic shared memory: GdnSmem is over
+// the 48 KB a static array may take. The launcher gives it what it gives the attention tiles, at least the
+// GEMV tiles' fixed part and least ring (static_assert below).
 extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS) tile_gdn(PROGRAM_ARGS) {
-    mk::previous_launch_done();
+    __shared__ __align__(16) mk::u32 program[mk::LAUNCH_PROGRAM_BYTES / 4];
+    const mk::Ctx ctx = mk::launch_context(arena, weights, launch, program);
     extern __shared__ __align__(16) unsigned char smem[];
-    const mk::Ctx ctx{arena, weights, program};
-    mk::gdn_tile(ctx, ctx.word(word), blockIdx.x, *reinterpret_cast<mk::GdnSmem*>(smem));
+    mk::gdn_tile(ctx, ctx.word(0), blockIdx.x, *reinterpret_cast<mk::GdnSmem*>(smem));
 }
 static_assert(sizeof(mk::GdnSmem) <= mk::GEMV_SMEM_FIXED + mk::GEMV_MIN_RING, "the GDN tile's shared memory");
 
 extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS) tile_attn_scores(PROGRAM_ARGS) {
-    mk::previous_launch_done();
+    __shared__ __align__(16) mk::u32 program[mk::LAUNCH_PROGRAM_BYTES / 4];
+    const mk::Ctx ctx = mk::launch_context(arena, weights, launch, program);
     extern __shared__ __align__(16) unsigned char smem[];
-    const mk::Ctx ctx{arena, weights, program};
-    mk::attn_scores_tile(ctx, ctx.word(word), blockIdx.x, smem);
+    mk::attn_scores_tile(ctx, ctx.word(0), blockIdx.x, smem);
 }
 
 extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS, 1) tile_attn_pv(PROGRAM_ARGS) {
-    mk::previous_launch_done();
+    __shared__ __align__(16) mk::u32 program[mk::LAUNCH_PROGRAM_BYTES / 4];
+    const mk::Ctx ctx = mk::launch_context(arena, weights, launch, program);
     extern __shared__ __align__(16) unsigned char smem[];
-    const mk::Ctx ctx{arena, weights, program};
-    mk::attn_pv_tile(ctx, ctx.word(word), blockIdx.x, smem);
+    mk::attn_pv_tile(ctx, ctx.word(0), blockIdx.x, smem);
 }
 
 extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS) tile_attn_merge(PROGRAM_ARGS) {
-    mk::previous_launch_done();
-    const mk::Ctx ctx{arena, weights, program};
-    mk::attn_merge_tile(ctx, ctx.word(word), blockIdx.x);
+    __shared__ __align__(16) mk::u32 program[mk::LAUNCH_PROGRAM_BYTES / 4];
+    const mk::Ctx ctx = mk::launch_context(arena, weights, launch, program);
+    mk::attn_merge_tile(ctx, ctx.word(0), blockIdx.x);
 }
 
 extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS) tile_embed(PROGRAM_ARGS) {
-    mk::previous_launch_done();
-    const mk::Ctx ctx{arena, weights, program};
-    mk::embed_tile(ctx, ctx.word(word), blockIdx.x);
+    __shared__ __align__(16) mk::u32 program[mk::LAUNCH_PROGRAM_BYTES / 4];
+    const mk::Ctx ctx = mk::launch_context(arena, weights, launch, program);
+    mk::embed_tile(ctx, ctx.word(0), blockIdx.x);
 }
 
 extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS) tile_argmax(PROGRAM_ARGS) {
-    mk::previous_launch_done();
-    const mk::Ctx ctx{arena, weights, program};
-    mk::argmax_tile(ctx, ctx.word(word), blockIdx.x);
+    __shared__ __align__(16) mk::u32 program[mk::LAUNCH_PROGRAM_BYTES / 4];
+    const mk::Ctx ctx = mk::launch_context(arena, weights, launch, program);
+    mk::argmax_tile(ctx, ctx.word(0), blockIdx.x);
 }
 
 extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS) tile_handoff(PROGRAM_ARGS) {
-    mk::previous_launch_done();
-    const mk::Ctx ctx{arena, weights, program};
-    mk::handoff_tile(ctx, ctx.word(word));
+    __shared__ __align__(16) mk::u32 program[mk::LAUNCH_PROGRAM_BYTES / 4];
+    const mk::Ctx ctx = mk::launch_context(arena, weights, launch, program);
+    mk::handoff_tile(ctx, ctx.word(0));
 }

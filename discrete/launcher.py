@@ -11,8 +11,6 @@ control block holds step, position and tokens), so the captured graph replays un
 
 from __future__ import annotations
 
-import numpy as np
-
 from isa import GEMV_OPS, Op, Program
 from megakernel.runtime import cuda_build
 from megakernel.model import plan
@@ -20,6 +18,7 @@ from megakernel.runtime.device import DeviceSession, DeviceWeights
 
 from .dependent_launch import DependentLaunch
 from .kernels import module
+from .launch_program import launch_program
 
 KERNEL_OF = {Op.EMBED: "tile_embed", Op.GDN_CORE: "tile_gdn", Op.ATTN_SCORES: "tile_attn_scores",
              Op.ATTN_PV: "tile_attn_pv", Op.ATTN_MERGE: "tile_attn_merge", Op.ARGMAX: "tile_argmax",
@@ -47,9 +46,11 @@ class DiscreteProgram:
             if w.opcode in GEMV_OPS and w.k % plan.K_BLOCK:
                 raise ValueError(f"GEMV k = {w.k} is not a multiple of {plan.K_BLOCK}")
         self.program, self.weights, self.session = program, weights, session
-        self.bytes = cupy.asarray(np.frombuffer(program.to_bytes(), dtype=np.uint8))
         mod = module()
-        need, self.smem = cuda_build.tile_smem_bytes(program), cuda_build.max_dynamic_smem()
+        # a launch's own program (launch_program.py) sits in the first bytes of a GEMV tile's dynamic shared
+        # memory and in a static array of the other kernels': either way it is shared memory the tiles lack
+        self.program_smem = cuda_build.launch_program_bytes()
+        need, self.smem = cuda_build.tile_smem_bytes(program) + self.program_smem, cuda_build.max_dynamic_smem()
         if need > self.smem:
             raise ValueError(f"the tiles need {need} bytes of shared memory, the device offers {self.smem}")
         gemv = mod.get_function(GEMV_KERNEL)
@@ -58,7 +59,7 @@ class DiscreteProgram:
         # a static array may hold (tile_smem_bytes covers it: kernels.cu)
         whole_smem_kernels = {Op.ATTN_SCORES, Op.ATTN_PV, Op.GDN_CORE}
         for op in whole_smem_kernels:
-            mod.get_function(KERNEL_OF[op]).max_dynamic_shared_size_bytes = self.smem
+            mod.get_function(KERNEL_OF[op]).max_dynamic_shared_size_bytes = self.smem - self.program_smem
         # split-K arrivals, indexed as the megakernel's arrival counters (one per row group)
         self.arrivals = cupy.zeros(max(1, len(program.counters)), dtype=cupy.uint32)
         self.threads = cuda_build.tile_threads()
@@ -66,27 +67,30 @@ class DiscreteProgram:
         for i, w in enumerate(program.words):
             if w.opcode == Op.NOP:
                 continue
-            args = (self.session.arena, self.weights.data, self.bytes, np.int32(i))
+            args = (self.session.arena, self.weights.data, launch_program(program, i))
             if w.opcode in GEMV_OPS:
                 kernel, smem, args = gemv, self._gemv_smem(w), args + (self.arrivals,)
+                block_smem = smem
             else:
                 kernel = mod.get_function(KERNEL_OF[w.opcode])
-                smem = self.smem if w.opcode in whole_smem_kernels else 0
-            launch = DependentLaunch(kernel, w.tiles, self.threads, smem, args, overlap and self._alone_on_sm(smem))
+                smem = self.smem - self.program_smem if w.opcode in whole_smem_kernels else 0
+                block_smem = smem + self.program_smem
+            overlaps = overlap and self._alone_on_sm(block_smem)
+            launch = DependentLaunch(kernel, w.tiles, self.threads, smem, args, overlaps)
             self.launches.append((i, launch))
         self.graph = None
 
     @staticmethod
-    def _alone_on_sm(smem: int) -> bool:
-        """Whether a block of this shared memory holds its SM alone, so that the launch may overlap the one
-        before it. An overlapping launch's blocks are placed while the previous launch still holds the SMs;
-        where two can share an SM that cost the 1k step 5.9 % (every launch overlapped), where they cannot
-        it cost nothing (D40)."""
-        return not cuda_build.two_share_an_sm(smem)
+    def _alone_on_sm(block_smem: int) -> bool:
+        """Whether a block of this much shared memory (dynamic and static) holds its SM alone, so that the
+        launch may overlap the one before it. An overlapping launch's blocks are placed while the previous
+        launch still holds the SMs; where two can share an SM that cost the 1k step 5.9 % (every launch
+        overlapped), where they cannot it cost nothing (D40)."""
+        return not cuda_build.two_share_an_sm(block_smem)
 
     def _gemv_smem(self, w) -> int:
         """Two tiles per SM where a ring two k-blocks deep lets them share its shared memory, else one with
-        all the device offers (cuda_build.gemv_launch_smem)."""
+        all the device offers (cuda_build.gemv_launch_smem; the launch program included)."""
         return cuda_build.gemv_launch_smem(cuda_build.gemv_word_smem(self.program, w, cuda_build.TWO_BLOCK_RING))
 
     @property

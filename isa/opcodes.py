@@ -48,27 +48,28 @@ MTP_LAYER = 0xFE  # every word of the MTP draft program
 
 
 # Per-opcode parameter slots p0.. (name, kind): kind "u" is an unsigned integer, "f" a float32 stored as
-# its bits. Weight parameters are weight-table indices; ISA.md explains each.
+# its bits, "w" a weight-table index (the discrete build renumbers those per launch:
+# discrete/launch_program.py); ISA.md explains each.
 PARAMS: dict[Op, tuple[tuple[str, str], ...]] = {
     Op.NOP: (),
-    Op.EMBED: (("embed_weight", "u"),),
-    Op.NORM_GEMV: (("norm_weight", "u"), ("eps", "f")),
-    Op.NORM_GEMV_QKV: (("norm_weight", "u"), ("eps", "f"), ("q_norm_weight", "u"), ("k_norm_weight", "u"),
+    Op.EMBED: (("embed_weight", "w"),),
+    Op.NORM_GEMV: (("norm_weight", "w"), ("eps", "f")),
+    Op.NORM_GEMV_QKV: (("norm_weight", "w"), ("eps", "f"), ("q_norm_weight", "w"), ("k_norm_weight", "w"),
                        ("heads", "u"), ("kv_heads", "u"), ("head_dim", "u"), ("rotary_dim", "u"), ("rope_theta", "f"),
                        ("capacity", "u")),
-    Op.NORM_GATE_UP: (("norm_weight", "u"), ("eps", "f")),
+    Op.NORM_GATE_UP: (("norm_weight", "w"), ("eps", "f")),
     Op.GEMV_RESIDUAL: (),
-    Op.GDN_CORE: (("conv_weight", "u"), ("a_log", "u"), ("dt_bias", "u"), ("key_heads", "u"), ("value_heads", "u"),
-                  ("key_dim", "u"), ("value_dim", "u"), ("conv_kernel", "u"), ("ring", "u"), ("norm_weight", "u"),
+    Op.GDN_CORE: (("conv_weight", "w"), ("a_log", "w"), ("dt_bias", "w"), ("key_heads", "u"), ("value_heads", "u"),
+                  ("key_dim", "u"), ("value_dim", "u"), ("conv_kernel", "u"), ("ring", "u"), ("norm_weight", "w"),
                   ("eps", "f")),
     Op.ATTN_SCORES: (("heads", "u"), ("kv_heads", "u"), ("head_dim", "u"), ("partitions", "u"), ("scale", "f"),
                      ("capacity", "u")),
     Op.ATTN_PV: (("heads", "u"), ("kv_heads", "u"), ("head_dim", "u"), ("partitions", "u"), ("capacity", "u")),
     Op.ATTN_MERGE: (("heads", "u"), ("head_dim", "u"), ("partitions", "u")),
-    Op.NORM_HEAD: (("norm_weight", "u"), ("eps", "f"), ("defined_vocab", "u")),
+    Op.NORM_HEAD: (("norm_weight", "w"), ("eps", "f"), ("defined_vocab", "u")),
     Op.ARGMAX: (("candidates", "u"),),
     Op.HANDOFF: (),
-    Op.MTP_FC: (("embed_weight", "u"), ("norm_embedding", "u"), ("norm_hidden", "u"), ("eps", "f")),
+    Op.MTP_FC: (("embed_weight", "w"), ("norm_embedding", "w"), ("norm_hidden", "w"), ("eps", "f")),
 }
 
 # The control block (buffer 0, one row of int32): what every step reads and HANDOFF writes. Two lanes

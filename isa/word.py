@@ -97,6 +97,8 @@ class Word:
     params: tuple[int, ...] = field(default_factory=tuple)
 
 
+BUFFER_ROLES = ("in", "out", "aux0", "aux1", "aux2", "scratch")  # the buf_<role> fields
+
 # (field, u32 index, first bit, bits) for the scalar fields; waits and params are laid out below.
 FIELDS: tuple[tuple[str, int, int, int], ...] = (
     ("opcode", 0, 0, 8), ("flags", 0, 8, 8), ("layer", 0, 16, 8), ("rows", 0, 24, 8),

@@ -36,23 +36,35 @@ def test_serialization_attribute(allowed):
 
 def test_kernel_params_point_at_the_values():
     arena = SimpleNamespace(data=SimpleNamespace(ptr=0x7F00_0000_1000))
-    array, _values = kernel_params((arena, np.int32(-3), np.uint32(7)))
-    assert len(array) == 3
+    program = bytes(range(200)) * 4  # a by-value structure (a launch program)
+    array, _values = kernel_params((arena, np.int32(-3), np.uint32(7), program))
+    assert len(array) == 4
     assert ctypes.c_uint64.from_address(array[0]).value == 0x7F00_0000_1000
     assert ctypes.c_int32.from_address(array[1]).value == -3
     assert ctypes.c_uint32.from_address(array[2]).value == 7
+    assert ctypes.string_at(array[3], len(program)) == program
 
 
 def test_kernel_params_refuse_other_types():
-    with pytest.raises(TypeError, match="expected a device array or np.int32"):
+    with pytest.raises(TypeError, match="expected a device array, np.int32 or bytes"):
         kernel_params((3,))
 
 
 def test_every_launched_kernel_waits_for_the_launch_before_it():
+    # each kernel's first statement (after its shared-memory declarations) is launch_context, which copies
+    # the launch program (a parameter) and then waits, before it returns the context every read of device
+    # memory goes through
     source = (ROOT / "discrete" / "kernels.cu").read_text()
     launched = set(KERNEL_OF.values()) | {GEMV_KERNEL}
     for name in launched:
         m = re.search(rf'__global__ void [^\n]*\b{name}\(PROGRAM_ARGS[^\n]*\{{\n(.*?)\n}}', source, re.DOTALL)
         assert m, f"{name} not found in kernels.cu"
-        first = m.group(1).strip().splitlines()[0]
-        assert first.strip() == "mk::previous_launch_done();", f"{name} reads before waiting: {first!r}"
+        lines = [line.strip() for line in m.group(1).strip().splitlines()]
+        first = next(line for line in lines if "__shared__" not in line)
+        assert first.startswith("const mk::Ctx ctx = mk::launch_context(arena, weights, launch, "), \
+            f"{name} reads before waiting: {first!r}"
+    common = (ROOT / "megakernel" / "runtime" / "cuda" / "common.cuh").read_text()
+    body = re.search(r"Ctx launch_context\(.*?\{\n(.*?)\n}", common, re.DOTALL).group(1).splitlines()
+    assert [line.strip() for line in body[-3:]] == ["__syncthreads();", "previous_launch_done();",
+                                                   "return Ctx{arena, weights, reinterpret_cast<const u8*>(copy)};"]
+    assert "arena" not in "".join(body[:-1])  # nothing before the wait touches device memory but the parameter

@@ -134,11 +134,19 @@ def two_share_an_sm(block_smem: int) -> bool:
     return 2 * (block_smem + BLOCK_RESERVE) <= smem_per_sm()
 
 
+def launch_program_bytes() -> int:
+    """Bytes of a discrete launch's own program (common.cuh LAUNCH_PROGRAM_BYTES): the first of a GEMV
+    launch's dynamic shared memory (gemv_tile.cuh GEMV_SMEM_OFFSET), a static array in the other kernels."""
+    return define(CUDA_DIR / "common.cuh", "LAUNCH_PROGRAM_BYTES")
+
+
 def gemv_launch_smem(two_block_smem: int) -> int:
-    """The shared memory a GEMV launch gives each tile: `two_block_smem` (its need with a ring
-    TWO_BLOCK_RING deep) where two such tiles fit an SM, else all one block may take (the deepest ring). The
-    ring's depth orders nothing: the sums are the same either way."""
-    return two_block_smem if two_share_an_sm(two_block_smem) else max_dynamic_smem()
+    """The dynamic shared memory a discrete GEMV launch gives each tile: its launch program, then
+    `two_block_smem` (the tile's need with a ring TWO_BLOCK_RING deep) where two such blocks fit an SM, else
+    all one block may take (the deepest ring). The ring's depth orders nothing: the sums are the same
+    either way."""
+    need = launch_program_bytes() + two_block_smem
+    return need if two_share_an_sm(need) else max_dynamic_smem()
 
 
 def prologue_stage_bytes(program, w, width: int) -> int:

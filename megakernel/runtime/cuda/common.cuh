@@ -234,4 +234,24 @@ struct Ctx {
     __device__ int* control() const { return reinterpret_cast<int*>(arena); }  // buffer 0 at offset 0
 };
 
+// --- a discrete launch's own program (discrete/launch_program.py) ----------------------------------------
+// One word and the records it names, renumbered from zero, in the Program's layout, passed by value: every
+// address is known at the launch's start, so the block copies it to shared memory in one round trip
+// instead of reading parameter -> word -> records one after another (kernels.cu). A multiple of 128 bytes:
+// the GEMV tile's shared memory placed after it keeps its 128-byte alignment (gemv_tile.cuh GEMV_SMEM_OFFSET).
+constexpr int LAUNCH_PROGRAM_BYTES = 768;
+static_assert(LAUNCH_PROGRAM_BYTES % 128 == 0, "LAUNCH_PROGRAM_BYTES");
+struct LaunchProgram {
+    u32 u[LAUNCH_PROGRAM_BYTES / 4];
+};
+
+// All threads, first thing in a discrete kernel: the launch program into `copy` (shared memory), then the
+// wait for the previous launch (previous_launch_done: nothing the program holds depends on it).
+__device__ __forceinline__ Ctx launch_context(u8* arena, const u8* weights, const LaunchProgram& launch, u32* copy) {
+    for (int i = threadIdx.x; i < LAUNCH_PROGRAM_BYTES / 4; i += blockDim.x) copy[i] = launch.u[i];
+    __syncthreads();
+    previous_launch_done();
+    return Ctx{arena, weights, reinterpret_cast<const u8*>(copy)};
+}
+
 }  // namespace mk

@@ -25,6 +25,15 @@ static_assert(GEMV_SMEM_FIXED == 4 * (Y_FLOATS + MAX_SLICE_BLOCKS) + MAX_ROWS * 
 constexpr int GEMV_MIN_RING = 32768;
 static_assert(GEMV_MIN_RING == TILE_WARPS * WARP_ROWS * K_BLOCK, "GEMV_MIN_RING");
 
+// Bytes of dynamic shared memory before a GEMV tile's own (GemvSmem's base). The discrete build keeps its
+// launch program there (kernels.cu: there, unlike a static array, it left tile_gemv within its 64 registers
+// without a spill); the megakernel, nothing.
+#ifdef MK_DISCRETE_BUILD
+constexpr int GEMV_SMEM_OFFSET = LAUNCH_PROGRAM_BYTES;
+#else
+constexpr int GEMV_SMEM_OFFSET = 0;
+#endif
+
 struct GemvSmem {
     u8* base;
     float* y;
@@ -43,7 +52,9 @@ struct GemvSmem {
         const size_t used = reinterpret_cast<const u8*>(x + x_elems) - base;
         return base + ((used + 127) & ~static_cast<size_t>(127));
     }
-    __device__ int ring_bytes(int x_elems) const { return static_cast<int>(dynamic_smem_bytes() - (ring(x_elems) - base)); }
+    __device__ int ring_bytes(int x_elems) const {
+        return static_cast<int>(dynamic_smem_bytes() - GEMV_SMEM_OFFSET - (ring(x_elems) - base));
+    }
 };
 
 struct RowGroup {
@@ -451,7 +462,7 @@ __device__ inline bool gemv_finish_last(const Ctx& ctx, const Word& w, const Row
         last = arrive_acq_rel(counter) == static_cast<u32>(w.k_slices() - 1);
         if (last) *counter = 0;  // no tile of this word counts again before the next launch
     }
-    // thread 0's answer to every thread (tile_gemv takes all the shared memory the device allows as
+    // thread 0's answer to every thread (tile_gemv may take all the shared memory the device allows as
     // dynamic memory: it can have no static shared variable)
     if (!__syncthreads_or(last)) return false;
     sum_partials(ctx, w, rg, sm);
