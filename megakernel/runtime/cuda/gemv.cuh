@@ -379,7 +379,7 @@ struct WarpRole {
 // through its own ring of `depth` slots.
 struct StripStream {
     const u8* units;   // fp8: the lane's bytes of the strip's first unit of the slice
-    const u8* row_g;   // bf16: the strip's first row at block b0
+    const u8* strip_row0;  // bf16: the strip's first row at block b0
     u32 rows_at, slots;  // bf16: the rows' stride in bytes | the strip's last valid row << 28
     int depth, mine, phase, phases;
     bool fp8;
@@ -398,8 +398,8 @@ struct StripStream {
         const size_t row_bytes_global = static_cast<size_t>(k) * (fp8 ? 1 : 2);
         units = weight + (static_cast<size_t>((row0 + role.strip * WARP_ROWS) / WARP_ROWS) * (k / K_BLOCK) + b0) *
                 UNIT_BYTES + PIECE * lane;
-        row_g = weight + static_cast<size_t>(row0 + role.strip * WARP_ROWS) * row_bytes_global +
-                static_cast<size_t>(b0) * row_bytes();
+        strip_row0 = weight + static_cast<size_t>(row0 + role.strip * WARP_ROWS) * row_bytes_global +
+                     static_cast<size_t>(b0) * row_bytes();
         rows_at = static_cast<u32>(row_bytes_global) | static_cast<u32>(min(valid - 1, WARP_ROWS - 1)) << 28;  // a row <= 64 KB
         slots = smem_addr(ring) + static_cast<u32>(warp * depth * slot_bytes());
     }
@@ -417,7 +417,8 @@ struct StripStream {
     __device__ void stage(int slot, int j) const {
         const int lane = threadIdx.x & 31;
         if (fp8) stage_unit(slot_at(slot) + PIECE * lane, units + static_cast<size_t>(block(j)) * UNIT_BYTES);
-        else stage_block(slot_at(slot), row_g, rows_at & 0x0FFFFFFFu, static_cast<int>(rows_at >> 28), row_bytes(), block(j), lane);
+        else stage_block(slot_at(slot), strip_row0, rows_at & 0x0FFFFFFFu, static_cast<int>(rows_at >> 28), row_bytes(),
+                         block(j), lane);
     }
 };
 
