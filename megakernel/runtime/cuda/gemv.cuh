@@ -404,6 +404,8 @@ struct StripStream {
         slots = smem_addr(ring) + static_cast<u32>(warp * depth * slot_bytes());
     }
     __device__ u32 slot_at(int slot) const { return slots + slot * slot_bytes(); }
+    // Whether this warp's slots lie within the ring's first `bytes` (the warps a tile may prime: prime_ring).
+    __device__ bool within(int bytes) const { return ((threadIdx.x >> 5) + 1) * depth * slot_bytes() <= bytes; }
     // The ring's first `depth` blocks, one copy group a slot (empty groups past this warp's last block).
     __device__ void fill() const {
         for (int i = 0; i < depth; ++i) {
@@ -508,12 +510,24 @@ __device__ __forceinline__ void stream_blocks(float (&acc)[4], const StripStream
     }
 }
 
-// A pass's first `depth` k-blocks issued into each warp's ring before the pass starts (StripStream::fill),
-// so that they stream while the tile's input rows are prepared (gemv_block_rows' `primed` then skips its
-// own fill); returns the groups issued. fp8 only.
-__device__ inline int prime_ring(const u8* weight, int k, int row0, int rows, int b0, int b1, u8* ring, int ring_bytes) {
+// Whether tiles prime their first pass's ring before their inputs are ready, for some words only part of
+// it (the megakernel: gemv_tile.cuh primed_bytes, D49). The discrete build primes a whole ring or none,
+// right after its input rows' copies: its kernels carry no code for a part.
+#ifdef MK_DISCRETE_BUILD
+constexpr bool PRIMES_BEFORE_INPUTS = false;
+#else
+constexpr bool PRIMES_BEFORE_INPUTS = true;
+#endif
+constexpr int WHOLE_RING = 1 << 30;  // a primed part that holds every warp's slots
+
+// A pass's first `depth` k-blocks issued into the rings of the warps whose slots lie within the ring's
+// first `primed` bytes (StripStream::fill), so that they stream while the tile waits for its input rows
+// and prepares them (gemv_block_rows, given the same bytes as `part`, fills the other warps' rings);
+// returns the groups a primed warp issued. fp8 only.
+__device__ inline int prime_ring(const u8* weight, int k, int row0, int rows, int b0, int b1, u8* ring, int ring_bytes,
+                                 int primed) {
     const StripStream st(true, weight, k, row0, rows, b0, b1, ring, ring_bytes);
-    st.fill();
+    if (!PRIMES_BEFORE_INPUTS || st.within(primed)) st.fill();
     return st.depth;
 }
 
@@ -549,14 +563,15 @@ __device__ inline void stage_pass_scales(const __nv_bfloat16* scale, int k, int 
 // block order; then the phases in order (combine_phases). Lane (g, t) of warp w < strips (phase 0 of strip
 // w) returns acc[0..3] = (row g, input 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1) of its strip; the
 // other warps' acc is undefined. `ring`: shared memory for the 16 warps' slots (at least one 16-row block
-// each); `scales`: MAX_SLICE_BLOCKS floats; `primed` (fp8): the caller left this pass's scales staged
-// (stage_pass_scales) and filled every warp's ring (prime_ring); otherwise this function does both, the
-// scales' copies first (D46). fp8: rows [row0, row0 + rows) must lie in one 128-row
-// scale block.
+// each); `scales`: MAX_SLICE_BLOCKS floats; `primed` (fp8): the caller left this pass's scales staged and
+// landed (stage_pass_scales) and filled the rings of the warps within the ring's first `part` bytes
+// (prime_ring), and this function fills the others' (the megakernel's norm words); otherwise it stages
+// the scales and fills every ring, the scales' copies first (D46). fp8: rows [row0, row0 + rows) must lie
+// in one 128-row scale block.
 __device__ inline void gemv_block_rows(float (&acc)[4], bool fp8, const u8* weight, const __nv_bfloat16* scale,
                                        int k, int row0, int rows, int b0, int b1, const __nv_bfloat16* x,
                                        const signed char* x_p, int x_stride, int m, u8* ring, int ring_bytes,
-                                       float* scales, bool primed = false) {
+                                       float* scales, bool primed = false, int part = WHOLE_RING) {
     acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
     const StripStream st(fp8, weight, k, row0, rows, b0, b1, ring, ring_bytes);
     // The rows' block scales for the slice, into shared memory once (one L2 read per block would stall it):
@@ -569,6 +584,8 @@ __device__ inline void gemv_block_rows(float (&acc)[4], bool fp8, const u8* weig
             st.fill();
             copies_wait(st.depth);  // the scales have landed
             __syncthreads();        // every thread's
+        } else if (PRIMES_BEFORE_INPUTS && !st.within(part)) {
+            st.fill();
         }
         const size_t first = scale_index(k, row0, b0);
         const int b = threadIdx.x;  // one scale a thread

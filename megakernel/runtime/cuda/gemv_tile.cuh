@@ -297,11 +297,12 @@ __device__ __noinline__ void keep_hidden(const Ctx& ctx, const Word& w, float* s
 // fp32 sums of `rows` (<= 128) rows from local row `row0` of weight W over k-blocks [b0, b1), for the m
 // input rows in sm.x -> y[row * MAX_TILE_ROWS + i]. fp8 and bf16 segments take the same path (gemv.cuh).
 __device__ inline void gemv_rows(const GemvSmem& sm, const Weight& W, int k, int row0, int rows, int b0, int b1,
-                                 int x_stride, int m, float* y, bool primed = false) {
+                                 int x_stride, int m, float* y, bool primed = false, int part = WHOLE_RING) {
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, warp = threadIdx.x >> 5;
     float acc[4];
     gemv_block_rows(acc, W.dtype == DT_FP8, W.base, reinterpret_cast<const bf16*>(W.scale), k, row0, rows, b0, b1, sm.x,
-                    sm.x_p, x_stride, m, sm.ring(m * x_stride), sm.ring_bytes(m * x_stride), sm.scales, primed);
+                    sm.x_p, x_stride, m, sm.ring(m * x_stride), sm.ring_bytes(m * x_stride), sm.scales, primed,
+                    part);
     if (warp * WARP_ROWS < rows) {  // phase 0 of strip `warp` holds the strip's sums
 #pragma unroll
         for (int q = 0; q < 4; ++q) {
@@ -482,17 +483,80 @@ struct MainTile {
           gate_up(w.opcode() == OP_NORM_GATE_UP) {}
 };
 
-// Whether a tile primes its first pass's ring while its input rows land (gemv.cuh prime_ring): fp8
-// GEMV_RESIDUAL tiles, whose rows are copied straight to x, clear of the ring.
+// Where a tile primes its first pass's ring (gemv.cuh prime_ring: its block scales, then its first k-blocks),
+// and how much of it. The megakernel primes before it waits for the tile's input counters (megakernel.cu
+// interpret): weights depend on nothing an earlier word writes, so they stream while the block waits and
+// while its prologue runs. There fp8 GEMV_RESIDUAL primes the whole ring (its rows go straight to x);
+// NORM_GEMV, NORM_GEMV_QKV and NORM_GATE_UP the ring less what their prologue stages at its end (norm_rows:
+// the m input rows and the norm weight's slice). The discrete build primes fp8 GEMV_RESIDUAL alone, right
+// after its rows' copies (gemv_main_input): priming before griddepcontrol.wait, the norm words too, or the
+// weights ahead of the rows all measured 1.7-6 % slower for the graph step (D49).
+// (gemv.cuh PRIMES_BEFORE_INPUTS.)
+
+// The bytes at the ring's start that a tile primes, or -1 where it primes nothing.
+__device__ inline int primed_bytes(const Ctx& ctx, const Word& w, const MainTile& mt, const GemvSmem& sm, bool fp8) {
+    const int op = w.opcode();
+    if (!fp8) return -1;
+    const int ring = sm.ring_bytes(mt.m * x_stride_of(mt.width, mt.m));
+    if (op == OP_GEMV_RESIDUAL) return PRIMES_BEFORE_INPUTS ? ring : WHOLE_RING;
+    if (!PRIMES_BEFORE_INPUTS || (op != OP_NORM_GEMV && op != OP_NORM_GEMV_QKV && op != OP_NORM_GATE_UP)) return -1;
+    const int staged = 2 * mt.m * mt.k + mt.width * weight_bytes(ctx.weight(w.p(0)));
+    return (ring - staged) & ~127;  // >= 0: the launch gives the ring at least what the prologue stages
+}
+
+// The first pass's weight and rows of a main tile (gate_up: its gate half).
+struct FirstPass {
+    Weight weight;
+    int local0, rows;
+    __device__ FirstPass(const Ctx& ctx, const Word& w, const MainTile& mt, int tile) {
+        const RowGroup rg = row_group(ctx, w, tile % mt.groups);
+        weight = gemv_weight(ctx, w, mt.gate_up ? 0 : rg.segment);
+        local0 = rg.r0 - rg.seg_r0;
+        rows = min(rg.r1 - rg.r0, ROW_BLOCK - local0 % ROW_BLOCK);
+    }
+};
+
+// All threads, in the megakernel before the tile's inputs are ready: its first pass's scales and primed ring
+// (primed_bytes). Reads weights alone.
+__device__ inline void gemv_main_weights(const Ctx& ctx, const Word& w, int tile, u8* smem) {
+    const GemvSmem sm(smem);
+    const MainTile mt(ctx, w, tile);
+    const FirstPass first(ctx, w, mt, tile);
+    const int primed = primed_bytes(ctx, w, mt, sm, first.weight.dtype == DT_FP8);
+    if (primed < 0) return;
+    const int x_elems = mt.m * x_stride_of(mt.width, mt.m);
+    stage_pass_scales(reinterpret_cast<const bf16*>(first.weight.scale), mt.k, first.local0, mt.b0, mt.b1, sm.scales);
+    copies_commit();
+    prime_ring(first.weight.base, mt.k, first.local0, first.rows, mt.b0, mt.b1, sm.ring(x_elems), sm.ring_bytes(x_elems),
+               primed);
+}
+
+// Whether the discrete build's tile primes its first pass's ring with its rows (fp8 GEMV_RESIDUAL: primed_bytes).
 __device__ __forceinline__ bool primes(const Word& w, bool fp8) { return fp8 && w.opcode() == OP_GEMV_RESIDUAL; }
 
+// All threads, once the tile's inputs are ready: the input rows (prologue, then for fp8 weights the f16
+// operand). The megakernel has primed its ring (gemv_main_weights), and the prologue stages its inputs past
+// what is primed; the discrete build primes here, right after its rows' copies, as it did before the
+// megakernel primed (D49: its code is unchanged).
 __device__ inline void gemv_main_input(const Ctx& ctx, const Word& w, int tile, u8* smem) {
     const GemvSmem sm(smem);
     const MainTile mt(ctx, w, tile);
-    const int stride = x_stride_of(mt.width, mt.m);
-    u8* stage = sm.ring(mt.m * stride);  // the ring's memory stages the prologue's inputs
+    const int stride = x_stride_of(mt.width, mt.m), x_elems = mt.m * stride;
+    if (PRIMES_BEFORE_INPUTS) {
+        // one dtype per tile (a row group lies in one segment; gate and up are both fp8)
+        const FirstPass first(ctx, w, mt, tile);
+        const bool fp8 = first.weight.dtype == DT_FP8;
+        const int primed = primed_bytes(ctx, w, mt, sm, fp8);
+        u8* stage = sm.ring(x_elems) + max(primed, 0);
+        if (w.opcode() == OP_NORM_HEAD && tile == 0 && w.buf_aux1() != NO_BUFFER) keep_hidden(ctx, w, sm.y, stage);
+        // y: free until the passes
+        gemv_prologue(ctx, w, mt.b0 * K_BLOCK, mt.b1 * K_BLOCK, sm.x, sm.y, stage, fp8 ? sm.x_p : nullptr);
+        __syncthreads();
+        if (fp8 && !fuses_operand(w.opcode())) f16_operand(sm.x, stride, sm.x, stride, mt.m, mt.b1 - mt.b0, sm.x_p);
+        return;
+    }
+    u8* stage = sm.ring(x_elems);  // the ring's memory stages the prologue's inputs
     if (w.opcode() == OP_NORM_HEAD && tile == 0 && w.buf_aux1() != NO_BUFFER) keep_hidden(ctx, w, sm.y, stage);
-    // one dtype per tile (a row group lies in one segment; gate and up are both fp8)
     const RowGroup rg = mt.gate_up ? RowGroup{0, 0, 0, 0, 0} : row_group(ctx, w, tile % mt.groups);
     const Weight first = gemv_weight(ctx, w, rg.segment);  // the first pass's weight
     const bool fp8 = first.dtype == DT_FP8;
@@ -505,7 +569,8 @@ __device__ inline void gemv_main_input(const Ctx& ctx, const Word& w, int tile, 
         stage_pass_scales(reinterpret_cast<const bf16*>(first.scale), mt.k, local0, mt.b0, mt.b1, sm.scales);
         stage_rows(in.at<bf16>(0, mt.b0 * K_BLOCK), in.cols, sm.x, stride, mt.m, mt.width);
         copies_commit();
-        copies_wait(prime_ring(first.base, mt.k, local0, rows, mt.b0, mt.b1, stage, sm.ring_bytes(mt.m * stride)));
+        copies_wait(prime_ring(first.base, mt.k, local0, rows, mt.b0, mt.b1, stage, sm.ring_bytes(mt.m * stride),
+                               WHOLE_RING));
         tile_stamp(9);
     } else {
         // y: free until the passes
@@ -529,8 +594,10 @@ __device__ inline void gemv_main_passes(const Ctx& ctx, const Word& w, int tile,
         const Weight W = gemv_weight(ctx, w, gate_up ? half : rg.segment);
         for (int a = 0; a < rows;) {
             const int first = local0 + a, prows = min(rows - a, ROW_BLOCK - first % ROW_BLOCK);
-            const bool primed = half == 0 && a == 0 && primes(w, W.dtype == DT_FP8);
-            gemv_rows(sm, W, k, first, prows, b0, b1, stride, m, sm.y_at(half, 0) + a, primed);
+            // the first pass may be primed (primed_bytes; the discrete build: in whole or not at all)
+            const int part = PRIMES_BEFORE_INPUTS && half == 0 && a == 0 ? primed_bytes(ctx, w, mt, sm, W.dtype == DT_FP8) : -1;
+            const bool primed = PRIMES_BEFORE_INPUTS ? part >= 0 : half == 0 && a == 0 && primes(w, W.dtype == DT_FP8);
+            gemv_rows(sm, W, k, first, prows, b0, b1, stride, m, sm.y_at(half, 0) + a, primed, part);
             a += prows;
         }
     }

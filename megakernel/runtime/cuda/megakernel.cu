@@ -1,8 +1,10 @@
 // The megakernel: one cooperatively launched, persistent kernel that interprets a compiled Program
 // (docs/ISA.md "Execution model"). Block b of G walks every word in order, step after step; for each
-// stage of a word it runs tiles [b T / G, (b + 1) T / G): it waits until the tile's input counters
-// reach their targets (thread 0, acquire loads, bounded by the watchdog), runs the same tile function
-// the discrete build launches (tiles.cuh), and signals the tile's counter with a release reduction.
+// stage of a word it runs tiles [b T / G, (b + 1) T / G): a GEMV main tile first primes its weight ring
+// (weights depend on no word: they stream while the block waits, D49); thread 0 waits until the tile's
+// input counters reach their targets (acquire loads, bounded by the watchdog); the block runs the same
+// tile function the discrete build launches (tiles.cuh) and signals the tile's counter with a release
+// reduction.
 // Counters are monotonic over a session: a wait in session step t with E arrivals per step and lag L
 // needs E (t + 1 - L); `step_base` is the session's steps already run through this kernel.
 //
@@ -144,8 +146,12 @@ __device__ __noinline__ void run_attn_pv(const Ctx ctx, const Word w, int tile, 
     attn_pv_tile(ctx, w, tile, smem);
 }
 
-// A GEMV tile's input rows (prologue, f16 operand) are called, not inlined, for the same reason; the
-// passes stay inline.
+// A GEMV tile's primed weights and its input rows (prologue, f16 operand) are called, not inlined, for the
+// same reason; the passes stay inline.
+__device__ __noinline__ void run_gemv_weights(const Ctx ctx, const Word w, int tile, u8* smem) {
+    gemv_main_weights(ctx, w, tile, smem);
+}
+
 __device__ __noinline__ void run_gemv_input(const Ctx ctx, const Word w, int tile, u8* smem) {
     gemv_main_input(ctx, w, tile, smem);
 }
@@ -161,7 +167,7 @@ __device__ __forceinline__ void run_tile(const Ctx& ctx, const Word& w, int stag
         case OP_HANDOFF: handoff_tile(ctx, w); break;
         default:  // the GEMV family
             if (stage == 1) gemv_reduce_tile(ctx, w, tile, smem);
-            else {
+            else {  // its weights primed before the wait (interpret)
                 run_gemv_input(ctx, w, tile, smem);
                 gemv_main_passes(ctx, w, tile, smem);
             }
@@ -185,7 +191,7 @@ __device__ inline void interpret(const Run& run) {
     if (threadIdx.x == 0) at.step = 0, at.word = -1, at.stage = 1, at.tile = 0, at.last = 0;
     __syncthreads();
     while (true) {
-        if (threadIdx.x == 0) {  // advance to this block's next tile, then wait for its inputs
+        if (threadIdx.x == 0) {  // advance to this block's next tile
             const Ctx ctx{run.arena, run.weights, run.program};
             int step = at.step, i = at.word, stage = at.stage, tile = at.tile + 1, last = at.last, first = at.first;
             while (tile >= last) {
@@ -206,24 +212,34 @@ __device__ inline void interpret(const Run& run) {
                 last = static_cast<int>(static_cast<long long>(b + 1) * T / G);
             }
             at.step = step, at.word = i, at.stage = stage, at.tile = tile, at.last = last, at.first = first;
-            if (step == run.steps) {
-                go = 2;
-            } else {
-                u32 polls = 0;
-                if (TRACE && tile == first) trace_start = global_ns(), trace_polls = 0;
-                go = wait_tile(run, ctx, ctx.word(i), i, stage, tile, run.step_base + step, polls) ? 1 : 0;
-                if (!go) {  // stopped by the watchdog: where this block stood, for the host's stall report
-                    volatile u32* place = run.error + ERROR_PLACES + 4 * b;
-                    place[0] = step + 1, place[1] = i, place[2] = stage, place[3] = tile;
-                }
-                if (TRACE) {
-                    trace_polls = trace_polls + polls;
-                    if (tile == first) trace_ready = global_ns();
-                }
+            if (TRACE && step < run.steps && tile == first) trace_start = global_ns(), trace_polls = 0;
+        }
+        __syncthreads();
+        if (at.step == run.steps) return;  // done
+        {  // a GEMV main tile's weights depend on no word: they stream while thread 0 waits (gemv_main_weights)
+            const Ctx ctx{run.arena, run.weights, run.program};
+            const Word w = ctx.word(at.word);
+            if (at.stage == 0 && is_gemv(w.opcode())) run_gemv_weights(ctx, w, at.tile, smem);
+        }
+        if (threadIdx.x == 0) {  // wait for the tile's inputs
+            const Ctx ctx{run.arena, run.weights, run.program};
+            const int step = at.step, i = at.word, stage = at.stage, tile = at.tile;
+            u32 polls = 0;
+            go = wait_tile(run, ctx, ctx.word(i), i, stage, tile, run.step_base + step, polls) ? 1 : 0;
+            if (!go) {  // stopped by the watchdog: where this block stood, for the host's stall report
+                volatile u32* place = run.error + ERROR_PLACES + 4 * b;
+                place[0] = step + 1, place[1] = i, place[2] = stage, place[3] = tile;
+            }
+            if (TRACE) {
+                trace_polls = trace_polls + polls;
+                if (tile == at.first) trace_ready = global_ns();
             }
         }
         __syncthreads();
-        if (go != 1) return;  // done (2), or the watchdog fired (0): every block leaves
+        if (go != 1) {  // the watchdog fired: every block leaves, its primed copies landed first
+            copies_wait(0);
+            return;
+        }
         {
             const Ctx ctx{run.arena, run.weights, run.program};
             run_tile(ctx, ctx.word(at.word), at.stage, at.tile, smem);
