@@ -490,16 +490,16 @@ struct MainTile {
 // NORM_GEMV, NORM_GEMV_QKV and NORM_GATE_UP the ring less what their prologue stages at its end (norm_rows:
 // the m input rows and the norm weight's slice). The discrete build primes fp8 GEMV_RESIDUAL alone, right
 // after its rows' copies (gemv_main_input): priming before griddepcontrol.wait, the norm words too, or the
-// weights ahead of the rows all measured 1.7-6 % slower for the graph step (D49).
-// (gemv.cuh PRIMES_BEFORE_INPUTS.)
+// weights ahead of the rows all measured 0.4-6.2 % slower for the graph step (D49; gemv.cuh
+// PRIMES_BEFORE_INPUTS).
 
-// The bytes at the ring's start that a tile primes, or -1 where it primes nothing.
+// The megakernel's tile: the bytes at the ring's start that it primes, or -1 where it primes nothing.
 __device__ inline int primed_bytes(const Ctx& ctx, const Word& w, const MainTile& mt, const GemvSmem& sm, bool fp8) {
     const int op = w.opcode();
     if (!fp8) return -1;
     const int ring = sm.ring_bytes(mt.m * x_stride_of(mt.width, mt.m));
-    if (op == OP_GEMV_RESIDUAL) return PRIMES_BEFORE_INPUTS ? ring : WHOLE_RING;
-    if (!PRIMES_BEFORE_INPUTS || (op != OP_NORM_GEMV && op != OP_NORM_GEMV_QKV && op != OP_NORM_GATE_UP)) return -1;
+    if (op == OP_GEMV_RESIDUAL) return ring;
+    if (op != OP_NORM_GEMV && op != OP_NORM_GEMV_QKV && op != OP_NORM_GATE_UP) return -1;
     const int staged = 2 * mt.m * mt.k + mt.width * weight_bytes(ctx.weight(w.p(0)));
     return (ring - staged) & ~127;  // >= 0: the launch gives the ring at least what the prologue stages
 }
