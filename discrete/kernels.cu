@@ -34,7 +34,7 @@ __device__ __forceinline__ void gemv_slices(const unsigned char* weight, const _
         mk::stage_rows(x_slice, k, sm.x, stride, m, width);
         mk::copies_commit();
         mk::copies_wait(mk::prime_ring(weight, k, row0, pass_rows(row0, rows), b0, b1, sm.ring(m * stride),
-                                       sm.ring_bytes(m * stride), sm.ring_bytes(m * stride)));  // the rows have landed
+                                       sm.ring_bytes(m * stride), mk::WHOLE_RING));  // the rows have landed
         __syncthreads();
         mk::f16_operand(sm.x, stride, sm.x, stride, m, b1 - b0, sm.x_p);
     } else {

@@ -521,13 +521,13 @@ constexpr bool PRIMES_BEFORE_INPUTS = true;
 constexpr int WHOLE_RING = 1 << 30;  // a primed part that holds every warp's slots
 
 // A pass's first `depth` k-blocks issued into the rings of the warps whose slots lie within the ring's
-// first `primed` bytes (StripStream::fill), so that they stream while the tile waits for its input rows
-// and prepares them (gemv_block_rows, given the same bytes as `part`, fills the other warps' rings);
-// returns the groups a primed warp issued. fp8 only.
+// first `part` bytes (StripStream::fill), so that they stream while the tile waits for its input rows and
+// prepares them (gemv_block_rows, given the same `part`, fills the other warps' rings); returns the groups
+// a primed warp issued. fp8 only.
 __device__ inline int prime_ring(const u8* weight, int k, int row0, int rows, int b0, int b1, u8* ring, int ring_bytes,
-                                 int primed) {
+                                 int part) {
     const StripStream st(true, weight, k, row0, rows, b0, b1, ring, ring_bytes);
-    if (!PRIMES_BEFORE_INPUTS || st.within(primed)) st.fill();
+    if (!PRIMES_BEFORE_INPUTS || st.within(part)) st.fill();
     return st.depth;
 }
 
