@@ -100,7 +100,7 @@ def tile_rows(program: Program, index: int, stage: int) -> tuple[np.ndarray, np.
             cache[key] = _VECTOR_RULES[w.opcode](program, w, stage)
         else:
             rows, starts = [], [0]
-            for t in range(w.reduce_tiles if stage else w.tiles):
+            for t in range(w.arrival_count if stage else w.tiles):
                 rows += [(t, a.buffer, a.r0, a.r1, a.c0, a.c1, a.write, TAG_CODES[a.tag])
                          for a in _RULES[w.opcode](program, w, stage, t)]
                 starts.append(len(rows))

@@ -58,7 +58,7 @@ def assemble(low: Lowered, c: ModelConfig, offsets: dict[str, int], sms: int, me
         words.append(Word(
             ins.op, flags=int(ins.flags), layer=NO_LAYER if ins.layer < 0 else ins.layer, rows=low.rows,
             n=ins.n, k=ins.k, tile_rows=ins.tile_rows, k_slices=ins.k_slices, tiles=ins.tiles,
-            reduce_tiles=ins.reduce_tiles,
+            arrival_count=ins.split_groups,
             weight_first=weight_id[ins.weights[0]] if ins.weights else 0, weight_count=len(ins.weights),
             **{f"buf_{role}": ids.get(role, NO_BUFFER) for role in BUFFER_ROLES},
             params=tuple(param_values)))

@@ -4,8 +4,8 @@ conflicting pair of accesses (read-after-write, write-after-read, write-after-wr
 1. Counters. Every instruction gets completion counters, one per output slice; an instruction whose
    output is the k-sliced input of a split-K GEMV gets that GEMV's S slices (so the GEMV's slice s
    can start when slice s of its input is done), otherwise one. A split-K GEMV also gets an arrival
-   counter per row group (its S partials). Counters are monotonic: a wait's target is
-   expected x (step + 1 - lag).
+   counter per row group (its S partials; the slice that lands last finishes the group and zeroes it).
+   Completion counters are monotonic: a wait's target is expected x (step + 1 - lag).
 2. Waits within a step, instruction by instruction in program order: build the instruction's nodes
    (hb.py), find hazards against everything before it, and add a wait on the latest instruction
    involved (SLICE when it is this GEMV's sliced producer, else ALL), until none is left. A wait is
@@ -26,10 +26,11 @@ SLICED_INPUT_OPS = (Op.GEMV_RESIDUAL,)  # ops whose k-slice s reads only input s
 
 
 def _units(program: Program, index: int) -> list[tuple[int, int]]:
-    """(stage, tile) of the units that signal completion."""
+    """(stage, tile) of the units that signal completion: the tiles, or a split-K GEMV's row-group finishes
+    (stage 1, hb.py)."""
     w = program.words[index]
-    stage = 1 if w.reduce_tiles else 0
-    return [(stage, t) for t in range(w.reduce_tiles if stage else w.tiles)]
+    stage = 1 if w.arrival_count else 0
+    return [(stage, t) for t in range(w.arrival_count if stage else w.tiles)]
 
 
 def _sliced_producers(program: Program) -> dict[int, int]:
@@ -64,11 +65,8 @@ def assign_counters(program: Program) -> None:
         w.signal_expected = len(units) // w.signal_count
         counters += [CounterEntry(f"{name}.done[{s}]" if w.signal_count > 1 else f"{name}.done", i, w.signal_expected)
                      for s in range(w.signal_count)]
-        if w.reduce_tiles:
-            w.arrival_base, w.arrival_count = len(counters), w.reduce_tiles
-            counters += [CounterEntry(f"{name}.partials[{r}]", i, w.k_slices) for r in range(w.reduce_tiles)]
-        else:
-            w.arrival_base = w.arrival_count = 0
+        w.arrival_base = len(counters) if w.arrival_count else 0
+        counters += [CounterEntry(f"{name}.partials[{r}]", i, w.k_slices) for r in range(w.arrival_count)]
     program.counters = counters
 
 
@@ -85,21 +83,21 @@ def _aligned(program: Program, index: int, slices: int) -> bool:
     return False
 
 
-def _add_wait(program: Program, index: int, stage: int, producer: int, lag: int) -> None:
+def _add_wait(program: Program, index: int, producer: int, lag: int) -> None:
     w, p = program.words[index], program.words[producer]
     waits = list(w.waits)
-    mode = WaitMode.SLICE if (stage == 0 and lag == 0 and w.k_slices > 1 and p.signal_count == w.k_slices
+    mode = WaitMode.SLICE if (lag == 0 and w.k_slices > 1 and p.signal_count == w.k_slices
                               and w.opcode in SLICED_INPUT_OPS) else WaitMode.ALL
     for k, existing in enumerate(waits):
-        if (existing.base, existing.stage, existing.lag) == (p.signal_base, stage, lag):
+        if (existing.base, existing.lag) == (p.signal_base, lag):
             if existing.mode == WaitMode.ALL:
                 raise RuntimeError(f"instruction {index} already waits on all of {producer}: hazard not fixable")
-            waits[k] = Wait(p.signal_base, p.signal_count, WaitMode.ALL, p.signal_expected, lag, stage)
+            waits[k] = Wait(p.signal_base, p.signal_count, WaitMode.ALL, p.signal_expected, lag)
             break
     else:
         if len(waits) == 4:
             raise RuntimeError(f"instruction {index} ({w.opcode.name}) needs more than 4 waits")
-        waits.append(Wait(p.signal_base, p.signal_count, mode, p.signal_expected, lag, stage))
+        waits.append(Wait(p.signal_base, p.signal_count, mode, p.signal_expected, lag))
     w.waits = tuple(waits)
 
 
@@ -135,8 +133,10 @@ def add_dependencies(program: Program, sms: int) -> None:
                         raise RuntimeError(f"hazard inside one instruction: {h.describe(hb)}")
                     if step == 1 and lag == 0:
                         raise RuntimeError(f"step 1 needs a wait step 0 did not: {h.describe(hb)}")
+                    if stage == 1:  # it runs in its group's last slice tile, past every wait
+                        raise RuntimeError(f"a split-K finish would need a wait of its own: {h.describe(hb)}")
                     hb.undo()
-                    _add_wait(program, i, stage, producer, lag)
+                    _add_wait(program, i, producer, lag)
                 if step == 0:  # step-1 nodes are only checked against step 0, never indexed
                     index.add(hb, ids, rows)
 

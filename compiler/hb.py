@@ -1,14 +1,21 @@
 """Happens-before over a Program's tiles, by vector clocks, and the hazards it leaves unordered.
 
 Model (the semantics every backend implements): each block runs, step after step, every instruction
-in program order: its main-stage tiles, then its reduce-stage tiles (tiling.block_range). Before a
-tile runs, its waits are satisfied: a wait on counter c for step t with lag L means every tile that
-signals c in step t - L has finished (release/acquire). After it runs, the tile signals its counter.
+in program order: its tiles (tiling.block_range). Before a tile runs, its waits are satisfied: a wait
+on counter c for step t with lag L means every tile that signals c in step t - L has finished
+(release/acquire). After it runs, the tile signals its counter. A split-K GEMV's tile counts itself on
+its row group's arrival counter, and the group's finish (stage 1: the sum of its S partials and the
+epilogue, which signals completion) runs in whichever of the S slice tiles lands last.
 
-A node is a maximal run of one block's consecutive tiles of one (step, instruction, stage) that wait
-on the same counters. Each node carries a vector clock: for every block, the highest position in
-that block's node sequence known to happen before it (its own position included). Node a happens
-before node b iff vc[b, block(a)] >= seq(a).
+A node is a maximal run of one block's consecutive tiles of one (step, instruction) that wait on the
+same counters. Each node carries a vector clock: for every block, the highest position in that
+block's node sequence known to happen before it (its own position included). Node a happens before
+node b iff vc[b, block(a)] >= seq(a).
+
+A finish is a node once per slice tile it may run in: at that tile's node's place (block, position),
+with the clock that joins the S slice nodes (the arrival counter's acquire). An access of the finish
+is then ordered against another only if it is in each of the S places; the blocks' later nodes do not
+inherit its clock.
 
 Two accesses conflict when their rectangles overlap and one writes, except conv-ring HIST reads and
 NEW writes of the same step (access.py). A hazard is a conflicting pair with no happens-before in
@@ -26,7 +33,7 @@ import numpy as np
 from isa import GEMV_OPS, Kind, Op, Program, WaitMode, Word
 
 from .access import HIST, NEW, TAG_CODES, tile_rows
-from .tiling import main_tile, params, row_groups, tile_meaning
+from .tiling import main_tile, params, row_groups
 
 
 def _first_output(program: Program, w: Word, stage: int, tile: int) -> int:
@@ -46,7 +53,7 @@ def completion_slice(program: Program, w: Word, stage: int, tile: int) -> int:
 
 def signals(program: Program, w: Word, stage: int, tile: int) -> int | None:
     """The counter a finished tile increments (None: it signals nothing)."""
-    if w.reduce_tiles and stage == 0:
+    if w.arrival_count and stage == 0:
         return w.arrival_base + main_tile(program, w, tile)[1].index
     if w.signal_expected == 0:
         return None
@@ -54,11 +61,9 @@ def signals(program: Program, w: Word, stage: int, tile: int) -> int | None:
 
 
 def waits_of(program: Program, w: Word, stage: int, tile: int) -> tuple[tuple[int, int, int], ...]:
-    """(counter, expected per step, lag) the tile waits on, the implicit arrival wait included."""
+    """(counter, expected per step, lag) the tile waits on; a finish (stage 1), on its S arrivals."""
     out = []
-    for wt in w.waits:
-        if wt.stage != stage:
-            continue
+    for wt in w.waits if stage == 0 else ():
         if wt.mode == WaitMode.SLICE:
             out.append((wt.base + main_tile(program, w, tile)[0], wt.expected, wt.lag))
         else:
@@ -113,13 +118,13 @@ class TileTables:
         w = self.program.words[index]
         key = (index, stage, w.signal_base, w.signal_count, w.signal_expected, w.arrival_base)
         if key not in self._info:
-            tiles = w.reduce_tiles if stage else w.tiles
+            tiles = w.arrival_count if stage else w.tiles
             if w.opcode in GEMV_OPS:  # vectorised: GEMVs have most of the tiles
                 r0 = np.array([g.r0 for g in row_groups(self.program, w)], np.int64)
                 t = np.arange(tiles, dtype=np.int64)
                 group = t if stage else t % len(r0)
                 kslice = np.zeros(tiles, np.int64) if stage else t // len(r0)
-                if w.reduce_tiles and stage == 0:
+                if w.arrival_count and stage == 0:
                     sig = w.arrival_base + group
                 elif w.signal_expected == 0:
                     sig = np.full(tiles, -1, np.int64)
@@ -152,6 +157,7 @@ class HappensBefore:
         self.last_on_block = [-1] * sms
         self.seq_on_block = [0] * sms
         self.counter_vc: dict[tuple[int, int], np.ndarray] = {}  # (counter, step) -> join of its signallers
+        self.arrivers: dict[tuple[int, int], np.ndarray] = {}  # (arrival counter, step) -> its slice nodes
         self._plans = self.tables.plans  # shared by every analysis of this Program (they only depend on waits)
         self._undo = None
 
@@ -159,32 +165,26 @@ class HappensBefore:
         return self.size
 
     def stages(self, index: int) -> tuple[int, ...]:
-        return (0, 1) if self.program.words[index].reduce_tiles else (0,)
+        return (0, 1) if self.program.words[index].arrival_count else (0,)
 
-    def plan(self, index: int, stage: int) -> Plan:
-        """The nodes of an instruction stage (cached per set of waits)."""
+    def plan(self, index: int) -> Plan:
+        """The nodes of an instruction's tiles (cached per set of waits)."""
         w = self.program.words[index]
-        key = (index, stage, self.sms, w.waits, w.signal_base, w.signal_count, w.signal_expected, w.arrival_base)
+        key = (index, self.sms, w.waits, w.signal_base, w.signal_count, w.signal_expected, w.arrival_base)
         if key in self._plans:
             return self._plans[key]
-        sig, kslice = self.tables.info(index, stage)
-        tiles = w.reduce_tiles if stage else w.tiles
-        mine = [wt for wt in w.waits if wt.stage == stage]
-        fixed = tuple((c, wt.lag) for wt in mine if wt.mode != WaitMode.SLICE for c in wt.counters())
-        sliced = [(wt.base, wt.lag) for wt in mine if wt.mode == WaitMode.SLICE]
+        sig, kslice = self.tables.info(index, 0)
+        tiles = w.tiles
+        fixed = tuple((c, wt.lag) for wt in w.waits if wt.mode != WaitMode.SLICE for c in wt.counters())
+        sliced = [(wt.base, wt.lag) for wt in w.waits if wt.mode == WaitMode.SLICE]
         starts = np.arange(self.sms + 1) * tiles // self.sms  # block b runs tiles starts[b]..starts[b+1]
         cuts = [starts]
-        if stage == 1:  # reduce tile t also waits on its row group's arrival counter: one node each
-            cuts.append(np.arange(tiles))
-        elif sliced:
+        if sliced:
             cuts.append(np.flatnonzero(np.diff(kslice)) + 1)
         bounds = np.unique(np.concatenate(cuts))
         t0, t1 = bounds[:-1], bounds[1:]
         block = np.searchsorted(starts, t0, side="right") - 1
-        if stage == 1:
-            keys = [fixed + ((w.arrival_base + int(t), 0),) for t in t0]
-            key_index = np.arange(len(t0))
-        elif sliced:
+        if sliced:
             values, key_index = np.unique(kslice[t0], return_inverse=True)
             keys = [fixed + tuple((base + int(v), lag) for base, lag in sliced) for v in values]
         else:
@@ -195,8 +195,10 @@ class HappensBefore:
 
     def add(self, step: int, index: int, stage: int) -> range:
         """Create the nodes of (step, instruction, stage) with their clocks; `undo` takes them back."""
-        pa = self.plan(index, stage)
-        self._undo = (list(self.last_on_block), list(self.seq_on_block), {}, self.size)
+        if stage == 1:
+            return self._add_finishes(step, index)
+        pa = self.plan(index)
+        self._undo = (list(self.last_on_block), list(self.seq_on_block), {}, self.size, [])
         first, count = self.size, len(pa)
         self._reserve(first + count)
         joined = np.full((len(pa.keys), self.sms), -1, np.int32)
@@ -232,15 +234,45 @@ class HappensBefore:
                 self.last_on_block[block] = first + k
             for block, n in zip(*np.unique(pa.block, return_counts=True)):
                 self.seq_on_block[block] += int(n)
-        saved = self._undo[2]
         for counter, sel in pa.signallers.items():
-            key = (counter, step)
-            old = self.counter_vc.get(key)
-            if key not in saved:
-                saved[key] = old
-            new = vcs[sel].max(axis=0)
-            self.counter_vc[key] = new if old is None else np.maximum(old, new)
+            self._signal(counter, step, vcs[sel].max(axis=0))
+            if self.program.words[index].arrival_count:
+                self.arrivers[(counter, step)] = first + sel
+                self._undo[4].append((counter, step))
         return ids
+
+    def _signal(self, counter: int, step: int, vc: np.ndarray) -> None:
+        saved = self._undo[2]
+        key = (counter, step)
+        old = self.counter_vc.get(key)
+        if key not in saved:
+            saved[key] = old
+        self.counter_vc[key] = vc if old is None else np.maximum(old, vc)
+
+    def _add_finishes(self, step: int, index: int) -> range:
+        """A split-K GEMV's row-group finishes of one step, each once per slice node it may run in (at that
+        node's place, with the clock of the group's arrival counter: the join of its slice nodes)."""
+        w = self.program.words[index]
+        self._undo = (list(self.last_on_block), list(self.seq_on_block), {}, self.size, [])
+        sig, _ = self.tables.info(index, 1)
+        groups, places = [], []
+        for g in range(w.arrival_count):
+            nodes = self.arrivers[(w.arrival_base + g, step)]
+            groups += [g] * len(nodes)
+            places += nodes.tolist()
+        first, count = self.size, len(places)
+        self._reserve(first + count)
+        span, at = slice(first, first + count), np.array(places, np.int64)
+        group = np.array(groups, np.int64)
+        self.vc[span] = np.stack([self.counter_vc[(w.arrival_base + g, step)] for g in groups]) if count else 0
+        self.seq[span], self.block[span] = self.seq[at], self.block[at]
+        self.step[span], self.instr[span], self.stage[span] = step, index, 1
+        self.t0[span], self.t1[span] = group, group + 1
+        self.size += count
+        for g in range(w.arrival_count):
+            if sig[g] >= 0:
+                self._signal(int(sig[g]), step, self.counter_vc[(w.arrival_base + g, step)])
+        return range(first, first + count)
 
     def _reserve(self, size: int) -> None:
         if size <= len(self.block):
@@ -256,7 +288,9 @@ class HappensBefore:
         self.vc = vc
 
     def undo(self) -> None:
-        last, seqs, saved, size = self._undo
+        last, seqs, saved, size, arrivals = self._undo
+        for key in arrivals:
+            self.arrivers.pop(key, None)
         self.last_on_block, self.seq_on_block = last, seqs
         for key, value in saved.items():
             if value is None:
@@ -273,7 +307,7 @@ class HappensBefore:
         names = self.program.meta.get("instructions", [])
         i = int(self.instr[n])
         name = names[i] if i < len(names) else self.program.words[i].opcode.name
-        stage = " reduce" if self.stage[n] else ""
+        stage = " finish" if self.stage[n] else ""
         tiles = self.tiles(n)
         return f"step {self.step[n]} #{i} {name}{stage} block {self.block[n]} tiles {tiles[0]}..{tiles[-1]}"
 
@@ -311,7 +345,11 @@ class AccessIndex:
         rows, starts = tile_rows(self.program, int(hb.instr[ids.start]), int(hb.stage[ids.start]))
         t0, t1 = hb.t0[ids.start:ids.stop], hb.t1[ids.start:ids.stop]
         counts = starts[t1] - starts[t0]
-        out = rows[starts[t0[0]]:starts[t1[-1]]].copy()
+        if hb.stage[ids.start]:  # finishes: a group's rows once per place, the groups in any order
+            picks = np.concatenate([np.arange(starts[a], starts[b]) for a, b in zip(t0.tolist(), t1.tolist())])
+            out = rows[picks].copy()
+        else:  # tile runs in order, back to back
+            out = rows[starts[t0[0]]:starts[t1[-1]]].copy()
         out[:, NODE] = np.repeat(np.arange(ids.start, ids.stop), counts)
         return out
 

@@ -1,7 +1,9 @@
 """CPU interpreter: executes a Program tile by tile with NumPy, honouring its waits.
 
 Every block runs its tiles in program order (tiling.block_range); a scheduler picks, at each turn,
-one block whose next tile's waits are satisfied, at random when fuzzing (`rng`), else in turn. The
+one block whose next tile's waits are satisfied, at random when fuzzing (`rng`), else in turn. A
+split-K GEMV's row group is finished by the slice tile that lands last on its arrival counter (as on
+the GPU: gemv_tile.cuh gemv_finish_last), which zeroes that counter. The
 arena is one byte array laid out as the Program says, activations poisoned with NaN bytes, so a
 read of a value nobody wrote, or of a reused region too early, shows in the results. Each tile may
 touch only the rectangles its instruction declares (access.py): the interpreter checks every read
@@ -164,10 +166,8 @@ class Interpreter:
     def _block_tasks(self) -> list[list[tuple[int, int, int]]]:
         tasks: list[list[tuple[int, int, int]]] = [[] for _ in range(self.program.sms)]
         for i, w in enumerate(self.program.words):
-            for stage in (0, 1) if w.reduce_tiles else (0,):
-                for b in range(self.program.sms):
-                    tasks[b] += [(i, stage, t) for t in block_range(w.reduce_tiles if stage else w.tiles,
-                                                                     self.program.sms, b)]
+            for b in range(self.program.sms):
+                tasks[b] += [(i, 0, t) for t in block_range(w.tiles, self.program.sms, b)]
         return tasks
 
     def _ready(self, block: int, task: tuple[int, int, int]) -> bool:
@@ -198,9 +198,17 @@ class Interpreter:
                 turn += 1
             i, stage, tile = self._tasks[block][position[block]]
             self._execute(i, stage, tile)
-            c = signals(self.program, self.program.words[i], stage, tile)
+            w = self.program.words[i]
+            c = signals(self.program, w, stage, tile)
             if c is not None:
                 self.counters[c] += 1
+            if w.arrival_count and self.counters[c] == w.k_slices:  # the group's last slice finishes it
+                self.counters[c] = 0
+                group = c - w.arrival_base
+                self._execute(i, 1, group)
+                done = signals(self.program, w, 1, group)
+                if done is not None:
+                    self.counters[done] += 1
             position[block] += 1
             if position[block] == len(self._tasks[block]):
                 position[block] = 0

@@ -26,7 +26,7 @@ class Instr:
     tile_rows: int = 0
     k_slices: int = 1
     tiles: int = 0
-    reduce_tiles: int = 0
+    split_groups: int = 0  # row groups a split-K GEMV finishes (S > 1), else 0
 
 
 @dataclass

@@ -34,7 +34,7 @@ def partition(low: Lowered, c: ModelConfig) -> None:
             groups = plan.row_groups(seg_rows, ins.tile_rows, paired=paired)
             ins.k_slices = plan.k_slices(groups, ins.k)
             ins.tiles = groups * ins.k_slices
-            ins.reduce_tiles = groups if ins.k_slices > 1 else 0
+            ins.split_groups = groups if ins.k_slices > 1 else 0
             if ins.k_slices > 1:
                 width = 2 * ins.n if op == Op.NORM_GATE_UP else ins.n
                 scratch = f"{ins.name}.partials"

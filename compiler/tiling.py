@@ -2,12 +2,13 @@
 
 Shared by the compiler, the validator, the interpreter and (as ISA.md text) the CUDA decoder:
 
-* every stage's tiles 0..T-1 go to the G blocks in contiguous ranges: block b runs
+* every word's tiles 0..T-1 go to the G blocks in contiguous ranges: block b runs
   [b * T // G, (b + 1) * T // G), in order;
 * GEMV ops: row groups are `tile_rows` output rows of one weight segment (segments concatenated in
   weight-table order; NORM_GATE_UP's row groups index the intermediate rows and cover gate and up);
-  main tile t computes k-slice s = t // RG of row group t % RG (slice-major); with S > 1 reduce tile
-  r adds row group r's S partials in order and applies the epilogue;
+  tile t computes k-slice s = t // RG of row group t % RG (slice-major); with S > 1 the group's
+  finish (stage 1, run by whichever of its S slice tiles lands last) adds its S partials in order and
+  applies the epilogue;
 * other ops: see `tile_meaning`.
 """
 
@@ -93,7 +94,7 @@ def row_groups(program: Program, word: Word) -> tuple[RowGroup, ...]:
 
 
 def main_tile(program: Program, word: Word, tile: int) -> tuple[int, RowGroup]:
-    """GEMV main-stage tile -> (k-slice, row group)."""
+    """GEMV tile -> (k-slice, row group)."""
     groups = row_groups(program, word)
     return tile // len(groups), groups[tile % len(groups)]
 

@@ -3,10 +3,11 @@
 0. dataflow: every activation a word reads was written earlier in the step;
 1. counters: each is signalled by exactly one (instruction, stage) and receives exactly its declared
    arrivals per step; every wait names such a counter with that expected count;
-2. no deadlock: every wait (and every implicit arrival wait) targets a counter signalled strictly
-   earlier in the order (step, instruction, stage), so for any interleaving the earliest unfinished
-   tile can always run (its block's earlier tiles are done and everything it waits for is earlier);
-   counter targets expected x (step + 1 - lag) only grow;
+2. no deadlock: every wait targets a counter signalled strictly earlier in the order (step,
+   instruction, stage), so for any interleaving the earliest unfinished tile can always run (its
+   block's earlier tiles are done and everything it waits for is earlier); a split-K finish (stage 1)
+   waits on nothing but its own slice tiles' arrivals; completion targets expected x (step + 1 - lag)
+   only grow;
 3. no race: over three consecutive steps, every pair of conflicting accesses (overlapping rectangles
    of one buffer, one a write; or different buffers sharing arena bytes) is ordered by
    happens-before (hb.py).
@@ -38,8 +39,8 @@ def check_counters(program: Program) -> list[str]:
     arrivals: dict[int, int] = {}
     signaller: dict[int, tuple[int, int]] = {}
     for i, w in enumerate(program.words):
-        for stage in (0, 1) if w.reduce_tiles else (0,):
-            for tile in range(w.reduce_tiles if stage else w.tiles):
+        for stage in (0, 1) if w.arrival_count else (0,):
+            for tile in range(w.arrival_count if stage else w.tiles):
                 c = signals(program, w, stage, tile)
                 if c is None:
                     continue
@@ -51,8 +52,8 @@ def check_counters(program: Program) -> list[str]:
             problems.append(f"counter {c} ({entry.name}) gets {arrivals.get(c, 0)} arrivals per step, "
                             f"declares {entry.expected}")
     for i, w in enumerate(program.words):
-        for stage in (0, 1) if w.reduce_tiles else (0,):
-            for tile in range(w.reduce_tiles if stage else w.tiles):
+        for stage in (0, 1) if w.arrival_count else (0,):
+            for tile in range(w.arrival_count if stage else w.tiles):
                 for c, expected, lag in waits_of(program, w, stage, tile):
                     if c >= len(program.counters) or program.counters[c].expected != expected:
                         problems.append(f"instruction {i} waits on counter {c} expecting {expected}")
@@ -69,7 +70,7 @@ def check_dataflow(program: Program) -> list[str]:
     written: set[int] = set()
     problems = []
     for i, w in enumerate(program.words):
-        for stage in (0, 1) if w.reduce_tiles else (0,):
+        for stage in (0, 1) if w.arrival_count else (0,):
             rows, _ = tile_rows(program, i, stage)
             for buf in sorted(set(rows[rows[:, 6] == 0, 1].tolist()) - written):
                 if program.buffers[buf].kind == Kind.ACTIVATION:

@@ -11,7 +11,7 @@ control block holds step, position and tokens), so the captured graph replays un
 
 from __future__ import annotations
 
-from isa import GEMV_OPS, Op, Program
+from isa import COUNTER_STRIDE, GEMV_OPS, Op, Program
 from megakernel.runtime import cuda_build
 from megakernel.model import plan
 from megakernel.runtime.device import DeviceSession, DeviceWeights
@@ -60,8 +60,8 @@ class DiscreteProgram:
         whole_smem_kernels = {Op.ATTN_SCORES, Op.ATTN_PV, Op.GDN_CORE}
         for op in whole_smem_kernels:
             mod.get_function(KERNEL_OF[op]).max_dynamic_shared_size_bytes = self.smem - self.program_smem
-        # split-K arrivals, indexed as the megakernel's arrival counters (one per row group)
-        self.arrivals = cupy.zeros(max(1, len(program.counters)), dtype=cupy.uint32)
+        # split-K arrivals, laid out as the megakernel's counters (one per row group at its arrival counter)
+        self.arrivals = cupy.zeros(max(1, len(program.counters)) * COUNTER_STRIDE, dtype=cupy.uint32)
         self.threads = cuda_build.tile_threads()
         self.launches = []  # (word index, DependentLaunch)
         for i, w in enumerate(program.words):

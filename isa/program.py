@@ -25,6 +25,7 @@ MAGIC = b"MKPG"
 VERSION = 1
 NO_OFFSET = (1 << 64) - 1
 SCALE_BLOCK = 128  # an fp8 weight has one block scale per 128 x 128 block (docs/ISA.md)
+COUNTER_STRIDE = 32  # u32 per counter in device memory: one 128-byte line each (docs/ISA.md; common.cuh)
 
 HEADER = np.dtype([("magic", "S4"), ("version", "<u4"), ("n_words", "<u4"), ("n_buffers", "<u4"),
                    ("n_weights", "<u4"), ("n_counters", "<u4"), ("rows", "<u4"), ("sms", "<u4"),
@@ -198,7 +199,7 @@ class Program:
     def line(self, index: int, w: Word) -> str:
         layer = "  -" if w.layer == NO_LAYER else f"{w.layer:3d}"
         shape = f"{w.n}x{w.k}" if w.k else f"{w.n}"
-        tiles = f"tiles {w.tiles}" + (f"+{w.reduce_tiles}r" if w.reduce_tiles else "")
+        tiles = f"tiles {w.tiles}"
         split = f" rows/tile {w.tile_rows} S={w.k_slices}" if w.opcode in GEMV_OPS else ""
         waits = " ".join(_wait_text(wt) for wt in w.waits) or "-"
         signal = f"c{w.signal_base}" + (f"..c{w.signal_base + w.signal_count - 1}" if w.signal_count > 1 else "")
@@ -229,5 +230,4 @@ def _wait_text(w) -> str:
     rng = f"c{w.base}" + (f"..c{w.base + w.count - 1}" if w.count > 1 else "")
     mode = "" if w.mode == WaitMode.ALL else "/slice"
     lag = "" if w.lag == 0 else f"@-{w.lag}"
-    stage = "(r)" if w.stage else ""
-    return f"{rng}{mode}{lag}{stage}"
+    return f"{rng}{mode}{lag}"

@@ -10,10 +10,10 @@ read it. u32 index 0 is the first four bytes of the word.
     0    24-31  rows             M, the rows (tokens) of the pass, 1..8
     1    0-31   n                output features (GEMV: rows of the fused weight; other ops: see ISA.md)
     2    0-31   k                reduction length (GEMV) or the op's inner size
-    3    0-15   tile_rows        output rows per main-stage tile (GEMV), or the op's tile width
-    3    16-31  k_slices         GEMV k-slices S (1 = no split-K, no reduce stage)
-    4    0-31   tiles            main-stage tiles
-    5    0-31   reduce_tiles     reduce-stage tiles (GEMV with S > 1: one per row group), else 0
+    3    0-15   tile_rows        output rows per tile (GEMV), or the op's tile width
+    3    16-31  k_slices         GEMV k-slices S (1 = no split-K)
+    4    0-31   tiles            tiles
+    5    0-31   (reserved, 0)
     6    0-15   weight_first     first weight-table entry
     6    16-31  weight_count     weight-table entries, concatenated along the output rows
     7    0-15   buf_in           buffer ids (0xFFFF: none; buffer 0 is the control block)
@@ -26,18 +26,18 @@ read it. u32 index 0 is the first four bytes of the word.
     10   16-31  signal_count     completion counters (output slices)
     11   0-31   signal_expected  arrivals on each completion counter per step
     12   0-15   arrival_base     first split-K arrival counter (one per row group, S arrivals per step)
-    12   16-31  arrival_count
+    12   16-31  arrival_count    split-K row groups (S > 1), else 0
     13+2w 0-15  wait_w_base      wait slot w = 0..3: first counter
     13+2w 16-23 wait_w_count     counters in the range
     13+2w 24-27 wait_w_mode      isa.opcodes.WaitMode
     13+2w 28-30 wait_w_lag       0: this step, 1: the previous step
-    13+2w 31    wait_w_stage     0: main-stage tiles wait, 1: reduce-stage tiles wait
     14+2w 0-31  wait_w_expected  arrivals per counter per step
     21..31 0-31 p0 .. p10        opcode parameters (ISA.md, per opcode)
 
 A wait on a counter with `expected` E and lag L, in the block's step t (0-based since launch), is
-satisfied when the counter reaches E * (t + 1 - L): counters only grow, nothing is reset per step.
-Reduce-stage tile r also waits, implicitly, on arrival counter arrival_base + r reaching S * (t + 1).
+satisfied when the counter reaches E * (t + 1 - L): completion counters only grow, nothing is reset per
+step. A split-K GEMV's row group is finished by the slice tile that lands last on its arrival counter, which
+that tile zeroes; nothing waits on an arrival counter.
 """
 
 from __future__ import annotations
@@ -62,7 +62,6 @@ class Wait:
     mode: WaitMode
     expected: int
     lag: int = 0
-    stage: int = 0
 
     def counters(self) -> range:
         return range(self.base, self.base + self.count)
@@ -79,7 +78,6 @@ class Word:
     tile_rows: int = 0
     k_slices: int = 1
     tiles: int = 0
-    reduce_tiles: int = 0
     weight_first: int = 0
     weight_count: int = 0
     buf_in: int = NO_BUFFER
@@ -103,12 +101,12 @@ BUFFER_ROLES = ("in", "out", "aux0", "aux1", "aux2", "scratch")  # the buf_<role
 FIELDS: tuple[tuple[str, int, int, int], ...] = (
     ("opcode", 0, 0, 8), ("flags", 0, 8, 8), ("layer", 0, 16, 8), ("rows", 0, 24, 8),
     ("n", 1, 0, 32), ("k", 2, 0, 32), ("tile_rows", 3, 0, 16), ("k_slices", 3, 16, 16),
-    ("tiles", 4, 0, 32), ("reduce_tiles", 5, 0, 32), ("weight_first", 6, 0, 16), ("weight_count", 6, 16, 16),
+    ("tiles", 4, 0, 32), ("weight_first", 6, 0, 16), ("weight_count", 6, 16, 16),
     ("buf_in", 7, 0, 16), ("buf_out", 7, 16, 16), ("buf_aux0", 8, 0, 16), ("buf_aux1", 8, 16, 16),
     ("buf_aux2", 9, 0, 16), ("buf_scratch", 9, 16, 16), ("signal_base", 10, 0, 16), ("signal_count", 10, 16, 16),
     ("signal_expected", 11, 0, 32), ("arrival_base", 12, 0, 16), ("arrival_count", 12, 16, 16),
 )
-WAIT_FIELDS = (("base", 0, 0, 16), ("count", 0, 16, 8), ("mode", 0, 24, 4), ("lag", 0, 28, 3), ("stage", 0, 31, 1),
+WAIT_FIELDS = (("base", 0, 0, 16), ("count", 0, 16, 8), ("mode", 0, 24, 4), ("lag", 0, 28, 3),
                ("expected", 1, 0, 32))
 
 
@@ -148,8 +146,7 @@ def decode(words: np.ndarray) -> Word:
     for slot in range(WAIT_SLOTS):
         parts = {name: _get(words, 13 + 2 * slot + offset, first, bits) for name, offset, first, bits in WAIT_FIELDS}
         if parts["mode"] != WaitMode.NONE:
-            waits.append(Wait(parts["base"], parts["count"], WaitMode(parts["mode"]), parts["expected"], parts["lag"],
-                              parts["stage"]))
+            waits.append(Wait(parts["base"], parts["count"], WaitMode(parts["mode"]), parts["expected"], parts["lag"]))
     params = [int(words[PARAM_BASE + i]) for i in range(PARAM_SLOTS)]
     while params and params[-1] == 0:
         params.pop()

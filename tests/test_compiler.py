@@ -190,3 +190,30 @@ def test_row_tile_fits_one_wave_where_128_rows_spill_a_few_tiles_into_a_second()
     assert plan.row_tile((128 * 2 * wave + 16,), 4096) == 128  # beyond two waves: the tiles fill the GPU
     # segments are cut on their own: 132 + 2 groups at 128, 118 + 2 at 144
     assert plan.row_tile((128 * wave, 48, 48), 4096) == 144
+
+
+def test_a_split_k_finish_is_placed_at_each_of_its_slice_tiles_with_their_joined_clock(tiny_programs):
+    """hb.py: the slice that lands last finishes its row group, so the finish is a node once per slice node
+    of the group (at that node's block and position) whose clock joins all of them; the blocks' later
+    nodes do not inherit it."""
+    from compiler.hb import HappensBefore
+    from compiler.tiling import main_tile
+
+    p, sms = tiny_programs[(1, 7)], 7
+    index = next(i for i, w in enumerate(p.words) if w.arrival_count)
+    w = p.words[index]
+    hb = HappensBefore(p, sms)
+    for i in range(index):
+        for stage in hb.stages(i):
+            hb.add(0, i, stage)
+    slices = hb.add(0, index, 0)
+    finishes = hb.add(0, index, 1)
+    node_of_tile = {t: n for n in slices for t in hb.tiles(n)}
+    for group in range(w.arrival_count):
+        mine = [n for n in finishes if hb.t0[n] == group]
+        places = {node_of_tile[t] for t in range(w.tiles) if main_tile(p, w, t)[1].index == group}
+        assert len(places) > 1 and sorted((hb.block[n], hb.seq[n]) for n in mine) == \
+            sorted((hb.block[n], hb.seq[n]) for n in places)
+        for n in mine:
+            assert all(hb.vc[n, hb.block[s]] >= hb.seq[s] for s in places)
+    assert not set(hb.last_on_block) & set(finishes)  # a block's next node follows its slice node, not a finish

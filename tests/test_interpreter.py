@@ -119,6 +119,11 @@ def run_fuzzed(program, weights, seed, steps=3):
     for _ in range(steps):
         interp.run(1, None if seed is None else np.random.default_rng(seed))
         logits.append(interp.buffer("logits"))
+    # every split-K group was finished once (its last slice zeroed the arrival counter and signalled)
+    for w in program.words:
+        assert not interp.counters[w.arrival_base:w.arrival_base + w.arrival_count].any()
+        done = interp.counters[w.signal_base:w.signal_base + w.signal_count]
+        assert (done == w.signal_expected * steps).all() or not w.signal_expected
     return logits, states(interp, weights.config)
 
 

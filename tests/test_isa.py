@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def random_word(rng) -> Word:
     op = list(Op)[int(rng.integers(len(Op)))]
     waits = tuple(Wait(int(rng.integers(1 << 16)), int(rng.integers(1, 256)), WaitMode(int(rng.integers(1, 3))),
-                       int(rng.integers(1 << 32)), int(rng.integers(8)), int(rng.integers(2)))
+                       int(rng.integers(1 << 32)), int(rng.integers(8)))
                   for _ in range(int(rng.integers(5))))
     values = {name: int(rng.integers(1 << min(bits, 32))) for name, _, _, bits in FIELDS if name != "opcode"}
     params = tuple(int(x) for x in rng.integers(1 << 32, size=int(rng.integers(PARAM_SLOTS + 1)), dtype=np.uint64))
@@ -104,4 +104,4 @@ def test_json_form_has_the_summary_keys():
     assert {"words", "opcodes", "counters", "arena_bytes", "weight_bytes"} <= set(j)
     assert j["words"] == 48 and sum(j["opcodes"].values()) == 48
     assert dataclasses.asdict(Wait(1, 2, WaitMode.ALL, 3)) == {  # waits serialise
-        "base": 1, "count": 2, "mode": WaitMode.ALL, "expected": 3, "lag": 0, "stage": 0}
+        "base": 1, "count": 2, "mode": WaitMode.ALL, "expected": 3, "lag": 0}

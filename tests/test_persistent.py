@@ -30,8 +30,8 @@ def test_the_stall_report_names_the_first_incomplete_instruction(tiny_weights, o
 
 
 def test_the_stall_report_file_has_every_blocks_place_and_every_counter(tiny_weights, tmp_path):
-    """The kernel leaves, per block, where it stood when the watchdog stopped it (pass + 1, word, stage,
-    tile; zeros: no place); the report names each block's instruction and every counter's value."""
+    """The kernel leaves, per block, where it stood when the watchdog stopped it (pass + 1, word, tile, 0;
+    zeros: no place); the report names each block's instruction and every counter's value."""
     import json
 
     import numpy as np
@@ -41,15 +41,15 @@ def test_the_stall_report_file_has_every_blocks_place_and_every_counter(tiny_wei
     program = lower(tiny_weights.config, rows=1, sms=4, capacity=16)
     index = next(i for i, w in enumerate(program.words) if w.opcode.name == "GDN_CORE")
     error = np.zeros(ERROR_PLACES + 4 * program.sms, np.uint32)
-    error[:7] = [1, 2, index, 0, 5, 1000000, 0]  # block 2 waited for counter 5 before the GDN word
-    error[ERROR_PLACES:ERROR_PLACES + 12] = [1, index, 0, 3, 1, index + 1, 0, 0, 2, index, 1, 7]
+    error[:6] = [1, 2, index, 5, 1000000, 0]  # block 2 waited for counter 5 before the GDN word
+    error[ERROR_PLACES:ERROR_PLACES + 12] = [1, index, 3, 0, 1, index + 1, 0, 0, 2, index, 7, 0]
     held = np.arange(len(program.counters))
     report = stall_report(program, error, held, 0.5)
     name = program.meta["instructions"][index]
     assert report["watchdog"]["instruction"] == name and report["watchdog"]["expected"] == 1000000
-    assert report["blocks"][0] == {"block": 0, "pass": 0, "word": index, "instruction": name, "stage": "main",
-                                   "tile": 3}
-    assert report["blocks"][2]["pass"] == 1 and report["blocks"][2]["stage"] == "reduce"
+    assert report["watchdog"]["counter"] == 5
+    assert report["blocks"][0] == {"block": 0, "pass": 0, "word": index, "instruction": name, "tile": 3}
+    assert report["blocks"][2]["pass"] == 1 and report["blocks"][2]["tile"] == 7
     assert report["blocks"][3] == {"block": 3, "place": None}  # finished, or never waited
     assert [c["holds"] for c in report["counters"]] == held.tolist()
     path = Megakernel._write_report(SimpleNamespace(report_dir=str(tmp_path)), report)

@@ -1,5 +1,5 @@
 """Reading a megakernel trace (megakernel/measurement/trace.py) on records built here: the layout the kernel writes
-([passes, words, 2 stages, blocks, (start, ready, end, tiles)], ns) with known times."""
+([passes, words, blocks, (start, ready, end, tiles)], ns) with known times."""
 
 import json
 
@@ -18,20 +18,19 @@ def program(tiny_weights):
 
 
 def fake_records(program, steps=2, wait=50, work=200):
-    """Every block runs its tiles of each stage one after another: `wait` ns of waiting, `work` ns of
+    """Every block runs its tiles of each word one after another: `wait` ns of waiting, `work` ns of
     work per record; blocks without tiles leave zeros (as the kernel does)."""
     blocks = program.sms
-    rec = np.zeros((steps, len(program.words), 2, blocks, 4), np.uint64)
+    rec = np.zeros((steps, len(program.words), blocks, 4), np.uint64)
     clock = np.full(blocks, 1_000_000, np.int64)
     for step in range(steps):
         for i, w in enumerate(program.words):
-            for stage, tiles in ((0, w.tiles), (1, w.reduce_tiles)):
-                for b in range(blocks):
-                    n = len(block_range(tiles, blocks, b))
-                    if n:
-                        start = clock[b]
-                        rec[step, i, stage, b] = (start, start + wait, start + wait + work, n)
-                        clock[b] = start + wait + work
+            for b in range(blocks):
+                n = len(block_range(w.tiles, blocks, b))
+                if n:
+                    start = clock[b]
+                    rec[step, i, b] = (start, start + wait, start + wait + work, n)
+                    clock[b] = start + wait + work
     return rec
 
 
@@ -53,7 +52,7 @@ def test_opcode_table_sums_work_waits_spans_and_bytes(program):
     rows = {r["opcode"]: r for r in trace.opcode_table(rec, program, context=10, read_gbps=1000.0)}
     for op, r in rows.items():
         words = [i for i, w in enumerate(program.words) if w.opcode.name == op]
-        records = sum(int((rec[:, i, :, :, 3] > 0).sum()) for i in words)
+        records = sum(int((rec[:, i, :, 3] > 0).sum()) for i in words)
         assert r["instructions"] == 2 * len(words)
         assert r["work_us"] == pytest.approx(records * 0.2) and r["wait_us"] == pytest.approx(records * 0.05)
         assert r["bytes"] == 2 * sum(instruction_bytes(program, program.words[i], 10) for i in words)
@@ -84,7 +83,7 @@ def test_critical_path_adds_up_to_the_pass_and_names_each_words_share(program):
     assert (added >= 0).all() and (gaps >= 0).all() and (gaps <= added).all()
     # a word that ends later than everything before it adds exactly its lateness
     i = int(np.argmax(added))
-    ends = np.where(ran, rec[1][..., 2], 0).max(axis=(1, 2))
+    ends = np.where(ran, rec[1][..., 2], 0).max(axis=1)
     before = max(int(rec[0][..., 2].max()), int(ends[:i].max()) if i else 0)
     assert added[i] == ends[i] - before
     with pytest.raises(ValueError):

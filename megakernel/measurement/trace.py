@@ -1,10 +1,10 @@
 """Reading the megakernel's trace (megakernel_trace, megakernel/runtime/persistent.py): a Chrome / Perfetto trace
 with one track per block, a per-opcode table of work, wait and bandwidth, and an SM x time timeline.
 
-A record covers one block's tiles of one (pass, word, stage): start (before its first tile's waits),
+A record covers one block's tiles of one (pass, word): start (before its first tile's waits),
 ready (those waits done) and end (its last tile signalled), %globaltimer ns, and its tile count with the
 number of sleeping wait polls above it (tiles | polls << 32). Wait is ready - start; work
-is end - ready, which also holds the waits of the block's later tiles of the same stage (rare: a stage
+is end - ready, which also holds the waits of the block's later tiles of the same word (rare: a word
 gives a block at most a few tiles).
 """
 
@@ -21,7 +21,6 @@ from .budgets import instruction_bytes
 class Slice:
     step: int
     word: int
-    stage: int
     block: int
     start: int  # ns since the trace's first start
     ready: int
@@ -31,23 +30,22 @@ class Slice:
 
 
 def slices(records: np.ndarray) -> list[Slice]:
-    """The records [steps, words, 2, blocks, 4] of blocks that ran tiles, times from the earliest start."""
+    """The records [steps, words, blocks, 4] of blocks that ran tiles, times from the earliest start."""
     ran = (records[..., 3] & 0xFFFFFFFF) > 0
     if not ran.any():
         return []
     t0 = int(records[..., 0][ran].min())
     out = []
-    for step, word, stage, block in zip(*np.nonzero(ran), strict=True):
-        start, ready, end, packed = (int(v) for v in records[step, word, stage, block])
-        out.append(Slice(int(step), int(word), int(stage), int(block), start - t0, ready - t0, end - t0,
+    for step, word, block in zip(*np.nonzero(ran), strict=True):
+        start, ready, end, packed = (int(v) for v in records[step, word, block])
+        out.append(Slice(int(step), int(word), int(block), start - t0, ready - t0, end - t0,
                          packed & 0xFFFFFFFF, packed >> 32))
     return out
 
 
-def _name(program, word: int, stage: int) -> str:
+def _name(program, word: int) -> str:
     names = program.meta.get("instructions") or []
-    base = names[word] if word < len(names) else f"word {word}"
-    return base + (" (reduce)" if stage else "")
+    return names[word] if word < len(names) else f"word {word}"
 
 
 def chrome_trace(records: np.ndarray, program) -> dict:
@@ -55,7 +53,7 @@ def chrome_trace(records: np.ndarray, program) -> dict:
     a work slice per record, in microseconds."""
     events = []
     for s in slices(records):
-        name = _name(program, s.word, s.stage)
+        name = _name(program, s.word)
         op = program.words[s.word].opcode.name
         common = {"pid": 0, "tid": s.block, "args": {"pass": s.step, "word": s.word, "tiles": s.tiles,
                                                      "polls": s.polls}}
@@ -65,7 +63,7 @@ def chrome_trace(records: np.ndarray, program) -> dict:
         events.append({**common, "name": name, "cat": op, "ph": "X", "ts": s.ready / 1e3,
                        "dur": (s.end - s.ready) / 1e3})
     events += [{"pid": 0, "tid": b, "ph": "M", "name": "thread_name", "args": {"name": f"block {b}"}}
-               for b in range(records.shape[3])]
+               for b in range(records.shape[2])]
     return {"traceEvents": events, "displayTimeUnit": "ns"}
 
 
@@ -104,8 +102,8 @@ def critical_path(records: np.ndarray, step: int) -> tuple[np.ndarray, np.ndarra
     if step < 1:
         raise ValueError("the critical path of pass `step` starts at pass step - 1's end: step >= 1")
     ran = (rec[step][..., 3] & 0xFFFFFFFF) > 0
-    ends = np.where(ran, rec[step][..., 2], 0).max(axis=(1, 2))
-    readies = np.where(ran, rec[step][..., 1], np.iinfo(np.int64).max).min(axis=(1, 2))
+    ends = np.where(ran, rec[step][..., 2], 0).max(axis=1)
+    readies = np.where(ran, rec[step][..., 1], np.iinfo(np.int64).max).min(axis=1)
     latest = int(rec[step - 1][..., 2].max())
     added, gaps = np.zeros(len(ends), np.int64), np.zeros(len(ends), np.int64)
     for w, (end, ready) in enumerate(zip(ends, readies, strict=True)):
@@ -135,10 +133,10 @@ def timeline_png(records: np.ndarray, program, path: str, step: int = 0,
     import matplotlib.pyplot as plt
     from matplotlib.collections import LineCollection, PolyCollection
 
-    rec = records[step].astype(np.int64)  # [words, stages, blocks, 4]
+    rec = records[step].astype(np.int64)  # [words, blocks, 4]
     ran = rec[..., 3] > 0
     t0 = rec[..., 0][ran].min()
-    word, _, block = np.nonzero(ran)
+    word, block = np.nonzero(ran)
     start, ready, end = ((rec[..., k][ran] - t0) / 1e3 for k in range(3))
 
     def boxes(left, right):
@@ -152,7 +150,7 @@ def timeline_png(records: np.ndarray, program, path: str, step: int = 0,
     firsts = np.full(rec.shape[0], np.inf)
     np.minimum.at(firsts, word, start)
     firsts = firsts[np.isfinite(firsts)]
-    top = rec.shape[2]
+    top = rec.shape[1]
     ax.add_collection(LineCollection([[(x, -0.5), (x, top - 0.5)] for x in firsts], colors="grey", linewidths=0.2))
     ax.set_xlim(*(window or (0, end.max())))
     ax.set_ylim(-0.5, top - 0.5)

@@ -17,17 +17,16 @@ import tempfile
 
 import numpy as np
 
-from isa import Program
+from isa import COUNTER_STRIDE, Program
 
 from . import cuda_build
 from .device import DeviceSession, DeviceWeights
 from ..errors import MegakernelError
 
 SOURCE = cuda_build.CUDA_DIR / "megakernel.cu"
-COUNTER_STRIDE = 32  # u32 per counter: one 128-byte line each (docs/ISA.md)
-ERROR_WORDS = 8  # flag, block, word, stage, counter, expected, seen, 0; then a u64 clock
-ERROR_PLACES = ERROR_WORDS + 2  # then per block: step + 1 (0: no record), word, stage, tile
-TRACE_WORDS = 8  # u32 per (step, word, stage, block) record: start, ready, end (u64 ns), tiles | polls << 32
+ERROR_WORDS = 8  # flag, block, word, counter, expected, seen, 0, 0; then a u64 clock
+ERROR_PLACES = ERROR_WORDS + 2  # then per block: step + 1 (0: no record), word, tile, 0
+TRACE_WORDS = 8  # u32 per (step, word, block) record: start, ready, end (u64 ns), tiles | polls << 32
 
 
 class MegakernelStall(MegakernelError):
@@ -46,19 +45,18 @@ def stall_report(program: Program, error: np.ndarray, held: np.ndarray, timeout_
 
     def name(w: int) -> str:
         return names[w] if w < len(names) else ""
-    block, word, stage, counter, expected, seen = (int(v) for v in error[1:7])
+    block, word, counter, expected, seen = (int(v) for v in error[1:6])
     places = np.asarray(error[ERROR_PLACES:ERROR_PLACES + 4 * program.sms]).reshape(program.sms, 4)
     blocks = []
-    for b, (step1, w, st, tile) in enumerate(places.tolist()):
+    for b, (step1, w, tile, _) in enumerate(places.tolist()):
         if step1 == 0:
             blocks.append({"block": b, "place": None})
         else:
-            blocks.append({"block": b, "pass": step1 - 1, "word": w, "instruction": name(w),
-                           "stage": "reduce" if st else "main", "tile": tile})
+            blocks.append({"block": b, "pass": step1 - 1, "word": w, "instruction": name(w), "tile": tile})
     counters = [{"counter": i, "name": e.name, "holds": int(h), "per_pass": e.expected, "producer": e.producer}
                 for i, (e, h) in enumerate(zip(program.counters, held, strict=True))]
-    return {"watchdog": {"block": block, "word": word, "instruction": name(word),
-                         "stage": "reduce" if stage else "main", "counter": counter, "expected": expected,
+    return {"watchdog": {"block": block, "word": word, "instruction": name(word), "counter": counter,
+                         "expected": expected,
                          "seen": seen, "timeout_s": timeout_s},
             "program": dict(program.meta), "blocks": blocks, "counters": counters}
 
@@ -154,15 +152,15 @@ class Megakernel:
         record = self.error.get()
         if record[0] == 0:
             return
-        block, word, stage, counter, expected, seen = (int(v) for v in record[1:7])
+        block, word, counter, expected, seen = (int(v) for v in record[1:6])
         held = self.counters.get()[::COUNTER_STRIDE][:len(self.program.counters)]
         path = self._write_report(stall_report(self.program, record, held, self.timeout_ns / 1e9))
         self.clear_counters()
         raise MegakernelStall(
             f"watchdog: block {block} waited {self.timeout_ns / 1e9:g} s for counter {counter} "
             f"({self.program.counters[counter].name}) to reach {expected} (it holds {seen}) before the "
-            f"{'reduce' if stage else 'main'}-stage tiles of instruction {word}; every block stopped, counters "
-            f"cleared, reset the session.\n{self._first_incomplete(held)}", path)
+            f"tiles of instruction {word}; every block stopped, counters cleared, reset the session.\n"
+            f"{self._first_incomplete(held)}", path)
 
     def _write_report(self, report: dict) -> str:
         fd, path = tempfile.mkstemp(prefix="megakernel_stall_", suffix=".json", dir=self.report_dir)
@@ -172,9 +170,12 @@ class Megakernel:
 
     def _first_incomplete(self, held: np.ndarray) -> str:
         """Waits cascade: name the earliest instruction (first step, then program order) with a completion
-        counter short of its count, and the state of its own waits."""
+        counter short of its count, and the state of its own waits. (A split-K arrival counter is zeroed by
+        the slice that finishes its group: it says nothing about passes.)"""
         entries = self.program.counters
-        done_steps = [int(h) // e.expected if e.expected else 1 << 30 for h, e in zip(held, entries, strict=True)]
+        arrivals = {c for w in self.program.words for c in range(w.arrival_base, w.arrival_base + w.arrival_count)}
+        done_steps = [1 << 30 if c in arrivals or not e.expected else int(h) // e.expected
+                      for c, (h, e) in enumerate(zip(held, entries, strict=True))]
         step = min(done_steps)
         index = min(e.producer for e, d in zip(entries, done_steps, strict=True) if d == step)
         w = self.program.words[index]
@@ -184,10 +185,10 @@ class Megakernel:
                 f"its waits: {'; '.join(waits) or 'none'}")
 
     def trace_buffer(self, steps: int):
-        """A zeroed trace buffer for `steps` passes: [steps, words, 2 stages, blocks, 4] uint64."""
+        """A zeroed trace buffer for `steps` passes: [steps, words, blocks, 4] uint64."""
         import cupy
 
-        return cupy.zeros((steps, len(self.program.words), 2, self.program.sms, TRACE_WORDS // 2), dtype=cupy.uint64)
+        return cupy.zeros((steps, len(self.program.words), self.program.sms, TRACE_WORDS // 2), dtype=cupy.uint64)
 
 
 __all__ = ["Megakernel", "MegakernelStall"]

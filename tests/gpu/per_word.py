@@ -74,7 +74,7 @@ def compare(program: Program, name: str, gpu: np.ndarray, cpu: np.ndarray) -> st
 
 def word_accesses(program: Program, i: int):
     w = program.words[i]
-    return [a for stage in ((0, 1) if w.reduce_tiles else (0,)) for t in range(w.reduce_tiles if stage else w.tiles)
+    return [a for stage in ((0, 1) if w.arrival_count else (0,)) for t in range(w.arrival_count if stage else w.tiles)
             for a in accesses(program, i, stage, t)]
 
 
@@ -94,10 +94,11 @@ def poison_write_only(arena: np.ndarray, program: Program, i: int) -> None:
 
 
 def interpret_word(interp, program: Program, i: int) -> None:
-    """Every stage and tile of word i on the CPU interpreter, in order (no waits: one word alone)."""
+    """Every tile of word i on the CPU interpreter, in order, then its split-K finishes (no waits: one word
+    alone)."""
     w = program.words[i]
-    for stage in (0, 1) if w.reduce_tiles else (0,):
-        for tile in range(w.reduce_tiles if stage else w.tiles):
+    for stage in (0, 1) if w.arrival_count else (0,):
+        for tile in range(w.arrival_count if stage else w.tiles):
             interp._execute(i, stage, tile)
 
 

@@ -4,7 +4,7 @@
   pass and many passes in one launch, for M = 1 and an M-row pass; tiny and the 27B synthetic model;
 * the watchdog: a wait that can never be satisfied stops every block (the launch returns; its time is
   printed, not asserted), the error names the instruction, and the GPU stays usable;
-* the trace: one record per (step, word, stage, block) that ran tiles, times in order.
+* the trace: one record per (step, word, block) that ran tiles, times in order.
 """
 
 import time
@@ -171,7 +171,7 @@ def test_watchdog_stops_a_stalled_kernel_and_the_gpu_stays_usable(tiny_weights, 
     greedy_compare(program2, graph, good, tiny_weights.config, steps=4)
 
 
-def test_trace_records_every_block_stage_in_time_order(tiny_weights):
+def test_trace_records_every_block_in_time_order(tiny_weights):
     program, graph, mega = pair(lambda p: DeviceWeights.from_weightset(p, tiny_weights, progress=False),
                                 tiny_weights.config)
     mega.reset()
@@ -182,13 +182,12 @@ def test_trace_records_every_block_stage_in_time_order(tiny_weights):
     records = trace.get()
     for step in range(steps):
         for i, w in enumerate(program.words):
-            for stage, tiles in ((0, w.tiles), (1, w.reduce_tiles)):
-                for b in range(program.sms):
-                    start, ready, end, packed = (int(v) for v in records[step, i, stage, b])
-                    ran = len(block_range(tiles, program.sms, b)) if w.opcode.name != "NOP" else 0
-                    assert (packed & 0xFFFFFFFF) == ran, (step, i, stage, b)
-                    if ran:
-                        assert 0 < start <= ready <= end, (step, i, stage, b)
+            for b in range(program.sms):
+                start, ready, end, packed = (int(v) for v in records[step, i, b])
+                ran = len(block_range(w.tiles, program.sms, b)) if w.opcode.name != "NOP" else 0
+                assert (packed & 0xFFFFFFFF) == ran, (step, i, b)
+                if ran:
+                    assert 0 < start <= ready <= end, (step, i, b)
     # and tracing changes nothing: the traced passes equal two graph passes
     graph.session.reset()
     graph.session.set_tokens([TOKENS[0]], tiny_weights.config.vocab_size)

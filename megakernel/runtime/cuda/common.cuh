@@ -110,6 +110,7 @@ __device__ __forceinline__ void previous_launch_done() {
 
 // --- the Program as the device reads it ------------------------------------------------------------
 constexpr int HEADER_BYTES = 64;
+constexpr int COUNTER_STRIDE = 32;  // u32 per counter: each on its own 128-byte line (ISA.md)
 constexpr int WORD_BYTES = 128;
 constexpr int RECORD_BYTES = 32;
 constexpr u32 NO_BUFFER = 0xFFFFu;
@@ -136,7 +137,7 @@ constexpr int WAIT_SLOTS = 4;
 enum WaitMode : int { WAIT_NONE = 0, WAIT_ALL = 1, WAIT_SLICE = 2 };
 
 struct Wait {
-    int base, count, mode, lag, stage;
+    int base, count, mode, lag;
     u32 expected;
 };
 
@@ -161,7 +162,6 @@ struct Word {
     __device__ int tile_rows() const { return u[3] & 0xFFFF; }
     __device__ int k_slices() const { return u[3] >> 16; }
     __device__ int tiles() const { return u[4]; }
-    __device__ int reduce_tiles() const { return u[5]; }
     __device__ int weight_first() const { return u[6] & 0xFFFF; }
     __device__ int weight_count() const { return u[6] >> 16; }
     __device__ u32 buf_in() const { return u[7] & 0xFFFF; }
@@ -177,7 +177,7 @@ struct Word {
     __device__ Wait wait(int slot) const {
         const u32 a = u[13 + 2 * slot];
         return Wait{static_cast<int>(a & 0xFFFF), static_cast<int>((a >> 16) & 0xFF), static_cast<int>((a >> 24) & 0xF),
-                    static_cast<int>((a >> 28) & 0x7), static_cast<int>(a >> 31), u[14 + 2 * slot]};
+                    static_cast<int>((a >> 28) & 0x7), u[14 + 2 * slot]};
     }
     __device__ u32 p(int i) const { return u[21 + i]; }
     __device__ float pf(int i) const { return __uint_as_float(u[21 + i]); }

@@ -425,13 +425,13 @@ __device__ inline void gemv_epilogue(const Ctx& ctx, const Word& w, const RowGro
 }
 
 
-// --- split-K in one launch (the discrete build) --------------------------------------------------------
-// The discrete build runs a split-K word as one launch: each main tile, once its partials are in scratch,
-// counts itself on its row group's arrival counter (arrivals[arrival_base + group], zero between steps);
-// the tile that brings the count to S adds the group's S partials in order, as the reduce tile would (the
-// same bits whichever tile it is), zeroes the counter for the next step and applies the epilogue. No tile
-// waits, so no schedule can deadlock. The megakernel keeps its reduce stage, whose placement the validator
-// proves.
+// --- split-K finished by its last slice (both builds) ---------------------------------------------------
+// A split-K word's main tile, once its partials are in scratch, counts itself on its row group's arrival
+// counter (counters[(arrival_base + group) * COUNTER_STRIDE]: the megakernel's counter array, the discrete
+// launcher's array of the same layout); the tile that brings the count to S adds the group's S partials in
+// order (the same bits whichever tile it is), zeroes the counter for the next step and applies the epilogue.
+// No tile waits on an arrival counter, so no schedule can deadlock; the compiler's validator checks the
+// finish as if it ran on each of the group's S slice tiles (compiler/hb.py).
 __device__ __forceinline__ u32 arrive_acq_rel(u32* counter) {
     u32 old;
     asm volatile("atom.add.acq_rel.gpu.global.u32 %0, [%1], 1;" : "=r"(old) : "l"(counter) : "memory");
@@ -459,9 +459,9 @@ __device__ inline bool gemv_finish_last(const Ctx& ctx, const Word& w, const Row
     __syncthreads();  // every partial of this tile written (thread 0's release covers them)
     bool last = false;
     if (threadIdx.x == 0) {
-        u32* counter = arrivals + w.arrival_base() + rg.index;
+        u32* counter = arrivals + static_cast<size_t>(w.arrival_base() + rg.index) * COUNTER_STRIDE;
         last = arrive_acq_rel(counter) == static_cast<u32>(w.k_slices() - 1);
-        if (last) *counter = 0;  // no tile of this word counts again before the next launch
+        if (last) *counter = 0;  // no tile of this word counts again before this one's epilogue is done
     }
     // thread 0's answer to every thread (tile_gemv may take all the shared memory the device allows as
     // dynamic memory: it can have no static shared variable)
@@ -580,8 +580,9 @@ __device__ inline void gemv_main_input(const Ctx& ctx, const Word& w, int tile, 
     if (fp8 && !fuses_operand(w.opcode())) f16_operand(sm.x, stride, sm.x, stride, mt.m, mt.b1 - mt.b0, sm.x_p);
 }
 
-// arrivals: the discrete build's split-K counters (gemv_finish_last below), nullptr in the megakernel.
-__device__ inline void gemv_main_passes(const Ctx& ctx, const Word& w, int tile, u8* smem, u32* arrivals = nullptr) {
+// arrivals: the split-K arrival counters (gemv_finish_last). True when the tile's row group is done (its
+// epilogue applied): always without split-K, else for the slice that landed last.
+__device__ inline bool gemv_main_passes(const Ctx& ctx, const Word& w, int tile, u8* smem, u32* arrivals) {
     const GemvSmem sm(smem);
     const MainTile mt(ctx, w, tile);
     const RowGroup rg = row_group(ctx, w, tile % mt.groups);
@@ -602,18 +603,18 @@ __device__ inline void gemv_main_passes(const Ctx& ctx, const Word& w, int tile,
         }
     }
     tile_stamp(3);
-    if (S > 1) {  // this slice's sums -> scratch rows [s m, (s + 1) m); the reduce tile finishes the group
+    if (S > 1) {  // this slice's sums -> scratch rows [s m, (s + 1) m); the last slice finishes the group
         const Buffer scratch = ctx.buffer(w.buf_scratch());
         const int halves = gate_up ? 2 : 1, n = w.n();
         for (int i = threadIdx.x; i < halves * m * rows; i += TILE_THREADS) {
             const int half = i / (m * rows), row = i / rows % m, j = i % rows;
             *scratch.at<float>(s * m + row, half * n + rg.r0 + j) = sm.y_at(half, row)[j];
         }
-        if (arrivals == nullptr || !gemv_finish_last(ctx, w, rg, sm, arrivals)) return;
+        if (!gemv_finish_last(ctx, w, rg, sm, arrivals)) return false;
     }
     gemv_epilogue(ctx, w, rg, sm);
+    return true;
 }
-
 
 __device__ inline void gemv_main_tile(const Ctx& ctx, const Word& w, int tile, u8* smem, u32* arrivals) {
     tile_stamp(0, true);
@@ -621,13 +622,6 @@ __device__ inline void gemv_main_tile(const Ctx& ctx, const Word& w, int tile, u
     tile_stamp(1);
     gemv_main_passes(ctx, w, tile, smem, arrivals);
     tile_stamp(4, true);
-}
-
-__device__ inline void gemv_reduce_tile(const Ctx& ctx, const Word& w, int tile, u8* smem) {
-    const GemvSmem sm(smem);
-    const RowGroup rg = row_group(ctx, w, tile);
-    sum_partials(ctx, w, rg, sm);
-    gemv_epilogue(ctx, w, rg, sm);
 }
 
 }  // namespace mk

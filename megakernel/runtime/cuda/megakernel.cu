@@ -1,11 +1,11 @@
 // The megakernel: one cooperatively launched, persistent kernel that interprets a compiled Program
-// (docs/ISA.md "Execution model"). Block b of G walks every word in order, step after step; for each
-// stage of a word it runs tiles [b T / G, (b + 1) T / G): a GEMV main tile first primes its weight ring
-// (weights depend on no word: they stream while the block waits, D49); thread 0 waits until the tile's
-// input counters reach their targets (acquire loads, bounded by the watchdog); the block runs the same
-// tile function the discrete build launches (tiles.cuh) and signals the tile's counter with a release
-// reduction.
-// Counters are monotonic over a session: a wait in session step t with E arrivals per step and lag L
+// (docs/ISA.md "Execution model"). Block b of G walks every word in order, step after step; of each word
+// it runs tiles [b T / G, (b + 1) T / G): a GEMV tile first primes its weight ring (weights depend on no
+// word: they stream while the block waits, D49); thread 0 waits until the tile's input counters reach
+// their targets (acquire loads, bounded by the watchdog); the block runs the same tile function the
+// discrete build launches (tiles.cuh) and signals the tile's counter with a release reduction. A split-K
+// slice signals only if it landed last and so finished its row group (gemv_tile.cuh gemv_finish_last, D50).
+// Completion counters are monotonic over a session: a wait in session step t with E arrivals per step and lag L
 // needs E (t + 1 - L); `step_base` is the session's steps already run through this kernel.
 //
 // Watchdog: a wait that does not complete within `timeout_ns` writes one error record (first writer
@@ -13,7 +13,7 @@
 // (each writing where it stood) and the GPU stays usable. The host turns the record into an error
 // naming the instruction and a stall report file.
 //
-// Tracing (the megakernel_trace entry only): per (step, word, stage, block) the block's start, the
+// Tracing (the megakernel_trace entry only): per (step, word, block) the block's start, the
 // time its waits were done, its end (%globaltimer ns) and its tile count. The plain entry compiles
 // the trace code out.
 //
@@ -23,9 +23,8 @@
 
 namespace mk {
 
-constexpr int COUNTER_STRIDE = 32;  // u32 per counter: each on its own 128-byte line (ISA.md)
-constexpr int ERROR_WORDS = 8;      // flag, block, word, stage, counter, expected, seen, 0; then u64 clock
-constexpr int ERROR_PLACES = ERROR_WORDS + 2;  // then per block: step + 1 (0: no record), word, stage, tile
+constexpr int ERROR_WORDS = 8;      // flag, block, word, counter, expected, seen, 0, 0; then u64 clock
+constexpr int ERROR_PLACES = ERROR_WORDS + 2;  // then per block: step + 1 (0: no record), word, tile, 0
 constexpr int TRACE_WORDS = 8;      // u64 start, u64 ready, u64 end, u32 tiles, u32 wait polls
 
 // The megakernel takes all the dynamic shared memory the device allows (persistent.py checks it holds the
@@ -39,7 +38,7 @@ struct Run {
     const u8* program;
     u32* counters;
     u32* error;  // ERROR_WORDS u32 + u64 clock + 4 u32 per block; error[0] != 0: a watchdog fired (abort)
-    u64* trace;  // [steps][words][2 stages][G] x TRACE_WORDS / 2 u64, or nullptr
+    u64* trace;  // [steps][words][G] x TRACE_WORDS / 2 u64, or nullptr
     int step_base, steps;
     u64 timeout_ns;
 };
@@ -65,27 +64,24 @@ __device__ __forceinline__ bool aborted(const u32* error) {
 }
 
 // The first output row/column a tile writes decides its completion counter (compiler/hb.py).
-__device__ inline int first_output(const Ctx& ctx, const Word& w, int stage, int tile) {
+__device__ inline int first_output(const Ctx& ctx, const Word& w, int tile) {
     const int op = w.opcode();
-    if (is_gemv(op)) {
-        const int groups = row_group_count(ctx, w);
-        return row_group(ctx, w, stage == 1 ? tile : tile % groups).r0;
-    }
+    if (is_gemv(op)) return row_group(ctx, w, tile % row_group_count(ctx, w)).r0;
     if (op == OP_GDN_CORE) return tile * w.p(6);  // value head `tile`: columns from tile * value_dim
     return w.n() ? static_cast<int>(static_cast<long long>(tile) * w.n() / w.tiles()) : 0;
 }
 
-// The counter a finished tile increments, or -1.
-__device__ inline int signal_of(const Ctx& ctx, const Word& w, int stage, int tile) {
-    if (w.reduce_tiles() && stage == 0) return w.arrival_base() + tile % row_group_count(ctx, w);
+// The counter a finished tile increments, or -1 (a split-K slice that did not land last signals nothing:
+// its arrival is counted in gemv_finish_last).
+__device__ inline int signal_of(const Ctx& ctx, const Word& w, int tile) {
     if (w.signal_expected() == 0) return -1;
     const int count = w.signal_count();
     if (count <= 1) return w.signal_base();
-    return w.signal_base() + static_cast<int>(static_cast<long long>(first_output(ctx, w, stage, tile)) * count / w.n());
+    return w.signal_base() + static_cast<int>(static_cast<long long>(first_output(ctx, w, tile)) * count / w.n());
 }
 
 // Thread 0: wait until counter c reaches target. False if the watchdog fired (here or in another block).
-__device__ inline bool wait_for(const Run& run, int c, u32 target, int word, int stage, u32& polls) {
+__device__ inline bool wait_for(const Run& run, int c, u32 target, int word, u32& polls) {
     const u32* p = run.counters + static_cast<size_t>(c) * COUNTER_STRIDE;
     u32 seen = load_acquire(p);
     if (seen >= target) return true;
@@ -102,7 +98,7 @@ __device__ inline bool wait_for(const Run& run, int c, u32 target, int word, int
         if (now - start > run.timeout_ns) {
             if (atomicCAS(run.error, 0u, 1u) == 0u) {
                 volatile u32* e = run.error;
-                e[1] = blockIdx.x, e[2] = word, e[3] = stage, e[4] = c, e[5] = target, e[6] = seen;
+                e[1] = blockIdx.x, e[2] = word, e[3] = c, e[4] = target, e[5] = seen;
                 *reinterpret_cast<volatile u64*>(run.error + ERROR_WORDS) = now;
                 __threadfence();
             }
@@ -111,23 +107,19 @@ __device__ inline bool wait_for(const Run& run, int c, u32 target, int word, int
     }
 }
 
-// Thread 0: every wait of tile `tile` of (word, stage) in session step t (the implicit split-K arrival
-// wait of reduce tiles included).
-__device__ inline bool wait_tile(const Run& run, const Ctx& ctx, const Word& w, int word, int stage, int tile,
-                                 int t, u32& polls) {
+// Thread 0: every wait of tile `tile` of a word in session step t.
+__device__ inline bool wait_tile(const Run& run, const Ctx& ctx, const Word& w, int word, int tile, int t, u32& polls) {
     for (int slot = 0; slot < WAIT_SLOTS; ++slot) {
         const Wait wt = w.wait(slot);
-        if (wt.mode == WAIT_NONE || wt.stage != stage) continue;
+        if (wt.mode == WAIT_NONE) continue;
         const u32 target = static_cast<u32>(wt.expected) * static_cast<u32>(t + 1 - wt.lag);
         if (wt.mode == WAIT_SLICE) {
-            if (!wait_for(run, wt.base + tile / row_group_count(ctx, w), target, word, stage, polls)) return false;
+            if (!wait_for(run, wt.base + tile / row_group_count(ctx, w), target, word, polls)) return false;
         } else {
             for (int c = wt.base; c < wt.base + wt.count; ++c)
-                if (!wait_for(run, c, target, word, stage, polls)) return false;
+                if (!wait_for(run, c, target, word, polls)) return false;
         }
     }
-    if (stage == 1)
-        return wait_for(run, w.arrival_base() + tile, static_cast<u32>(w.k_slices()) * (t + 1), word, stage, polls);
     return true;
 }
 
@@ -156,7 +148,8 @@ __device__ __noinline__ void run_gemv_input(const Ctx ctx, const Word w, int til
     gemv_main_input(ctx, w, tile, smem);
 }
 
-__device__ __forceinline__ void run_tile(const Ctx& ctx, const Word& w, int stage, int tile, u8* smem) {
+// All threads: the tile; true when it signals its completion counter (a split-K slice only if it landed last).
+__device__ __forceinline__ bool run_tile(const Ctx& ctx, const Word& w, int tile, u8* smem, u32* counters) {
     switch (w.opcode()) {
         case OP_EMBED: embed_tile(ctx, w, tile); break;
         case OP_GDN_CORE: run_gdn(ctx, w, tile, smem); break;
@@ -165,19 +158,17 @@ __device__ __forceinline__ void run_tile(const Ctx& ctx, const Word& w, int stag
         case OP_ATTN_MERGE: attn_merge_tile(ctx, w, tile); break;
         case OP_ARGMAX: argmax_tile(ctx, w, tile); break;
         case OP_HANDOFF: handoff_tile(ctx, w); break;
-        default:  // the GEMV family
-            if (stage == 1) gemv_reduce_tile(ctx, w, tile, smem);
-            else {  // its weights primed before the wait (interpret)
-                run_gemv_input(ctx, w, tile, smem);
-                gemv_main_passes(ctx, w, tile, smem);
-            }
+        default:  // the GEMV family, its weights primed before the wait (interpret)
+            run_gemv_input(ctx, w, tile, smem);
+            return gemv_main_passes(ctx, w, tile, smem, counters);
     }
+    return true;
 }
 
 // The block's place in the Program lives in shared memory and is re-read after every tile, so that no
 // interpreter state is held in registers across a tile function (the GEMV needs ~110 of the 128).
 struct Place {
-    int step, word, stage, tile, last, first;
+    int step, word, tile, last, first;
 };
 
 template <bool TRACE>
@@ -188,30 +179,21 @@ __device__ inline void interpret(const Run& run) {
     __shared__ volatile u64 trace_start, trace_ready;
     __shared__ volatile u32 trace_polls;
     const int G = gridDim.x, b = blockIdx.x;
-    if (threadIdx.x == 0) at.step = 0, at.word = -1, at.stage = 1, at.tile = 0, at.last = 0;
+    if (threadIdx.x == 0) at.step = 0, at.word = -1, at.tile = 0, at.last = 0;
     __syncthreads();
     while (true) {
         if (threadIdx.x == 0) {  // advance to this block's next tile
             const Ctx ctx{run.arena, run.weights, run.program};
-            int step = at.step, i = at.word, stage = at.stage, tile = at.tile + 1, last = at.last, first = at.first;
+            int step = at.step, i = at.word, tile = at.tile + 1, last = at.last, first = at.first;
             while (tile >= last) {
-                if (i >= 0 && stage == 0 && ctx.word(i).reduce_tiles()) {
-                    stage = 1;
-                } else {
-                    stage = 0;
-                    if (++i == ctx.n_words()) i = 0, ++step;
-                    if (step == run.steps) break;
-                    if (ctx.word(i).opcode() == OP_NOP) {
-                        stage = 1;  // no reduce stage either: the loop moves on to the next word
-                        continue;
-                    }
-                }
+                if (++i == ctx.n_words()) i = 0, ++step;
+                if (step == run.steps) break;
                 const Word v = ctx.word(i);
-                const int T = stage ? v.reduce_tiles() : v.tiles();
+                const int T = v.opcode() == OP_NOP ? 0 : v.tiles();
                 first = tile = static_cast<int>(static_cast<long long>(b) * T / G);
                 last = static_cast<int>(static_cast<long long>(b + 1) * T / G);
             }
-            at.step = step, at.word = i, at.stage = stage, at.tile = tile, at.last = last, at.first = first;
+            at.step = step, at.word = i, at.tile = tile, at.last = last, at.first = first;
             if (TRACE && step < run.steps && tile == first) trace_start = global_ns(), trace_polls = 0;
         }
         __syncthreads();
@@ -219,16 +201,16 @@ __device__ inline void interpret(const Run& run) {
         {  // a GEMV main tile's weights depend on no word: they stream while thread 0 waits (gemv_main_weights)
             const Ctx ctx{run.arena, run.weights, run.program};
             const Word w = ctx.word(at.word);
-            if (at.stage == 0 && is_gemv(w.opcode())) run_gemv_weights(ctx, w, at.tile, smem);
+            if (is_gemv(w.opcode())) run_gemv_weights(ctx, w, at.tile, smem);
         }
         if (threadIdx.x == 0) {  // wait for the tile's inputs
             const Ctx ctx{run.arena, run.weights, run.program};
-            const int step = at.step, i = at.word, stage = at.stage, tile = at.tile;
+            const int step = at.step, i = at.word, tile = at.tile;
             u32 polls = 0;
-            go = wait_tile(run, ctx, ctx.word(i), i, stage, tile, run.step_base + step, polls) ? 1 : 0;
+            go = wait_tile(run, ctx, ctx.word(i), i, tile, run.step_base + step, polls) ? 1 : 0;
             if (!go) {  // stopped by the watchdog: where this block stood, for the host's stall report
                 volatile u32* place = run.error + ERROR_PLACES + 4 * b;
-                place[0] = step + 1, place[1] = i, place[2] = stage, place[3] = tile;
+                place[0] = step + 1, place[1] = i, place[2] = tile;
             }
             if (TRACE) {
                 trace_polls = trace_polls + polls;
@@ -240,17 +222,18 @@ __device__ inline void interpret(const Run& run) {
             copies_wait(0);
             return;
         }
+        bool done;
         {
             const Ctx ctx{run.arena, run.weights, run.program};
-            run_tile(ctx, ctx.word(at.word), at.stage, at.tile, smem);
+            done = run_tile(ctx, ctx.word(at.word), at.tile, smem, run.counters);
         }
         __syncthreads();  // the tile's writes are done (and its shared memory free)
         if (threadIdx.x == 0) {
             const Ctx ctx{run.arena, run.weights, run.program};
-            const int c = signal_of(ctx, ctx.word(at.word), at.stage, at.tile);
+            const int c = done ? signal_of(ctx, ctx.word(at.word), at.tile) : -1;
             if (c >= 0) signal_release(run.counters + static_cast<size_t>(c) * COUNTER_STRIDE);
             if (TRACE && at.tile == at.last - 1) {
-                u64* r = run.trace + ((static_cast<size_t>(at.step) * ctx.n_words() + at.word) * 2 + at.stage) * G *
+                u64* r = run.trace + (static_cast<size_t>(at.step) * ctx.n_words() + at.word) * G *
                                          (TRACE_WORDS / 2) + static_cast<size_t>(b) * (TRACE_WORDS / 2);
                 r[0] = trace_start, r[1] = trace_ready, r[2] = global_ns();
                 r[3] = (static_cast<u64>(trace_polls) << 32) | static_cast<u32>(at.last - at.first);
