@@ -114,7 +114,7 @@ class TileTables:
         return tables
 
     def info(self, index: int, stage: int) -> tuple[np.ndarray, np.ndarray]:
-        """(signal counter per tile, -1 for none; k-slice per main-stage tile)."""
+        """(signal counter per tile, -1 for none; k-slice per tile (stage 0))."""
         w = self.program.words[index]
         key = (index, stage, w.signal_base, w.signal_count, w.signal_expected, w.arrival_base)
         if key not in self._info:

@@ -215,7 +215,7 @@ def kernel_facts() -> dict:
 
 
 def slice_sweep(shapes, iters: int, bandwidth: float, sms: int, as_launched: bool = True) -> list[dict]:
-    """Every fp8 main-stage shape at k-slice counts 1..16: how the grid (row groups x slices) against the SM
+    """Every fp8 shape at k-slice counts 1..16: how the grid (row groups x slices) against the SM
     count decides the time, for the plan's k-slice policy."""
     rows = []
     for name, (n, k) in shapes.items():

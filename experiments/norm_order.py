@@ -24,7 +24,7 @@ sys.path[:0] = [os.path.join(os.path.dirname(__file__), "..", "tests"),
 
 
 def gate_up_sums(arena: np.ndarray, program, w) -> np.ndarray:
-    """fp32 [rows, 2n]: the k-slices' partials added in order (what the reduce stage rounds)."""
+    """fp32 [rows, 2n]: the k-slices' partials added in order (what the split-K finish rounds)."""
     b = program.buffers[w.buf_scratch]
     parts = arena[b.offset:b.offset + b.nbytes].view(np.float32).reshape(b.rows, b.cols)
     m = w.rows

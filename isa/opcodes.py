@@ -38,7 +38,7 @@ class Flag(enum.IntFlag):
 class WaitMode(enum.IntEnum):
     NONE = 0
     ALL = 1  # every counter of the range
-    SLICE = 2  # main-stage tile with k-slice s waits on counter base + s only
+    SLICE = 2  # a tile with k-slice s waits on counter base + s only
 
 
 NO_BUFFER = 0xFFFF

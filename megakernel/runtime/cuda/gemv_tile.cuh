@@ -1,6 +1,6 @@
-// The GEMV family's tiles (docs/ISA.md "GEMV family"): a main-stage tile computes one row group over one
-// k-slice (prologue -> tensor-core GEMV -> split-K partials or epilogue); a reduce-stage tile adds a row
-// group's S partials in order and applies the epilogue.
+// The GEMV family's tiles (docs/ISA.md "GEMV family"): a tile computes one row group over one k-slice
+// (prologue -> tensor-core GEMV -> split-K partials or epilogue); with split-K, the group's last slice to
+// arrive adds its S partials in order and applies the epilogue (gemv_finish_last).
 //
 // Shared memory (dynamic): the fp32 results of the tile's rows (before them, the prologue's reduction
 // scratch), the block scales, the prologue's input rows over the slice (bf16, or the f16 operand), then the
@@ -471,7 +471,7 @@ __device__ inline bool gemv_finish_last(const Ctx& ctx, const Word& w, const Row
 }
 
 // --- tiles ---------------------------------------------------------------------------------------------
-// A main-stage tile in two parts that share nothing but (ctx, w, tile): the input rows (prologue, then for
+// A tile in two parts that share nothing but (ctx, w, tile): the input rows (prologue, then for
 // fp8 weights the f16 operand), and the GEMV passes with their epilogue. Few values live across the seam
 // keeps the megakernel within its 128 registers.
 struct MainTile {
