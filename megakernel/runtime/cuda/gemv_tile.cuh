@@ -535,10 +535,10 @@ __device__ inline void gemv_main_weights(const Ctx& ctx, const Word& w, int tile
 __device__ __forceinline__ bool primes(const Word& w, bool fp8) { return fp8 && w.opcode() == OP_GEMV_RESIDUAL; }
 
 // All threads, once the tile's inputs are ready: the input rows (prologue, then for fp8 weights the f16
-// operand). The megakernel has primed its ring (gemv_main_weights), and the prologue stages its inputs past
-// what is primed; the discrete build primes here, right after its rows' copies, as it did before the
-// megakernel primed (D49: its code is unchanged).
-__device__ inline void gemv_main_input(const Ctx& ctx, const Word& w, int tile, u8* smem) {
+// operand). The megakernel may have primed its ring (gemv_main_weights; `primed_ahead`), and the prologue
+// then stages its inputs past what is primed; the discrete build primes here, right after its rows'
+// copies, as it did before the megakernel primed (D49: its code is unchanged).
+__device__ inline void gemv_main_input(const Ctx& ctx, const Word& w, int tile, u8* smem, bool primed_ahead = false) {
     const GemvSmem sm(smem);
     const MainTile mt(ctx, w, tile);
     const int stride = x_stride_of(mt.width, mt.m), x_elems = mt.m * stride;
@@ -546,7 +546,7 @@ __device__ inline void gemv_main_input(const Ctx& ctx, const Word& w, int tile, 
         // one dtype per tile (a row group lies in one segment; gate and up are both fp8)
         const FirstPass first(ctx, w, mt, tile);
         const bool fp8 = first.weight.dtype == DT_FP8;
-        const int primed = primed_bytes(ctx, w, mt, sm, fp8);
+        const int primed = primed_ahead ? primed_bytes(ctx, w, mt, sm, fp8) : -1;
         u8* stage = sm.ring(x_elems) + max(primed, 0);
         if (w.opcode() == OP_NORM_HEAD && tile == 0 && w.buf_aux1() != NO_BUFFER) keep_hidden(ctx, w, sm.y, stage);
         // y: free until the passes
@@ -580,9 +580,11 @@ __device__ inline void gemv_main_input(const Ctx& ctx, const Word& w, int tile, 
     if (fp8 && !fuses_operand(w.opcode())) f16_operand(sm.x, stride, sm.x, stride, mt.m, mt.b1 - mt.b0, sm.x_p);
 }
 
-// arrivals: the split-K arrival counters (gemv_finish_last). True when the tile's row group is done (its
-// epilogue applied): always without split-K, else for the slice that landed last.
-__device__ inline bool gemv_main_passes(const Ctx& ctx, const Word& w, int tile, u8* smem, u32* arrivals) {
+// arrivals: the split-K arrival counters (gemv_finish_last); primed_ahead: the megakernel primed the ring
+// (gemv_main_weights). True when the tile's row group is done (its epilogue applied): always without
+// split-K, else for the slice that landed last.
+__device__ inline bool gemv_main_passes(const Ctx& ctx, const Word& w, int tile, u8* smem, u32* arrivals,
+                                        bool primed_ahead = false) {
     const GemvSmem sm(smem);
     const MainTile mt(ctx, w, tile);
     const RowGroup rg = row_group(ctx, w, tile % mt.groups);
@@ -596,7 +598,8 @@ __device__ inline bool gemv_main_passes(const Ctx& ctx, const Word& w, int tile,
         for (int a = 0; a < rows;) {
             const int first = local0 + a, prows = min(rows - a, ROW_BLOCK - first % ROW_BLOCK);
             // the first pass may be primed (primed_bytes; the discrete build: in whole or not at all)
-            const int part = PRIMES_BEFORE_INPUTS && half == 0 && a == 0 ? primed_bytes(ctx, w, mt, sm, W.dtype == DT_FP8) : -1;
+            const int part = PRIMES_BEFORE_INPUTS && primed_ahead && half == 0 && a == 0
+                                 ? primed_bytes(ctx, w, mt, sm, W.dtype == DT_FP8) : -1;
             const bool primed = PRIMES_BEFORE_INPUTS ? part >= 0 : half == 0 && a == 0 && primes(w, W.dtype == DT_FP8);
             gemv_rows(sm, W, k, first, prows, b0, b1, stride, m, sm.y_at(half, 0) + a, primed, part);
             a += prows;

@@ -107,6 +107,21 @@ __device__ inline bool wait_for(const Run& run, int c, u32 target, int word, u32
     }
 }
 
+// Thread 0: whether every wait of tile `tile` of a word in session step t is met already (one acquire load
+// a counter, no waiting).
+__device__ inline bool inputs_ready(const Run& run, const Ctx& ctx, const Word& w, int tile, int t) {
+    for (int slot = 0; slot < WAIT_SLOTS; ++slot) {
+        const Wait wt = w.wait(slot);
+        if (wt.mode == WAIT_NONE) continue;
+        const u32 target = static_cast<u32>(wt.expected) * static_cast<u32>(t + 1 - wt.lag);
+        const int c0 = wt.mode == WAIT_SLICE ? wt.base + tile / row_group_count(ctx, w) : wt.base;
+        const int c1 = wt.mode == WAIT_SLICE ? c0 + 1 : wt.base + wt.count;
+        for (int c = c0; c < c1; ++c)
+            if (load_acquire(run.counters + static_cast<size_t>(c) * COUNTER_STRIDE) < target) return false;
+    }
+    return true;
+}
+
 // Thread 0: every wait of tile `tile` of a word in session step t.
 __device__ inline bool wait_tile(const Run& run, const Ctx& ctx, const Word& w, int word, int tile, int t, u32& polls) {
     for (int slot = 0; slot < WAIT_SLOTS; ++slot) {
@@ -144,12 +159,14 @@ __device__ __noinline__ void run_gemv_weights(const Ctx ctx, const Word w, int t
     gemv_main_weights(ctx, w, tile, smem);
 }
 
-__device__ __noinline__ void run_gemv_input(const Ctx ctx, const Word w, int tile, u8* smem) {
-    gemv_main_input(ctx, w, tile, smem);
+__device__ __noinline__ void run_gemv_input(const Ctx ctx, const Word w, int tile, u8* smem, bool primed) {
+    gemv_main_input(ctx, w, tile, smem, primed);
 }
 
-// All threads: the tile; true when it signals its completion counter (a split-K slice only if it landed last).
-__device__ __forceinline__ bool run_tile(const Ctx& ctx, const Word& w, int tile, u8* smem, u32* counters) {
+// All threads: the tile (`primed`: a GEMV tile's ring primed before its wait); true when it signals its
+// completion counter (a split-K slice only if it landed last).
+__device__ __forceinline__ bool run_tile(const Ctx& ctx, const Word& w, int tile, u8* smem, u32* counters,
+                                         bool primed) {
     switch (w.opcode()) {
         case OP_EMBED: embed_tile(ctx, w, tile); break;
         case OP_GDN_CORE: run_gdn(ctx, w, tile, smem); break;
@@ -158,9 +175,9 @@ __device__ __forceinline__ bool run_tile(const Ctx& ctx, const Word& w, int tile
         case OP_ATTN_MERGE: attn_merge_tile(ctx, w, tile); break;
         case OP_ARGMAX: argmax_tile(ctx, w, tile); break;
         case OP_HANDOFF: handoff_tile(ctx, w); break;
-        default:  // the GEMV family, its weights primed before the wait (interpret)
-            run_gemv_input(ctx, w, tile, smem);
-            return gemv_main_passes(ctx, w, tile, smem, counters);
+        default:  // the GEMV family
+            run_gemv_input(ctx, w, tile, smem, primed);
+            return gemv_main_passes(ctx, w, tile, smem, counters, primed);
     }
     return true;
 }
@@ -175,7 +192,7 @@ template <bool TRACE>
 __device__ inline void interpret(const Run& run) {
     extern __shared__ __align__(16) u8 smem[];
     __shared__ volatile Place at;
-    __shared__ volatile int go;
+    __shared__ volatile int go, primes;
     __shared__ volatile u64 trace_start, trace_ready;
     __shared__ volatile u32 trace_polls;
     const int G = gridDim.x, b = blockIdx.x;
@@ -194,14 +211,17 @@ __device__ inline void interpret(const Run& run) {
                 last = static_cast<int>(static_cast<long long>(b + 1) * T / G);
             }
             at.step = step, at.word = i, at.tile = tile, at.last = last, at.first = first;
+            // a GEMV tile primes its ring only if it will wait: a block that comes late to its word (its
+            // inputs met) takes its rows first, as the graph's tiles do (D51)
+            primes = step < run.steps && is_gemv(ctx.word(i).opcode()) &&
+                     !inputs_ready(run, ctx, ctx.word(i), tile, run.step_base + step);
             if (TRACE && step < run.steps && tile == first) trace_start = global_ns(), trace_polls = 0;
         }
         __syncthreads();
         if (at.step == run.steps) return;  // done
-        {  // a GEMV main tile's weights depend on no word: they stream while thread 0 waits (gemv_main_weights)
+        if (primes) {  // a GEMV tile's weights depend on no word: they stream while thread 0 waits
             const Ctx ctx{run.arena, run.weights, run.program};
-            const Word w = ctx.word(at.word);
-            if (is_gemv(w.opcode())) run_gemv_weights(ctx, w, at.tile, smem);
+            run_gemv_weights(ctx, ctx.word(at.word), at.tile, smem);
         }
         if (threadIdx.x == 0) {  // wait for the tile's inputs
             const Ctx ctx{run.arena, run.weights, run.program};
@@ -225,7 +245,7 @@ __device__ inline void interpret(const Run& run) {
         bool done;
         {
             const Ctx ctx{run.arena, run.weights, run.program};
-            done = run_tile(ctx, ctx.word(at.word), at.tile, smem, run.counters);
+            done = run_tile(ctx, ctx.word(at.word), at.tile, smem, run.counters, primes);
         }
         __syncthreads();  // the tile's writes are done (and its shared memory free)
         if (threadIdx.x == 0) {
