@@ -192,7 +192,7 @@ template <bool TRACE>
 __device__ inline void interpret(const Run& run) {
     extern __shared__ __align__(16) u8 smem[];
     __shared__ volatile Place at;
-    __shared__ volatile int go, primes;
+    __shared__ volatile int go, met, primes;
     __shared__ volatile u64 trace_start, trace_ready;
     __shared__ volatile u32 trace_polls;
     const int G = gridDim.x, b = blockIdx.x;
@@ -213,8 +213,9 @@ __device__ inline void interpret(const Run& run) {
             at.step = step, at.word = i, at.tile = tile, at.last = last, at.first = first;
             // a GEMV tile primes its ring only if it will wait: a block that comes late to its word (its
             // inputs met) takes its rows first, as the graph's tiles do (D51)
-            primes = step < run.steps && is_gemv(ctx.word(i).opcode()) &&
-                     !inputs_ready(run, ctx, ctx.word(i), tile, run.step_base + step);
+            const bool gemv = step < run.steps && is_gemv(ctx.word(i).opcode());
+            met = gemv && inputs_ready(run, ctx, ctx.word(i), tile, run.step_base + step);
+            primes = gemv && !met;
             if (TRACE && step < run.steps && tile == first) trace_start = global_ns(), trace_polls = 0;
         }
         __syncthreads();
@@ -227,7 +228,7 @@ __device__ inline void interpret(const Run& run) {
             const Ctx ctx{run.arena, run.weights, run.program};
             const int step = at.step, i = at.word, tile = at.tile;
             u32 polls = 0;
-            go = wait_tile(run, ctx, ctx.word(i), i, tile, run.step_base + step, polls) ? 1 : 0;
+            go = met || wait_tile(run, ctx, ctx.word(i), i, tile, run.step_base + step, polls) ? 1 : 0;
             if (!go) {  // stopped by the watchdog: where this block stood, for the host's stall report
                 volatile u32* place = run.error + ERROR_PLACES + 4 * b;
                 place[0] = step + 1, place[1] = i, place[2] = tile;
