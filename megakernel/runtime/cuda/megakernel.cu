@@ -1,12 +1,13 @@
 // The megakernel: one cooperatively launched, persistent kernel that interprets a compiled Program
 // (docs/ISA.md "Execution model"). Block b of G walks every word in order, step after step; of each word
-// it runs tiles [b T / G, (b + 1) T / G): a GEMV tile first primes its weight ring (weights depend on no
-// word: they stream while the block waits, D49); thread 0 waits until the tile's input counters reach
-// their targets (acquire loads, bounded by the watchdog); the block runs the same tile function the
-// discrete build launches (tiles.cuh) and signals the tile's counter with a release reduction. A split-K
-// slice signals only if it landed last and so finished its row group (gemv_tile.cuh gemv_finish_last, D50).
-// Completion counters are monotonic over a session: a wait in session step t with E arrivals per step and lag L
-// needs E (t + 1 - L); `step_base` is the session's steps already run through this kernel.
+// it runs tiles [b T / G, (b + 1) T / G): a GEMV tile whose inputs are not met yet first primes its weight
+// ring (weights depend on no word: they stream while the block waits, D49, D51); thread 0 waits until the
+// tile's input counters reach their targets (acquire loads, bounded by the watchdog); the block runs the
+// same tile function the discrete build launches (tiles.cuh) and signals the tile's counter with a release
+// reduction. A split-K slice signals only if it landed last and so finished its row group (gemv_tile.cuh
+// gemv_finish_last, D50). Completion counters are monotonic over a session: a wait in session step t with
+// E arrivals per step and lag L needs E (t + 1 - L); `step_base` is the session's steps already run through
+// this kernel.
 //
 // Watchdog: a wait that does not complete within `timeout_ns` writes one error record (first writer
 // wins) and raises the abort flag; every block polls that flag while it waits, so all blocks leave
