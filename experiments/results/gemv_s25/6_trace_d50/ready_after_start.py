@@ -13,7 +13,7 @@ import numpy as np
 from compiler import lower
 from megakernel.model.models import model_config
 
-saved = np.load(sys.argv[1])
+saved = np.load(sys.argv[1], allow_pickle=False)
 records = saved["records"].astype(np.int64)[1]  # pass 1: [words, blocks, 4]
 program = lower(model_config(str(saved["model"])), rows=1, capacity=int(saved["capacity"]))
 names = program.meta["instructions"]
