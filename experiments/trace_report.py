@@ -1,12 +1,13 @@
 """Where the megakernel's time goes, from a saved trace (CPU only): per opcode, the critical-path time of
-one traced pass against the graph build's per-word device time from a step_bench.json of the same
-commit, and optionally a timeline PNG of a window of that pass.
+one traced pass against the graph build's per-word device time of the same commit (a step_bench.json, or
+time_words.py's JSON of every word), and optionally a timeline PNG of a window of that pass.
 
   python experiments/trace_report.py --records experiments/results/trace_27b_records.npz \
       --graph experiments/results/step_bench.json [--plot layer.png --window 0,700]
 
 The records come from `megakernel trace --records` (the raw per-block records, the model, the context
-and the capacity the Program was lowered with, so the Program is rebuilt here bit for bit).
+and the capacity the Program was lowered with, so the Program is rebuilt here bit for bit); records saved
+before D50 (a reduce stage per word) are merged per block and word (trace.current_layout).
 """
 
 from __future__ import annotations
@@ -25,15 +26,18 @@ from megakernel.model.models import model_config
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", required=True, help=".npz written by megakernel trace --records")
-    parser.add_argument("--graph", required=True, help="step_bench.json with the graph's per-word device time")
+    parser.add_argument("--graph", required=True, help="the graph's per-word device time: step_bench.json, or "
+                        "time_words.py's JSON of every word at one M (its 1-row pass)")
     parser.add_argument("--step", type=int, default=1, help="the traced pass to report (>= 1)")
     parser.add_argument("--plot", help="timeline PNG of the pass")
     parser.add_argument("--window", help="microseconds from the pass's first start, e.g. 0,700")
     args = parser.parse_args()
     saved = np.load(args.records, allow_pickle=False)
-    records = saved["records"]
+    records = trace.current_layout(saved["records"])
     program = lower(model_config(str(saved["model"])), rows=1, capacity=int(saved["capacity"]))
-    graph = {k["index"]: k for k in json.load(open(args.graph))["kernels"]}
+    timed = json.load(open(args.graph))
+    kernels = timed["kernels"] if "kernels" in timed else next(p["kernels"] for p in timed["passes"] if p["rows"] == 1)
+    graph = {k["index"]: k for k in kernels}
     if len(graph) != len(program.words):
         raise SystemExit(f"{args.graph} describes {len(graph)} words, the traced Program has {len(program.words)}")
     added, gaps = trace.critical_path(records, args.step)

@@ -101,3 +101,21 @@ def test_timeline_png_window(program, tmp_path):
     path = tmp_path / "window.png"
     trace.timeline_png(fake_records(program, steps=2), program, str(path), step=1, window=(0.0, 1.0))
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_records_from_before_d50_read_as_one_record_per_block_and_word():
+    """Saved traces from the reduce-stage days ([passes, words, 2 stages, blocks, 4]) still read: a block's
+    main and reduce records of a word merge (earliest start, main ready, latest end, tiles and polls added)."""
+    old = np.zeros((1, 2, 2, 3, 4), np.uint64)
+    old[0, 0, 0, 0] = (100, 150, 400, 1 | (2 << 32))  # block 0: a main tile, then a reduce tile
+    old[0, 0, 1, 0] = (400, 450, 600, 1)
+    old[0, 0, 1, 1] = (300, 320, 500, 1)  # block 1: a reduce tile alone
+    old[0, 1, 0, 2] = (700, 710, 900, 2)
+    new = trace.current_layout(old)
+    assert new.shape == (1, 2, 3, 4)
+    assert new[0, 0, 0].tolist() == [100, 150, 600, 2 | (2 << 32)]
+    assert new[0, 0, 1].tolist() == [300, 320, 500, 1]
+    assert new[0, 0, 2].tolist() == [0, 0, 0, 0] and new[0, 1, 2].tolist() == [700, 710, 900, 2]
+    assert trace.current_layout(new) is new
+    with pytest.raises(ValueError, match="expected"):
+        trace.current_layout(np.zeros((1, 2, 3), np.uint64))

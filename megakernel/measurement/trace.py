@@ -29,6 +29,26 @@ class Slice:
     polls: int  # wait polls that slept (back-off) before the block's tiles could start
 
 
+def current_layout(records: np.ndarray) -> np.ndarray:
+    """Saved records as [steps, words, blocks, 4]. Records from before the reduce stage left the ISA (D50:
+    [steps, words, 2 stages, blocks, 4]) become one record per block and word: the earliest start, the
+    main stage's ready, the latest end, the tiles and polls of both (a reduce tile's time counts as its
+    block's work on the word)."""
+    if records.ndim == 4:
+        return records
+    if records.ndim != 5 or records.shape[2] != 2 or records.shape[-1] != 4:
+        raise ValueError(f"trace records of shape {records.shape}: expected [steps, words, blocks, 4]")
+    rec = records.astype(np.uint64)
+    ran = (rec[..., 3] & np.uint64(0xFFFFFFFF)) > 0
+    start = np.where(ran, rec[..., 0], np.uint64(np.iinfo(np.uint64).max)).min(axis=2)
+    out = np.zeros(rec.shape[:2] + rec.shape[3:], np.uint64)
+    out[..., 0] = np.where(ran.any(axis=2), start, 0)
+    out[..., 1] = np.where(ran[:, :, 0], rec[:, :, 0, :, 1], rec[:, :, 1, :, 1])
+    out[..., 2] = rec[..., 2].max(axis=2)
+    out[..., 3] = rec[..., 3].sum(axis=2)  # tiles in the low word, polls in the high one: both add
+    return out
+
+
 def slices(records: np.ndarray) -> list[Slice]:
     """The records [steps, words, blocks, 4] of blocks that ran tiles, times from the earliest start."""
     ran = (records[..., 3] & 0xFFFFFFFF) > 0
@@ -162,4 +182,4 @@ def timeline_png(records: np.ndarray, program, path: str, step: int = 0,
     plt.close(fig)
 
 
-__all__ = ["Slice", "slices", "chrome_trace", "opcode_table", "critical_path", "table_text", "timeline_png"]
+__all__ = ["Slice", "current_layout", "slices", "chrome_trace", "opcode_table", "critical_path", "table_text", "timeline_png"]
