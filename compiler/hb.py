@@ -264,7 +264,7 @@ class HappensBefore:
         self._reserve(first + count)
         span, at = slice(first, first + count), np.array(places, np.int64)
         group = np.array(groups, np.int64)
-        self.vc[span] = np.stack([self.counter_vc[(w.arrival_base + g, step)] for g in groups]) if count else 0
+        self.vc[span] = np.stack([self.counter_vc[(w.arrival_base + g, step)] for g in groups])
         self.seq[span], self.block[span] = self.seq[at], self.block[at]
         self.step[span], self.instr[span], self.stage[span] = step, index, 1
         self.t0[span], self.t1[span] = group, group + 1

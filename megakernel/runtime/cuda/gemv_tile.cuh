@@ -487,9 +487,10 @@ struct MainTile {
 // and how much of it. The megakernel primes before it waits for the tile's input counters (megakernel.cu
 // interpret): weights depend on nothing an earlier word writes, so they stream while the block waits and
 // while its prologue runs. A tile whose inputs are met when its block reaches it does not prime (D51): its
-// rows would queue behind the primed copies, ~5 us of issue on the word's latest blocks. There fp8 GEMV_RESIDUAL primes the whole ring (its rows go straight to x);
-// NORM_GEMV, NORM_GEMV_QKV and NORM_GATE_UP the ring less what their prologue stages at its end (norm_rows:
-// the m input rows and the norm weight's slice). The discrete build primes fp8 GEMV_RESIDUAL alone, right
+// rows would queue behind the primed copies, ~5 us of issue on the word's latest blocks. There fp8
+// GEMV_RESIDUAL primes the whole ring (its rows go straight to x); NORM_GEMV, NORM_GEMV_QKV and
+// NORM_GATE_UP the ring less what their prologue stages at its end (norm_rows: the m input rows and the norm
+// weight's slice). The discrete build primes fp8 GEMV_RESIDUAL alone, right
 // after its rows' copies (gemv_main_input): priming before griddepcontrol.wait, the norm words too, or the
 // weights ahead of the rows all measured 0.4-6.2 % slower for the graph step (D49; gemv.cuh
 // PRIMES_BEFORE_INPUTS).
