@@ -4,6 +4,9 @@ Nsight Compute to profile chosen launches: the kernels run in program order, one
   ncu --kernel-name tile_gemv --launch-count 24 --section SpeedOfLight ... \\
       python experiments/profile_step.py [--rows 8] [--context 1024]
 
+`--megakernel` runs two megakernel passes instead; profile the second (its code and data as a step leaves
+them): `--kernel-name regex:^megakernel$ --launch-skip 1 --launch-count 1`.
+
 Prints the launch list (index among the launches of each kernel, word, opcode, tiles, shared bytes) so a
 profile's launch numbers can be read back as words.
 """
@@ -26,6 +29,7 @@ def main() -> None:
     parser.add_argument("--model", default="synthetic:qwen3.5-27b")
     parser.add_argument("--rows", type=int, default=1)
     parser.add_argument("--context", type=int, default=1024)
+    parser.add_argument("--megakernel", action="store_true", help="two megakernel passes instead of an eager step")
     args = parser.parse_args()
     config = model_config(args.model)
     program = lower(config, rows=args.rows, sms=132, capacity=args.context + 64)
@@ -34,6 +38,16 @@ def main() -> None:
     runner = DiscreteProgram(program, weights, session)
     session.set_tokens([9707] * args.rows, config.vocab_size)
     session.set_position(args.context - 1)
+    if args.megakernel:
+        from megakernel.runtime.persistent import Megakernel
+
+        mega = Megakernel(program, weights, session)
+        for _ in range(2):
+            session.set_position(args.context - 1)
+            mega.launch(1)
+            cupy.cuda.Device().synchronize()
+        mega.check()
+        return
     seen: dict[str, int] = {}
     for word, launch in runner.launches:
         tiles, smem = launch.grid, launch.shared_bytes
