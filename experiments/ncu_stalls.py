@@ -137,12 +137,9 @@ def report(kernels: dict[str, list[Part]], top: int) -> str:
     out = ["| kernel | function | instructions | executed | lines (KB) | samples | no_inst | main stalls |",
            "|---|---|---|---|---|---|---|---|"]
     for name, parts in kernels.items():
-        whole = Part()
+        whole = Part(instructions=sum(p.instructions for p in parts))
         for p in parts:
-            whole.instructions += p.instructions
-            whole.executed |= p.executed
-            whole.samples += p.samples
-            whole.stalls.update(p.stalls)
+            whole.add(p)
         for label, p in [*enumerate(parts), ("all", whole)]:
             if not p.executed and not p.samples:
                 continue  # code this profile never ran

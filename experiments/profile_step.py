@@ -35,10 +35,8 @@ def main() -> None:
     program = lower(config, rows=args.rows, sms=132, capacity=args.context + 64)
     weights = device_weights(program, args.model, progress=False)
     session = DeviceSession(program)
-    runner = DiscreteProgram(program, weights, session)
     session.set_tokens([9707] * args.rows, config.vocab_size)
-    session.set_position(args.context - 1)
-    if args.megakernel:
+    if args.megakernel:  # no discrete kernels built: the profile holds the megakernel alone
         from megakernel.runtime.persistent import Megakernel
 
         mega = Megakernel(program, weights, session)
@@ -48,6 +46,8 @@ def main() -> None:
             cupy.cuda.Device().synchronize()
         mega.check()
         return
+    runner = DiscreteProgram(program, weights, session)
+    session.set_position(args.context - 1)
     seen: dict[str, int] = {}
     for word, launch in runner.launches:
         tiles, smem = launch.grid, launch.shared_bytes
