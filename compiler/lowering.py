@@ -161,7 +161,8 @@ class _Builder:
         q = self.buffer(f"{L}q", m, heads * hd, DType.BF16)
         gate = self.buffer(f"{L}gate", m, heads * hd, DType.BF16)
         keys, values = f"{L}k_cache", f"{L}v_cache"
-        scores = self.buffer(f"{L}scores", heads * m, self.capacity, DType.BF16)
+        # a scores row padded to whole 16-byte pieces: ATTN_PV stages 8-key pieces of it (attention.cuh KvStream)
+        scores = self.buffer(f"{L}scores", heads * m, -(-self.capacity // 8) * 8, DType.BF16)
         stats = self.buffer(f"{L}softmax_stats", heads * m, 2 * parts, DType.F32)
         partial = self.buffer(f"{L}attn_partial", heads * m, parts * hd, DType.F32)
         attn = self.buffer(f"{L}attn_out", m, heads * hd, DType.BF16)

@@ -95,7 +95,7 @@ def gemv_smem_bytes(program) -> int:
 
 def tile_smem_bytes(program) -> int:
     """Least dynamic shared memory a Program's tiles run with: its GEMV words' (gemv_smem_bytes), and where
-    it has attention words, their ring of two key chunks (attention.cuh ATTN_MIN_SMEM)."""
+    it has attention words, their ring of three key chunks (attention.cuh ATTN_MIN_SMEM)."""
     from isa import Op
 
     attention = any(w.opcode in (Op.ATTN_SCORES, Op.ATTN_PV) for w in program.words)

@@ -7,9 +7,9 @@
 // the group's heads: the rows of the partition (the union of the pass rows' ranges) stream through a ring
 // of ATTN_CHUNK-key slots in shared memory by async copies, and tensor-core mma computes the group x rows
 // queries ("query qi = head h x m + row r", up to 64, in 16-row m-tiles) against them: q.k (m16n8k16,
-// the keys as the 8 columns) and P.V (the keys as the k axis). Each (query, key) score is one warp's chain
-// of 16 mma steps over the 256 dims, and each (query, dim) P.V sum runs over 16-key k-steps aligned to
-// absolute key positions, keys outside the query row's own range entering with P = 0 (an exact +0 term):
+// the keys as the 8 columns) and P.V (the keys as the k axis). Each (query, key) score is two chains of 8
+// mma steps, over dims 0..127 and 128..255 (two warps), added; each (query, dim) P.V sum runs over 16-key
+// k-steps aligned to absolute key positions, keys outside the query row's own range entering with P = 0 (an exact +0 term):
 // a row's results never depend on the other rows present, so an M-row pass equals M one-row passes. The
 // fp32 order differs from the NumPy reference's BLAS order (NUMERICS.md: attention sums are not pinned).
 #pragma once
@@ -24,20 +24,33 @@ constexpr int ATTN_HEAD_DIM = 256;   // the tiles are specialised to head_dim 25
 constexpr int ATTN_CHUNK = 64;       // keys per ring slot
 constexpr int ATTN_MAX_DEPTH = 6;    // ring slots (copies_wait covers up to 6)
 constexpr int ATTN_MAX_QUERIES = ATTN_MAX_GROUP * MAX_ROWS;
+constexpr int ATTN_M_TILES = ATTN_MAX_QUERIES / 16;
+constexpr int ATTN_N_TILES = ATTN_CHUNK / 8;  // ATTN_SCORES: a chunk's 8-key n-tiles, two warps each
+static_assert(2 * ATTN_N_TILES == TILE_WARPS, "ATTN_SCORES: two warps an n-tile");
 // A staged key, value or query row: 256 bf16 and 16 bytes of padding, so that the 8 rows one ldmatrix reads
 // fall in distinct banks.
 constexpr int ATTN_ROW_BYTES = 2 * ATTN_HEAD_DIM + 16;
-constexpr int ATTN_SLOT_BYTES = ATTN_CHUNK * ATTN_ROW_BYTES;
+constexpr int ATTN_KEYS_BYTES = ATTN_CHUNK * ATTN_ROW_BYTES;
+// A ring slot: a chunk's key or value rows, then (ATTN_PV) each query's bf16 scores over the chunk's keys,
+// copied with the values so that no global load sits in the chunk's chain.
+constexpr int ATTN_SCORE_BYTES = 2 * ATTN_CHUNK;
+constexpr int ATTN_SLOT_BYTES = ATTN_KEYS_BYTES + ATTN_MAX_QUERIES * ATTN_SCORE_BYTES;
 constexpr int ATTN_P_ROW_BYTES = 2 * ATTN_CHUNK + 16;  // a query's bf16 probabilities over one chunk
+// ATTN_SCORES: the halves of the dims' sums an n-tile's two warps hand each other, per chunk: [n-tile][the
+// sender's half][m-tile][lane] float2.
+constexpr int ATTN_XCHG_BYTES = ATTN_N_TILES * 2 * ATTN_M_TILES * 32 * 8;
 // Dynamic shared memory before the ring: the queries (ATTN_SCORES) or two chunks' probabilities (ATTN_PV),
-// the queries' global max and sum (ATTN_PV), each pass row's key range in the partition (AttnTile).
-constexpr int ATTN_SMEM_FIXED = 34368;
-static_assert(ATTN_SMEM_FIXED == ATTN_MAX_QUERIES * ATTN_ROW_BYTES + 2 * 4 * ATTN_MAX_QUERIES + 2 * 4 * MAX_ROWS,
+// the exchanged halves (ATTN_SCORES), the queries' global max and sum (ATTN_PV), each query's key range in
+// the partition (AttnTile).
+constexpr int ATTN_SMEM_FIXED = 51200;
+static_assert(ATTN_SMEM_FIXED == ATTN_MAX_QUERIES * ATTN_ROW_BYTES + ATTN_XCHG_BYTES + 4 * 4 * ATTN_MAX_QUERIES,
               "ATTN_SMEM_FIXED");
 static_assert(2 * ATTN_MAX_QUERIES * ATTN_P_ROW_BYTES <= ATTN_MAX_QUERIES * ATTN_ROW_BYTES, "the P buffers fit");
-// The least the tiles run with: two ring slots (megakernel/runtime/cuda_build.py tile_smem_bytes).
-constexpr int ATTN_MIN_SMEM = 101952;
-static_assert(ATTN_MIN_SMEM == ATTN_SMEM_FIXED + 2 * ATTN_SLOT_BYTES, "ATTN_MIN_SMEM");
+// The least the tiles run with: three ring slots (ATTN_PV computes a chunk's probabilities while the chunk
+// before it is multiplied; megakernel/runtime/cuda_build.py tile_smem_bytes).
+constexpr int ATTN_MIN_DEPTH = 3;
+constexpr int ATTN_MIN_SMEM = 177152;
+static_assert(ATTN_MIN_SMEM == ATTN_SMEM_FIXED + ATTN_MIN_DEPTH * ATTN_SLOT_BYTES, "ATTN_MIN_SMEM");
 
 __device__ __forceinline__ void partition_bounds(int length, int p, int parts, int& lo, int& hi) {
     lo = static_cast<int>(static_cast<long long>(p) * length / parts);
@@ -59,14 +72,24 @@ __device__ __forceinline__ void copy_async16_or_zero(u32 dst, const void* src, b
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0) : "memory");
 }
 
+// The two warps of warp pair `id` (1..8; 0 is __syncthreads') meet.
+__device__ __forceinline__ void pair_sync(int id) {
+    asm volatile("bar.sync %0, 64;" ::"r"(id) : "memory");
+}
+
 // The keys (or values) of one partition's tile: rows [c0, end) of KV head kv, c0 a multiple of 16 at or
-// below the first row's lo, end the last row's hi (rows past it are zeros in the ring).
+// below the first row's lo, end the last row's hi (rows past it are zeros in the ring). ATTN_PV also stages
+// each query's scores over the chunk's keys (`scores`: query 0's row; the rows' stride a multiple of 8, so
+// every 8-key piece is 16-byte aligned: compiler/lowering.py pads it); pieces past `end` are not copied.
 struct KvStream {
     const bf16* cache;  // the cache's row 0 at KV head kv's columns
-    int stride, c0, end, chunks, depth;
+    const bf16* scores;
+    int stride, score_stride, queries, c0, end, chunks, depth;
     u32 ring;
-    __device__ KvStream(const Buffer& buf, int kv, int pos, int m, int part, int parts, u32 ring, int ring_bytes)
-        : cache(buf.at<bf16>(0, kv * ATTN_HEAD_DIM)), stride(buf.cols), ring(ring) {
+    __device__ KvStream(const Buffer& buf, int kv, int pos, int m, int part, int parts, u32 ring, int ring_bytes,
+                        const bf16* scores, int score_stride, int queries)
+        : cache(buf.at<bf16>(0, kv * ATTN_HEAD_DIM)), scores(scores), stride(buf.cols), score_stride(score_stride),
+          queries(queries), ring(ring) {
         int lo, hi;
         partition_bounds(pos + 1, part, parts, lo, hi);
         c0 = lo / 16 * 16;
@@ -83,6 +106,14 @@ struct KvStream {
                 copy_async16_or_zero(slot(c) + row * ATTN_ROW_BYTES + 16 * piece,
                                      cache + static_cast<size_t>(t < end ? t : 0) * stride + 8 * piece, t < end);
             }
+            if (scores != nullptr) {
+                for (int i = threadIdx.x; i < queries * 8; i += TILE_THREADS) {
+                    const int qi = i >> 3, t = c0 + c * ATTN_CHUNK + 8 * (i & 7);
+                    if (t < end)
+                        copy_async16(slot(c) + ATTN_KEYS_BYTES + qi * ATTN_SCORE_BYTES + 16 * (i & 7),
+                                     scores + static_cast<size_t>(qi) * score_stride + t);
+                }
+            }
         }
         copies_commit();
     }
@@ -90,52 +121,73 @@ struct KvStream {
     __device__ void start() const {
         for (int c = 0; c < depth - 1; ++c) stage(c);
     }
-    // Chunk c has landed and every thread is past chunk c - 1 (its slot free): all threads. `before_sync`
-    // runs between the wait and the barrier.
-    template <class F>
-    __device__ void next(int c, F before_sync) const {
+    // Chunk c has landed and every thread is past chunk c - 1 (its slot free): all threads.
+    __device__ void next(int c) const {
         copies_wait(depth - 2);
-        before_sync();
+        __syncthreads();
+        stage(c + depth - 1);
+    }
+    // As next, but chunk c + 1 has landed too (ATTN_PV reads its scores while chunk c is multiplied).
+    __device__ void next_ahead(int c) const {
+        copies_wait(depth - 3);
         __syncthreads();
         stage(c + depth - 1);
     }
 };
 
-// What both tiles of (KV head, partition) read off their word, and their shared memory before the ring.
+// What both tiles of (KV head, partition) read off their word, and their shared memory before the ring
+// (reached by constant offsets from `base`, so that one pointer, not six, stays live in the chunk loops).
+constexpr int ATTN_XCHG_AT = ATTN_MAX_QUERIES * ATTN_ROW_BYTES;
+constexpr int ATTN_ROW_MAX_AT = ATTN_XCHG_AT + ATTN_XCHG_BYTES;
+constexpr int ATTN_ROW_SUM_AT = ATTN_ROW_MAX_AT + 4 * ATTN_MAX_QUERIES;
+constexpr int ATTN_LO_AT = ATTN_ROW_SUM_AT + 4 * ATTN_MAX_QUERIES;
+constexpr int ATTN_HI_AT = ATTN_LO_AT + 4 * ATTN_MAX_QUERIES;
+static_assert(ATTN_HI_AT + 4 * ATTN_MAX_QUERIES == ATTN_SMEM_FIXED, "the fixed part's layout");
 struct AttnTile {
     int hd, parts, group, kv, part, m, queries, m_tiles, pos;
     u8* base;
-    float* row_max;  // ATTN_PV: each query's global max and sum
-    float* row_sum;
-    int* lo;  // row r's keys in the partition: [lo[r], hi[r])
-    int* hi;
-    // Threads < m fill lo and hi; the caller syncs before they are read.
+    // Threads < ATTN_MAX_QUERIES fill lo and hi; the caller syncs before they are read.
     __device__ AttnTile(const Ctx& ctx, const Word& w, int tile, u8* smem)
         : hd(w.p(2)), parts(w.p(3)), group(w.p(0) / w.p(1)), kv(tile / parts), part(tile % parts), m(w.rows()),
           queries(group * m), m_tiles((queries + 15) / 16), pos(ctx.control()[w.ctrl_base() + CTRL_POSITION]),
-          base(smem),
-          row_max(reinterpret_cast<float*>(smem + ATTN_MAX_QUERIES * ATTN_ROW_BYTES)),
-          row_sum(row_max + ATTN_MAX_QUERIES),
-          lo(reinterpret_cast<int*>(row_sum + ATTN_MAX_QUERIES)),
-          hi(lo + MAX_ROWS) {
-        if (threadIdx.x < m) partition_bounds(pos + threadIdx.x + 1, part, parts, lo[threadIdx.x], hi[threadIdx.x]);
+          base(smem) {
+        const int qi = threadIdx.x;
+        if (qi < ATTN_MAX_QUERIES) {
+            int l = 0, h = 0;
+            if (qi < queries) partition_bounds(pos + qi % m + 1, part, parts, l, h);
+            lo(qi) = l, hi(qi) = h;
+        }
+    }
+    // query qi's keys in the partition: [lo(qi), hi(qi)) (empty past the last query)
+    __device__ int& lo(int qi) const { return reinterpret_cast<int*>(base + ATTN_LO_AT)[qi]; }
+    __device__ int& hi(int qi) const { return reinterpret_cast<int*>(base + ATTN_HI_AT)[qi]; }
+    // ATTN_PV: each query's global max and sum
+    __device__ float& row_max(int qi) const { return reinterpret_cast<float*>(base + ATTN_ROW_MAX_AT)[qi]; }
+    __device__ float& row_sum(int qi) const { return reinterpret_cast<float*>(base + ATTN_ROW_SUM_AT)[qi]; }
+    // ATTN_SCORES: where sender `half` of n-tile nt puts its lane's halves of m-tile 0 (m-tile mt: + 256 mt),
+    // a shared-memory address (32 bits, not a generic pointer's 64: the tile is tight on registers)
+    __device__ u32 xchg(int nt, int half, int lane) const {
+        return smem_addr(base) + ATTN_XCHG_AT + ((2 * nt + half) * ATTN_M_TILES * 32 + lane) * 8;
     }
     __device__ u32 ring() const { return smem_addr(base) + ATTN_SMEM_FIXED; }
     __device__ int ring_bytes() const { return static_cast<int>(dynamic_smem_bytes()) - ATTN_SMEM_FIXED; }
-    // The partition's keys or values through the ring.
-    __device__ KvStream stream(const Buffer& cache) const {
-        return KvStream(cache, kv, pos, m, part, parts, ring(), ring_bytes());
+    // The partition's keys or values through the ring (and for ATTN_PV the scores of query 0's row `scores`).
+    __device__ KvStream stream(const Buffer& cache, const bf16* scores = nullptr, int score_stride = 0) const {
+        return KvStream(cache, kv, pos, m, part, parts, ring(), ring_bytes(), scores, score_stride, queries);
     }
 };
 
 // Scores bf16(bf16(q . k) * scale) of the group's heads for the partition's keys -> scores rows
 // (head m-major: head * M + row), then (max, sum exp(s - max)) per head -> stats columns 2p, 2p + 1.
+// Warps w and w + 8 take n-tile w % 8 (8 keys) of every chunk for every m-tile, each over half the dims
+// (warp w dims 0..127, warp w + 8 dims 128..255, one chain of 8 mma steps each); each hands the other the
+// sums of the key column the other finishes (even keys: warp w, odd: w + 8), which adds the two halves.
 __device__ inline void attn_scores_tile(const Ctx& ctx, const Word& w, int tile, u8* smem) {
     const AttnTile sm(ctx, w, tile, smem);
     const int hd = sm.hd, group = sm.group, kv = sm.kv, part = sm.part, m = sm.m, queries = sm.queries;
     const int m_tiles = sm.m_tiles;
     const float scale = w.pf(4);
-    const Buffer q = ctx.buffer(w.buf_in()), scores = ctx.buffer(w.buf_out()), stats = ctx.buffer(w.buf_aux1());
+    const Buffer q = ctx.buffer(w.buf_in()), scores = ctx.buffer(w.buf_out());
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
     const u32 qs = smem_addr(smem);
     const KvStream kvs = sm.stream(ctx.buffer(w.buf_aux0()));
@@ -147,54 +199,59 @@ __device__ inline void attn_scores_tile(const Ctx& ctx, const Word& w, int tile,
                              qi < queries);
     }
     kvs.start();
-    // warp w: the 8 keys of n-tile w % 8 of each chunk, for m-tiles w / 8 and w / 8 + 2. Each (query, key
-    // residue mod 64) keeps a running (max, sum of exp(s - max)) over its keys in key order, rescaled when
+    // This lane finishes, per m-tile, rows g and g + 8 at key 8 nt + 2 t4 + half of each chunk. Each (query,
+    // key residue mod 64) keeps a running (max, sum of exp(s - max)) over its keys in key order, rescaled when
     // the max grows; the 64 residues are combined in order at the end. Both depend on key positions only.
-    const int nt = warp & 7, mt0 = warp >> 3;
-    float run_max[2][4], run_sum[2][4];
+    const int nt = warp % ATTN_N_TILES, half = warp / ATTN_N_TILES, key = 8 * nt + 2 * t4 + half;
+    bf16* const score_rows = scores.at<bf16>(kv * group * m, 0);  // query qi's row: + qi * scores.cols
+    float run_max[ATTN_M_TILES][2], run_sum[ATTN_M_TILES][2];
 #pragma unroll
-    for (int e = 0; e < 8; ++e) run_max[e >> 2][e & 3] = neg_inf(), run_sum[e >> 2][e & 3] = 0.0f;
+    for (int e = 0; e < 2 * ATTN_M_TILES; ++e) run_max[e >> 1][e & 1] = neg_inf(), run_sum[e >> 1][e & 1] = 0.0f;
+    const u32 kb0 = (8 * nt + (lane & 7)) * ATTN_ROW_BYTES + 16 * (lane >> 3) + ATTN_HEAD_DIM * half;
+    const u32 qb = qs + (lane & 15) * ATTN_ROW_BYTES + 16 * (lane >> 4) + ATTN_HEAD_DIM * half;
+    const u32 mine = sm.xchg(nt, half, lane), theirs = sm.xchg(nt, 1 - half, lane);
     for (int c = 0; c < kvs.chunks; ++c) {
-        kvs.next(c, [] {});
-        if (mt0 >= m_tiles) continue;
-        float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
-        const u32 kb = kvs.slot(c) + (8 * nt + (lane & 7)) * ATTN_ROW_BYTES + 16 * (lane >> 3);
-#pragma unroll 4
-        for (int ks = 0; ks < ATTN_HEAD_DIM / 16; ks += 2) {  // two k-steps of 16 dims per B load
-            u32 b[4];
-            ldmatrix_x4(b, kb + 32 * ks);
+        kvs.next(c);
+        const u32 kb = kvs.slot(c) + kb0;
+        const int t = kvs.c0 + c * ATTN_CHUNK + key;
+        // one m-tile at a time, so that only its four sums are live
 #pragma unroll
-            for (int i = 0; i < 2; ++i) {
-                const int mt = mt0 + 2 * i;
-                if (mt >= m_tiles) break;
-                const u32 qa = qs + (16 * mt + (lane & 15)) * ATTN_ROW_BYTES + 16 * (lane >> 4) + 32 * ks;
-                u32 a[4];
+        for (int mt = 0; mt < ATTN_M_TILES; ++mt) {
+            if (mt >= m_tiles) break;
+            float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+            for (int ks = 0; ks < ATTN_HEAD_DIM / 32; ks += 2) {  // two k-steps of 16 dims per B load
+                u32 a[4], b[4];
+                ldmatrix_x4(b, kb + 32 * ks);
+                const u32 qa = qb + 16 * mt * ATTN_ROW_BYTES + 32 * ks;
                 ldmatrix_x4(a, qa);
-                mma_16816<false>(acc[i], a, {b[0], b[1]});
+                mma_16816<false>(acc, a, {b[0], b[1]});
                 ldmatrix_x4(a, qa + 32);
-                mma_16816<false>(acc[i], a, {b[2], b[3]});
+                mma_16816<false>(acc, a, {b[2], b[3]});
             }
-        }
+            // acc[e]: row g + 8 (e >> 1), key 2 t4 + (e & 1) of the n-tile; this warp keeps e & 1 == half
+            // (selected, not indexed by half: an index known only at run time would put acc in local memory).
+            const float2 give = half ? make_float2(acc[0], acc[2]) : make_float2(acc[1], acc[3]);
+            asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(mine + 256 * mt), "f"(give.x), "f"(give.y) : "memory");
+            pair_sync(1 + nt);
+            float2 other;
+            asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f"(other.x), "=f"(other.y) : "r"(theirs + 256 * mt) : "memory");
 #pragma unroll
-        for (int i = 0; i < 2; ++i) {
-            const int mt = mt0 + 2 * i;
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const int qi = 16 * mt + g + 8 * (e >> 1), t = kvs.c0 + c * ATTN_CHUNK + 8 * nt + 2 * t4 + (e & 1);
-                if (mt >= m_tiles || qi >= queries) continue;
-                const int h = qi / m, r = qi % m;
-                if (t < sm.lo[r] || t >= sm.hi[r]) continue;
-                const bf16 v = to_bf16(mul_rn(round_bf16(acc[i][e]), scale));
-                *scores.at<bf16>((kv * group + h) * m + r, t) = v;
+            for (int sel = 0; sel < 2; ++sel) {
+                const int qi = 16 * mt + g + 8 * sel;
+                if (t < sm.lo(qi) || t >= sm.hi(qi)) continue;  // outside the query row's keys, or past the queries
+                // the two halves' sums (fp32 addition commutes: the same bits in either warp)
+                const float dot = add_rn(half ? acc[1 + 2 * sel] : acc[2 * sel], sel ? other.y : other.x);
+                const bf16 v = to_bf16(mul_rn(round_bf16(dot), scale));
+                score_rows[static_cast<size_t>(qi) * scores.cols + t] = v;
                 const float x = bf(v);
-                float& mx = run_max[i][e];
-                float& sum = run_sum[i][e];
-                if (x > mx) {
-                    sum = add_rn(mul_rn(sum, expf(sub_rn(mx, x))), 1.0f);
-                    mx = x;
-                } else {
-                    sum = add_rn(sum, expf(sub_rn(x, mx)));
-                }
+                float& mx = run_max[mt][sel];
+                float& sum = run_sum[mt][sel];
+                // a new max rescales the sum and adds exp(0) = 1; else the sum adds exp(x - max): one expf
+                const bool grows = x > mx;
+                const float e = expf(grows ? sub_rn(mx, x) : sub_rn(x, mx));
+                sum = grows ? add_rn(mul_rn(sum, e), 1.0f) : add_rn(sum, e);
+                mx = grows ? x : mx;
             }
         }
     }
@@ -202,18 +259,17 @@ __device__ inline void attn_scores_tile(const Ctx& ctx, const Word& w, int tile,
     __syncthreads();  // the ring is free: it takes the residues' (max, sum) [query][64]
     float2* residues = reinterpret_cast<float2*>(smem + ATTN_SMEM_FIXED);
     static_assert(ATTN_MAX_QUERIES * ATTN_CHUNK * 8 <= ATTN_SLOT_BYTES, "the residues fit one ring slot");
-    if (mt0 < m_tiles) {
+    const int residue = (kvs.c0 + key) % ATTN_CHUNK;
 #pragma unroll
-        for (int i = 0; i < 2; ++i) {
+    for (int mt = 0; mt < ATTN_M_TILES; ++mt) {
 #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const int qi = 16 * (mt0 + 2 * i) + g + 8 * (e >> 1);
-                const int residue = (kvs.c0 + 8 * nt + 2 * t4 + (e & 1)) % ATTN_CHUNK;
-                if (mt0 + 2 * i < m_tiles && qi < queries) residues[qi * ATTN_CHUNK + residue] = make_float2(run_max[i][e], run_sum[i][e]);
-            }
+        for (int sel = 0; sel < 2; ++sel) {
+            const int qi = 16 * mt + g + 8 * sel;
+            if (mt < m_tiles && qi < queries) residues[qi * ATTN_CHUNK + residue] = make_float2(run_max[mt][sel], run_sum[mt][sel]);
         }
     }
     __syncthreads();
+    const Buffer stats = ctx.buffer(w.buf_aux1());
     for (int qi = warp; qi < queries; qi += TILE_WARPS) {  // a warp per query: lane l combines residues l, l + 32
         const float2 lo_part = residues[qi * ATTN_CHUNK + lane], hi_part = residues[qi * ATTN_CHUNK + lane + 32];
         const float mx = warp_max(fmaxf(lo_part.x, hi_part.x));
@@ -239,63 +295,61 @@ __device__ inline void combined_stats(const float* st, int parts, float& mx, flo
 }
 
 // P = bf16(exp(s - max) / sum) for the partition's keys (the row's global max and sum); fp32 P.V -> partial
-// rows, columns [p hd, (p + 1) hd). Warp w computes dims [16 w, 16 w + 16) of every query.
+// rows, columns [p hd, (p + 1) hd). Warp w computes dims [16 w, 16 w + 16) of every query. A chunk's scores
+// come with its values (KvStream::stage); its probabilities are computed while the chunk before it is
+// multiplied, into the other of two P buffers.
 __device__ inline void attn_pv_tile(const Ctx& ctx, const Word& w, int tile, u8* smem) {
-    constexpr int M_TILES = ATTN_MAX_QUERIES / 16;
     const AttnTile sm(ctx, w, tile, smem);
     const int hd = sm.hd, group = sm.group, kv = sm.kv, part = sm.part, m = sm.m, queries = sm.queries;
     const int m_tiles = sm.m_tiles, parts = sm.parts;
     const Buffer scores = ctx.buffer(w.buf_in()), stats = ctx.buffer(w.buf_aux1()), partial = ctx.buffer(w.buf_out());
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
     const u32 probs = smem_addr(smem);  // [2][query][chunk key] bf16, rows of ATTN_P_ROW_BYTES
-    const KvStream kvs = sm.stream(ctx.buffer(w.buf_aux0()));
+    const KvStream kvs = sm.stream(ctx.buffer(w.buf_aux0()), scores.at<bf16>(kv * group * m, 0), scores.cols);
     kvs.start();
     if (threadIdx.x < queries) {
         float mx, total;
         combined_stats(stats.at<float>(kv * group * m + threadIdx.x, 0), parts, mx, total);
-        sm.row_max[threadIdx.x] = mx, sm.row_sum[threadIdx.x] = total;
+        sm.row_max(threadIdx.x) = mx, sm.row_sum(threadIdx.x) = total;
     }
-    __syncthreads();
-    float acc[M_TILES][2][4];
+    // Chunk c's probabilities into P buffer c & 1 (0 outside a query row's own keys, and past the queries):
+    // thread i takes key i % 64 of queries i / 64, i / 64 + 8, .. (the m-tiles' rows). Its scores have landed
+    // and every thread is past the last reads of that buffer.
+    const int pkey = threadIdx.x % ATTN_CHUNK, pquery = threadIdx.x / ATTN_CHUNK;
+    static_assert(TILE_THREADS / ATTN_CHUNK == 8, "probabilities: 8 queries a round");
+    auto probabilities = [&](int c) {
+        const u8* staged = smem + ATTN_SMEM_FIXED + (c % kvs.depth) * ATTN_SLOT_BYTES + ATTN_KEYS_BYTES;
+        bf16* pr = reinterpret_cast<bf16*>(smem + (c & 1) * ATTN_MAX_QUERIES * ATTN_P_ROW_BYTES);
+        const int t = kvs.c0 + c * ATTN_CHUNK + pkey;
+#pragma unroll 1
+        for (int qi = pquery; qi < 16 * m_tiles; qi += TILE_THREADS / ATTN_CHUNK) {
+            float p = 0.0f;
+            if (t >= sm.lo(qi) && t < sm.hi(qi)) {
+                const float s = bf(reinterpret_cast<const bf16*>(staged + qi * ATTN_SCORE_BYTES)[pkey]);
+                p = round_bf16(div_rn(expf(sub_rn(s, sm.row_max(qi))), sm.row_sum(qi)));
+            }
+            pr[qi * (ATTN_P_ROW_BYTES / 2) + pkey] = to_bf16(p);
+        }
+    };
+    float acc[ATTN_M_TILES][2][4];
 #pragma unroll
-    for (int mt = 0; mt < M_TILES; ++mt)
+    for (int mt = 0; mt < ATTN_M_TILES; ++mt)
 #pragma unroll
         for (int e = 0; e < 8; ++e) acc[mt][e >> 2][e & 3] = 0.0f;
+    copies_wait(kvs.depth - 2);  // chunk 0
+    __syncthreads();
+    if (kvs.chunks > 0) probabilities(0);
     for (int c = 0; c < kvs.chunks; ++c) {
+        kvs.next_ahead(c);
+        if (c + 1 < kvs.chunks) probabilities(c + 1);
         const u32 pc = probs + (c & 1) * ATTN_MAX_QUERIES * ATTN_P_ROW_BYTES;
-        // this chunk's probabilities (0 outside a query row's own keys, and past the queries): thread i takes
-        // elements i, i + TILE_THREADS, .. of the [query][key] grid, BATCH scores' loads in flight at once
-        kvs.next(c, [&] {
-            constexpr int BATCH = 4;  // loads in flight per thread (all 8 at once spilled the megakernel's call)
-            bf16* pr = reinterpret_cast<bf16*>(smem + (c & 1) * ATTN_MAX_QUERIES * ATTN_P_ROW_BYTES);
-#pragma unroll 1
-            for (int i0 = threadIdx.x; i0 < m_tiles * 16 * ATTN_CHUNK; i0 += BATCH * TILE_THREADS) {
-                float s[BATCH];
-                u32 have = 0;
-#pragma unroll
-                for (int k = 0; k < BATCH; ++k) {
-                    const int i = i0 + k * TILE_THREADS, qi = i / ATTN_CHUNK, t = kvs.c0 + c * ATTN_CHUNK + i % ATTN_CHUNK;
-                    if (qi < queries && t >= sm.lo[qi % m] && t < sm.hi[qi % m]) {
-                        s[k] = bf(*scores.at<bf16>(kv * group * m + qi, t));
-                        have |= 1u << k;
-                    }
-                }
-#pragma unroll
-                for (int k = 0; k < BATCH; ++k) {
-                    const int i = i0 + k * TILE_THREADS, qi = i / ATTN_CHUNK;
-                    float p = 0.0f;
-                    if (have >> k & 1) p = round_bf16(div_rn(expf(sub_rn(s[k], sm.row_max[qi])), sm.row_sum[qi]));
-                    if (qi < ATTN_MAX_QUERIES) pr[qi * (ATTN_P_ROW_BYTES / 2) + i % ATTN_CHUNK] = to_bf16(p);
-                }
-            }
-        });
         const u32 vb = kvs.slot(c) + ((lane & 7) + 8 * ((lane >> 3) & 1)) * ATTN_ROW_BYTES + 2 * (16 * warp + 8 * (lane >> 4));
 #pragma unroll
         for (int ks = 0; ks < ATTN_CHUNK / 16; ++ks) {
             u32 b[4];  // values: keys 16 ks.. as the k axis, dims 16 warp .. + 7 (b0, b1) and + 8 .. + 15 (b2, b3)
             ldmatrix_x4_trans(b, vb + 16 * ks * ATTN_ROW_BYTES);
 #pragma unroll
-            for (int mt = 0; mt < M_TILES; ++mt) {
+            for (int mt = 0; mt < ATTN_M_TILES; ++mt) {
                 if (mt >= m_tiles) break;
                 u32 a[4];
                 ldmatrix_x4(a, pc + (16 * mt + (lane & 15)) * ATTN_P_ROW_BYTES + 16 * (lane >> 4) + 32 * ks);
@@ -306,7 +360,7 @@ __device__ inline void attn_pv_tile(const Ctx& ctx, const Word& w, int tile, u8*
     }
     asm volatile("cp.async.wait_group 0;" ::: "memory");
 #pragma unroll
-    for (int mt = 0; mt < M_TILES; ++mt) {
+    for (int mt = 0; mt < ATTN_M_TILES; ++mt) {
 #pragma unroll
         for (int e = 0; e < 8; e += 2) {
             const int qi = 16 * mt + g + 8 * ((e >> 1) & 1), d = 16 * warp + 8 * (e >> 2) + 2 * t4;
