@@ -121,15 +121,10 @@ struct KvStream {
     __device__ void start() const {
         for (int c = 0; c < depth - 1; ++c) stage(c);
     }
-    // Chunk c has landed and every thread is past chunk c - 1 (its slot free): all threads.
-    __device__ void next(int c) const {
-        copies_wait(depth - 2);
-        __syncthreads();
-        stage(c + depth - 1);
-    }
-    // As next, but chunk c + 1 has landed too (ATTN_PV reads its scores while chunk c is multiplied).
-    __device__ void next_ahead(int c) const {
-        copies_wait(depth - 3);
+    // Chunks c .. c + ahead have landed and every thread is past chunk c - 1 (its slot free): all threads.
+    // ATTN_PV asks for ahead = 1: it reads chunk c + 1's scores while chunk c is multiplied.
+    __device__ void next(int c, int ahead = 0) const {
+        copies_wait(depth - 2 - ahead);
         __syncthreads();
         stage(c + depth - 1);
     }
@@ -340,7 +335,7 @@ __device__ inline void attn_pv_tile(const Ctx& ctx, const Word& w, int tile, u8*
     __syncthreads();
     if (kvs.chunks > 0) probabilities(0);
     for (int c = 0; c < kvs.chunks; ++c) {
-        kvs.next_ahead(c);
+        kvs.next(c, 1);
         if (c + 1 < kvs.chunks) probabilities(c + 1);
         const u32 pc = probs + (c & 1) * ATTN_MAX_QUERIES * ATTN_P_ROW_BYTES;
         const u32 vb = kvs.slot(c) + ((lane & 7) + 8 * ((lane >> 3) & 1)) * ATTN_ROW_BYTES + 2 * (16 * warp + 8 * (lane >> 4));
