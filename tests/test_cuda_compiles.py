@@ -105,6 +105,7 @@ def test_gemv_tiles_fit_the_h200_shared_memory_with_a_ring(rows):
     27B target and the MTP programs, over the full or the working vocabulary (the megakernel's static
     shared memory taken off too)."""
     from compiler import lower, lower_mtp
+    from isa import Op
     from megakernel.runtime import cuda_build
     from megakernel.model.config import preset
 
@@ -113,9 +114,12 @@ def test_gemv_tiles_fit_the_h200_shared_memory_with_a_ring(rows):
                     lower_mtp(config, rows=rows, sms=132, capacity=64, working_vocab=True)):
         need = cuda_build.gemv_smem_bytes(program)
         assert need <= H200_MAX_DYNAMIC_SMEM - 4096, f"{need} bytes needed, M = {rows}"
-        # and the attention tiles' two-chunk ring, which every Program with attention words needs
+        # and the attention tiles' three-chunk ring and the GDN tile's state, which every Program with those
+        # words needs
         tiles = cuda_build.tile_smem_bytes(program)
-        assert max(need, cuda_build.define(CUDA_DIR / "attention.cuh", "ATTN_MIN_SMEM")) == tiles
+        has_gdn = any(w.opcode == Op.GDN_CORE for w in program.words)
+        gdn = cuda_build.define(CUDA_DIR / "gdn.cuh", "GDN_MIN_SMEM") if has_gdn else 0
+        assert max(need, cuda_build.define(CUDA_DIR / "attention.cuh", "ATTN_MIN_SMEM"), gdn) == tiles
         assert tiles <= H200_MAX_DYNAMIC_SMEM - 4096, f"{tiles} bytes needed, M = {rows}"
 
 

@@ -94,12 +94,15 @@ def gemv_smem_bytes(program) -> int:
 
 
 def tile_smem_bytes(program) -> int:
-    """Least dynamic shared memory a Program's tiles run with: its GEMV words' (gemv_smem_bytes), and where
-    it has attention words, their ring of three key chunks (attention.cuh ATTN_MIN_SMEM)."""
+    """Least dynamic shared memory a Program's tiles run with: its GEMV words' (gemv_smem_bytes), where it
+    has attention words their ring of three key chunks (attention.cuh ATTN_MIN_SMEM), and where it has
+    GDN_CORE words the head's state and inputs (gdn.cuh GDN_MIN_SMEM)."""
     from isa import Op
 
     attention = any(w.opcode in (Op.ATTN_SCORES, Op.ATTN_PV) for w in program.words)
-    return max(gemv_smem_bytes(program), define(CUDA_DIR / "attention.cuh", "ATTN_MIN_SMEM") if attention else 0)
+    gdn = any(w.opcode == Op.GDN_CORE for w in program.words)
+    return max(gemv_smem_bytes(program), define(CUDA_DIR / "attention.cuh", "ATTN_MIN_SMEM") if attention else 0,
+               define(CUDA_DIR / "gdn.cuh", "GDN_MIN_SMEM") if gdn else 0)
 
 
 def gemv_word_smem(program, w, depth: int) -> int:

@@ -29,9 +29,8 @@ constexpr int ERROR_PLACES = ERROR_WORDS + 2;  // then per block: step + 1 (0: n
 constexpr int TRACE_WORDS = 8;      // u64 start, u64 ready, u64 end, u32 tiles, u32 wait polls
 
 // The megakernel takes all the dynamic shared memory the device allows (persistent.py checks it holds the
-// GEMV tiles' fixed part and least ring, and the attention tiles' two key chunks); the GDN tile uses the
-// same bytes.
-static_assert(sizeof(GdnSmem) <= GEMV_SMEM_FIXED + GEMV_MIN_RING, "the GDN tile must fit the GEMV tiles' shared memory");
+// GEMV tiles' fixed part and least ring, the attention tiles' three key chunks and the GDN tile's
+// GDN_MIN_SMEM: cuda_build.tile_smem_bytes).
 
 struct Run {
     u8* arena;
