@@ -45,6 +45,12 @@ __device__ __forceinline__ int gdn_state_piece(int warp, int line, int piece) { 
     return warp * (GDN_WARP_COLS * GDN_DK * 4) + line * 128 + 16 * (piece ^ (line / GDN_QUARTERS));
 }
 
+// Where in sm.state the 16 bytes lane copies at step i of a warp's coalesced pass sit: bytes [512 i + 16
+// lane, + 16) of the warp's 4 KB, which are piece lane % 8 of line 4 i + lane / 8.
+__device__ __forceinline__ int gdn_state_step(int warp, int i, int lane) {
+    return gdn_state_piece(warp, 4 * i + lane / 8, lane % 8);
+}
+
 struct GdnConvInputs {
     alignas(16) bf16 raw[GDN_MAX_RAW][GDN_RAW_COLS];  // raw inputs of positions first - K + 1 .. pos + m - 1
     float taps[GDN_MAX_KERNEL][GDN_RAW_COLS];
@@ -80,10 +86,10 @@ __device__ inline void stage_raw(const Buffer& buf, int row0, int R, int n, int 
     const size_t align = reinterpret_cast<size_t>(buf.base) | static_cast<size_t>(2 * buf.cols) |
                          static_cast<size_t>(2 * key_dim) | static_cast<size_t>(2 * v_first) | static_cast<size_t>(2 * width);
     const int piece = piece_bytes(align), half = piece / 2, per_row = width / half;
-    const int first = R > 0 ? (row0 % R + R) % R : row0;  // n <= R rows: one wrap at most
+    const int start = R > 0 ? (row0 % R + R) % R : row0;  // n <= R rows: one wrap at most
     for (int e = threadIdx.x; e < n * per_row; e += TILE_THREADS) {
         const int t = e / per_row, c = (e % per_row) * half;
-        const int row = R > 0 && first + t >= R ? first + t - R : first + t;
+        const int row = R > 0 && start + t >= R ? start + t - R : start + t;
         copy_async_piece(smem_addr(&sm.conv.raw[t0 + t][c]), buf.at<bf16>(row, gdn_channel(c, dk, kh, key_dim, v_first)), piece);
     }
 }
@@ -94,7 +100,7 @@ __device__ inline void stage_state(const float* from, GdnSmem& sm, int warp, int
     const u8* src = reinterpret_cast<const u8*>(from);
 #pragma unroll
     for (int i = 0; i < 8; ++i)
-        copy_async16(smem_addr(sm.state + gdn_state_piece(warp, 4 * i + lane / 8, lane % 8)), src + 512 * i + 16 * lane);
+        copy_async16(smem_addr(sm.state + gdn_state_step(warp, i, lane)), src + 512 * i + 16 * lane);
 }
 
 // Lane (c, q)'s state line from shared memory into s.
@@ -118,7 +124,7 @@ __device__ inline void store_state(float* to, const float (&s)[GDN_PER_THREAD], 
 #pragma unroll
     for (int i = 0; i < 8; ++i)
         *reinterpret_cast<float4*>(dst + 512 * i + 16 * lane) =
-            *reinterpret_cast<const float4*>(sm.state + gdn_state_piece(warp, 4 * i + lane / 8, lane % 8));
+            *reinterpret_cast<const float4*>(sm.state + gdn_state_step(warp, i, lane));
 }
 
 // A 16-byte shared-memory load the compiler neither merges with an earlier one nor hoists: the recurrence
