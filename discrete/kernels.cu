@@ -102,7 +102,7 @@ static_assert(mk::GEMV_SMEM_OFFSET == mk::LAUNCH_PROGRAM_BYTES, "tile_gemv's lau
 // The other kernels keep their launch program in a static array. Dynamic shared memory: GdnSmem (the
 // head's 64 KB state and the tile's inputs) is over the 48 KB a static array may take. The launcher gives
 // it what it gives the attention tiles, at least gdn.cuh GDN_MIN_SMEM (cuda_build.tile_smem_bytes).
-extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS) tile_gdn(PROGRAM_ARGS) {
+extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS, 1) tile_gdn(PROGRAM_ARGS) {
     __shared__ __align__(16) mk::u32 program[mk::LAUNCH_PROGRAM_BYTES / 4];
     const mk::Ctx ctx = mk::launch_context(arena, weights, launch, program);
     extern __shared__ __align__(16) unsigned char smem[];

@@ -42,6 +42,14 @@ __device__ __forceinline__ float mul_rn(float a, float b) {
     return r;
 }
 
+// a * b + c with one rounding: only where the reference's engine mode is not bit-matched (GDN_CORE's delta
+// rule: its sums over dk already run in an order of the device's own, NUMERICS.md).
+__device__ __forceinline__ float fma_rn(float a, float b, float c) {
+    float r;
+    asm("fma.rn.f32 %0, %1, %2, %3;" : "=f"(r) : "f"(a), "f"(b), "f"(c));
+    return r;
+}
+
 __device__ __forceinline__ float div_rn(float a, float b) {
     float r;
     asm("div.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));

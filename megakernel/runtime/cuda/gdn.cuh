@@ -9,11 +9,15 @@
 // is in flight. It took ~14 us a word loading one raw input at a time and writing its state in 16-byte
 // pieces 512 bytes apart (docs/DECISIONS.md D37), 12.7 us before its rows needed no block barrier (D54).
 //
-// Threads: warp w holds value columns [8 w, 8 w + 8) of the head's dv; lane l holds column 8 w + l % 8's
-// state rows [32 q, 32 q + 32) of dk = 128, q = l / 8 its quarter (layout [dv, dk] in the state buffer: a
-// column's dk values are contiguous, so a warp's columns are 4 KB in one piece). The sums over dk are four
-// quarter sums added in order 0..3, gathered by shuffles: a warp's recurrence needs no other warp, so a
-// row costs no block barrier (D54; it cost two when a column's quarters lay in four warps).
+// Threads: warp w holds value columns [8 w, 8 w + 8) of the head's dv (layout [dv, dk] in the state
+// buffer: a column's dk values are contiguous, so a warp's columns are 4 KB in one piece); half-warp g of it
+// columns 8 w + 4 g .. + 3, and its lane i the state rows [8 i, 8 i + 8) of dk = 128 of those four columns.
+// A row's k and q are then 8 values a lane (four 16-byte loads a row; a lane holding one column's 32 rows
+// made it 24, and those loads bounded the rows: D54). The sums over dk: each lane's 8 in order, then the
+// 16 lanes' partial sums as a tree (gdn_columns_sum), the same tree in every build and every row, so an
+// M-row pass is still M one-row passes; not the reference's order, and the delta rule's products and sums
+// are fused multiply-adds (NUMERICS.md, D55). A warp's recurrence needs no other warp: a row costs no
+// block barrier.
 #pragma once
 
 #include "common.cuh"
@@ -25,9 +29,10 @@ constexpr int GDN_DK = 128;       // key head dim (Qwen3.5: 128); the tile funct
 constexpr int GDN_MAX_COLS = 128; // value columns of one head (dv)
 constexpr int GDN_MAX_KERNEL = 4; // conv kernel taps supported (Qwen3.5: 4; config.DEVICE_MAX_CONV_KERNEL)
 constexpr int GDN_WARP_COLS = 8;  // value columns a warp holds
-constexpr int GDN_QUARTERS = 32 / GDN_WARP_COLS;
-constexpr int GDN_PER_THREAD = GDN_DK / GDN_QUARTERS;
-static_assert(GDN_WARP_COLS * TILE_WARPS == GDN_MAX_COLS && GDN_PER_THREAD == 32, "a lane's 32 state values: one line");
+constexpr int GDN_LANE_COLS = 4;  // of which a lane holds its half-warp's four
+constexpr int GDN_LANE_DK = 8;    // over 8 rows of dk
+static_assert(GDN_WARP_COLS * TILE_WARPS == GDN_MAX_COLS && 2 * GDN_LANE_COLS == GDN_WARP_COLS &&
+              16 * GDN_LANE_DK == GDN_DK, "a half-warp's 16 lanes cover dk for its four columns");
 
 constexpr int GDN_MAX_FOLD = 2 * MAX_ROWS;  // a pass's rows and the rows a speculative pass left pending
 
@@ -36,19 +41,13 @@ constexpr int GDN_MAX_RAW = GDN_MAX_KERNEL - 1 + GDN_MAX_FOLD;  // raw input row
 static_assert(GDN_RAW_COLS <= TILE_THREADS, "a conv thread per channel");
 
 // The head's state passes through shared memory both ways, so that global memory sees each warp's 4 KB as
-// whole 512-byte instructions (a lane's 32 values are one 128-byte line, but the 32 lanes' lines lie 128
-// bytes apart: read or written by the lanes directly, every instruction touches 32 lines; D37 measured
-// such stores as the tile's largest cost and such loads as its LSU stalls). It is copied in asynchronously
-// with the tile's other inputs. 16-byte piece p of lane (c, q)'s line sits at piece p ^ c of that line, so
-// the 8 lanes of a quarter-warp (one q, c = 0..7) read and write 8 distinct bank groups.
-__device__ __forceinline__ int gdn_state_piece(int warp, int line, int piece) {  // a byte offset
-    return warp * (GDN_WARP_COLS * GDN_DK * 4) + line * 128 + 16 * (piece ^ (line / GDN_QUARTERS));
-}
-
-// Where in sm.state the 16 bytes lane copies at step i of a warp's coalesced pass sit: bytes [512 i + 16
-// lane, + 16) of the warp's 4 KB, which are piece lane % 8 of line 4 i + lane / 8.
-__device__ __forceinline__ int gdn_state_step(int warp, int i, int lane) {
-    return gdn_state_piece(warp, 4 * i + lane / 8, lane % 8);
+// whole 512-byte instructions (read or written by the lanes directly, every instruction touches many
+// lines; D37 measured such stores as the tile's largest cost and such loads as its LSU stalls). It is
+// copied in asynchronously with the tile's other inputs. 16-byte piece p (dk 4 p .. 4 p + 3) of a column
+// sits at piece p ^ (p / 8 % 2) of the column's 512 bytes, so that the 8 lanes of a quarter-warp, reading
+// pieces 2 i + h of one column, hit 8 distinct bank groups.
+__device__ __forceinline__ int gdn_state_piece(int warp, int column, int piece) {  // a byte offset
+    return warp * (GDN_WARP_COLS * GDN_DK * 4) + column * (GDN_DK * 4) + 16 * (piece ^ (piece / 8 % 2));
 }
 
 struct GdnConvInputs {
@@ -94,53 +93,62 @@ __device__ inline void stage_raw(const Buffer& buf, int row0, int R, int n, int 
     }
 }
 
-// The warp's 4 KB of state (`from`: its first column) into its part of sm.state, as async copies: step i
-// copies bytes [512 i, 512 i + 512), lines 4 i .. 4 i + 3. No wait.
+// The warp's 4 KB of state (`from`: its first column) into its part of sm.state, as async copies: step c
+// copies column c's 512 bytes. No wait.
 __device__ inline void stage_state(const float* from, GdnSmem& sm, int warp, int lane) {
     const u8* src = reinterpret_cast<const u8*>(from);
 #pragma unroll
-    for (int i = 0; i < 8; ++i)
-        copy_async16(smem_addr(sm.state + gdn_state_step(warp, i, lane)), src + 512 * i + 16 * lane);
+    for (int c = 0; c < GDN_WARP_COLS; ++c)
+        copy_async16(smem_addr(sm.state + gdn_state_piece(warp, c, lane)), src + GDN_DK * 4 * c + 16 * lane);
 }
 
-// Lane (c, q)'s state line from shared memory into s.
-__device__ inline void load_state(float (&s)[GDN_PER_THREAD], const GdnSmem& sm, int warp, int line) {
+// The lane's state (its half-warp g's four columns over dk rows [8 i, 8 i + 8)) from shared memory into s.
+__device__ inline void load_state(float (&s)[GDN_LANE_COLS][GDN_LANE_DK], const GdnSmem& sm, int warp, int g, int i) {
 #pragma unroll
-    for (int p = 0; p < 8; ++p) {
-        const float4 f = *reinterpret_cast<const float4*>(sm.state + gdn_state_piece(warp, line, p));
-        s[4 * p] = f.x, s[4 * p + 1] = f.y, s[4 * p + 2] = f.z, s[4 * p + 3] = f.w;
+    for (int c = 0; c < GDN_LANE_COLS; ++c) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const float4 f = *reinterpret_cast<const float4*>(sm.state + gdn_state_piece(warp, GDN_LANE_COLS * g + c, 2 * i + h));
+            s[c][4 * h] = f.x, s[c][4 * h + 1] = f.y, s[c][4 * h + 2] = f.z, s[c][4 * h + 3] = f.w;
+        }
     }
 }
 
 // s -> the warp's 4 KB at `to` (its first column), through its part of sm.state: each instruction writes
-// 512 contiguous bytes. All lanes of the warp.
-__device__ inline void store_state(float* to, const float (&s)[GDN_PER_THREAD], GdnSmem& sm, int warp, int line, int lane) {
+// one column's 512 contiguous bytes. All lanes of the warp.
+__device__ inline void store_state(float* to, const float (&s)[GDN_LANE_COLS][GDN_LANE_DK], GdnSmem& sm, int warp, int g,
+                                   int i, int lane) {
 #pragma unroll
-    for (int p = 0; p < 8; ++p)
-        *reinterpret_cast<float4*>(sm.state + gdn_state_piece(warp, line, p)) =
-            make_float4(s[4 * p], s[4 * p + 1], s[4 * p + 2], s[4 * p + 3]);
+    for (int c = 0; c < GDN_LANE_COLS; ++c) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+            *reinterpret_cast<float4*>(sm.state + gdn_state_piece(warp, GDN_LANE_COLS * g + c, 2 * i + h)) =
+                make_float4(s[c][4 * h], s[c][4 * h + 1], s[c][4 * h + 2], s[c][4 * h + 3]);
+    }
     __syncwarp();
     u8* dst = reinterpret_cast<u8*>(to);
 #pragma unroll
-    for (int i = 0; i < 8; ++i)
-        *reinterpret_cast<float4*>(dst + 512 * i + 16 * lane) =
-            *reinterpret_cast<const float4*>(sm.state + gdn_state_step(warp, i, lane));
+    for (int c = 0; c < GDN_WARP_COLS; ++c)
+        *reinterpret_cast<float4*>(dst + GDN_DK * 4 * c + 16 * lane) =
+            *reinterpret_cast<const float4*>(sm.state + gdn_state_piece(warp, c, lane));
 }
 
-// A 16-byte shared-memory load the compiler neither merges with an earlier one nor hoists: the recurrence
-// reads each row's k twice rather than holding 32 more registers across the row.
-__device__ __forceinline__ float4 lds128(const float* p) {
-    float4 f;
-    asm volatile("ld.volatile.shared.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(f.x), "=f"(f.y), "=f"(f.z), "=f"(f.w) : "r"(smem_addr(p)));
-    return f;
-}
+// The sums over a half-warp's 16 lanes of each lane's four column partials x (lane i of the half-warp): a
+// transposed butterfly, each lane keeping half of what it holds at each step (columns 0, 1 or 2, 3 over
+// lane bit 3; then one of two over bit 2), then plain butterflies over bits 1 and 0. Lane i returns the sum
+// of column 2 (i >> 3 & 1) + (i >> 2 & 1); its four lanes i & ~3 .. i | 3 hold the same bits (a + b is
+// b + a bit for bit).
+__device__ __forceinline__ int gdn_sum_column(int i) { return 2 * (i >> 3 & 1) + (i >> 2 & 1); }
 
-// The sum over dk of lane (c, q)'s quarter partials x: quarters 0..3 of its column added in order.
-__device__ __forceinline__ float quarters_sum(float x, int c) {
-    float total = __shfl_sync(0xffffffffu, x, c);
-#pragma unroll
-    for (int q = 1; q < GDN_QUARTERS; ++q) total = add_rn(total, __shfl_sync(0xffffffffu, x, c + GDN_WARP_COLS * q));
-    return total;
+__device__ __forceinline__ float gdn_columns_sum(const float (&x)[GDN_LANE_COLS], int i) {
+    const bool hi8 = (i & 8) != 0, hi4 = (i & 4) != 0;
+    const float keep0 = hi8 ? x[2] : x[0], keep1 = hi8 ? x[3] : x[1];
+    const float send0 = hi8 ? x[0] : x[2], send1 = hi8 ? x[1] : x[3];
+    const float y0 = add_rn(keep0, __shfl_xor_sync(0xffffffffu, send0, 8));
+    const float y1 = add_rn(keep1, __shfl_xor_sync(0xffffffffu, send1, 8));
+    float y = add_rn(hi4 ? y1 : y0, __shfl_xor_sync(0xffffffffu, hi4 ? y0 : y1, 4));
+    y = add_rn(y, __shfl_xor_sync(0xffffffffu, y, 2));
+    return add_rn(y, __shfl_xor_sync(0xffffffffu, y, 1));
 }
 
 // Value head j: the n rows a speculative pass left pending (ctrl; positions pos - n .. pos - 1, raw inputs
@@ -160,9 +168,8 @@ __device__ inline void gdn_tile(const Ctx& ctx, const Word& w, int tile, GdnSmem
     const bool speculative = control[CTRL_SPECULATIVE] != 0;
     const int first = pos - pending, count = pending + m, ring_rows = K - 1 + pending;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-    // This lane's state line: column v = 8 warp + c, quarter q (dk rows [32 q, 32 q + 32)).
-    const int c = lane % GDN_WARP_COLS, q = lane / GDN_WARP_COLS, v = GDN_WARP_COLS * warp + c;
-    const int line = GDN_QUARTERS * c + q;
+    // This lane's state: half-warp g's columns 8 warp + 4 g .. + 3, dk rows [8 i, 8 i + 8).
+    const int g = lane / 16, seg = lane % 16, sum_column = GDN_WARP_COLS * warp + GDN_LANE_COLS * g + gdn_sum_column(seg);
     const bool active = GDN_WARP_COLS * warp < dv;  // warp-uniform: dv is a multiple of 8
     float* columns = active ? state.at<float>(j, GDN_WARP_COLS * warp * dk) : nullptr;  // the warp's 4 KB
 
@@ -252,43 +259,48 @@ __device__ inline void gdn_tile(const Ctx& ctx, const Word& w, int tile, GdnSmem
     // until the outputs are all in. The state stored is the one after the pass's rows, or after the pending
     // rows in a speculative pass.
     if (active) {
-        float s[GDN_PER_THREAD];
-        load_state(s, sm, warp, line);
+        float s[GDN_LANE_COLS][GDN_LANE_DK];
+        load_state(s, sm, warp, g, seg);
         for (int r = 0; r < count; ++r) {
             const float decay = sm.decay[r];
-            const float* kr = &sm.k[r][GDN_PER_THREAD * q];
-            float mem = 0.0f;
+            const float4 k0 = *reinterpret_cast<const float4*>(&sm.k[r][GDN_LANE_DK * seg]);
+            const float4 k1 = *reinterpret_cast<const float4*>(&sm.k[r][GDN_LANE_DK * seg + 4]);
+            const float k[GDN_LANE_DK] = {k0.x, k0.y, k0.z, k0.w, k1.x, k1.y, k1.z, k1.w};
+            float part[GDN_LANE_COLS];
 #pragma unroll
-            for (int p = 0; p < GDN_PER_THREAD / 4; ++p) {
-                const float4 kp = lds128(kr + 4 * p);
-                const float kv[4] = {kp.x, kp.y, kp.z, kp.w};
+            for (int c = 0; c < GDN_LANE_COLS; ++c) {
+                float mem = 0.0f;
 #pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    s[4 * p + e] = mul_rn(s[4 * p + e], decay);
-                    mem = add_rn(mem, mul_rn(s[4 * p + e], kv[e]));
+                for (int e = 0; e < GDN_LANE_DK; ++e) {
+                    s[c][e] = mul_rn(s[c][e], decay);
+                    mem = fma_rn(s[c][e], k[e], mem);
                 }
+                part[c] = mem;
             }
-            const float delta = mul_rn(sub_rn(bf(sm.v[r][v]), quarters_sum(mem, c)), sm.beta[r]);
-            const float* qr = &sm.q[r][GDN_PER_THREAD * q];
-            float o = 0.0f;
+            // delta of the lane's summed column, then every lane its four columns' deltas
+            const float mine = mul_rn(sub_rn(bf(sm.v[r][sum_column]), gdn_columns_sum(part, seg)), sm.beta[r]);
+            const float4 q0 = *reinterpret_cast<const float4*>(&sm.q[r][GDN_LANE_DK * seg]);
+            const float4 q1 = *reinterpret_cast<const float4*>(&sm.q[r][GDN_LANE_DK * seg + 4]);
+            const float qv[GDN_LANE_DK] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
 #pragma unroll
-            for (int p = 0; p < GDN_PER_THREAD / 4; ++p) {
-                const float4 kp = lds128(kr + 4 * p), qp = lds128(qr + 4 * p);
-                const float kv[4] = {kp.x, kp.y, kp.z, kp.w}, qv[4] = {qp.x, qp.y, qp.z, qp.w};
+            for (int c = 0; c < GDN_LANE_COLS; ++c) {
+                const float delta = __shfl_sync(0xffffffffu, mine, 16 * g + 8 * (c >> 1) + 4 * (c & 1) + (seg & 3));
+                float o = 0.0f;
 #pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    s[4 * p + e] = add_rn(s[4 * p + e], mul_rn(kv[e], delta));
-                    o = add_rn(o, mul_rn(s[4 * p + e], qv[e]));
+                for (int e = 0; e < GDN_LANE_DK; ++e) {
+                    s[c][e] = fma_rn(k[e], delta, s[c][e]);
+                    o = fma_rn(s[c][e], qv[e], o);
                 }
+                part[c] = o;
             }
             if (r < pending) {  // a kept row of the last speculative pass: no output
-                if (r == pending - 1 && speculative) store_state(columns, s, sm, warp, line, lane);
+                if (r == pending - 1 && speculative) store_state(columns, s, sm, warp, g, seg, lane);
                 continue;
             }
-            o = quarters_sum(o, c);
-            if (q == 0) sm.o[r - pending][v] = to_bf16(o);
+            const float o = gdn_columns_sum(part, seg);
+            if ((seg & 3) == 0) sm.o[r - pending][sum_column] = to_bf16(o);
         }
-        if (!speculative) store_state(columns, s, sm, warp, line, lane);
+        if (!speculative) store_state(columns, s, sm, warp, g, seg, lane);
     }
     __syncthreads();
     // 5. The gated RMSNorm of each row's head, a warp per row: bf16(bf16(w * bf16(o * rsqrt(mean(o^2) +
