@@ -3,8 +3,9 @@ state (64 KB a head, 3 MB a layer) read into shared memory and written back in p
 nothing else (experiments/gdn_floor.cu), launched as GDN_CORE is (512 threads, one block per SM), timed as
 time_words.py times a word (launches repeated in a CUDA graph; per-launch device time). One head a block
 (48 blocks, the tile's shape today) against a head split over 2 or 4 blocks; with 0 or `--chain` dependent
-loads before the copies (the tile's word fields, control block and buffer table). State in L2 (one copy,
-as in time_words) and from HBM (copies rotated over 3x L2).
+loads before the copies (the tile's word fields, control block and buffer table); by the threads' async
+copies and stores, as the tile moves it, or by the tensor memory accelerator's bulk copies. State in L2 (one
+copy, as in time_words) and from HBM (copies rotated over 3x L2).
 
   python experiments/gdn_floor.py --out DIR [--iters 30] [--chain 3]
 """
@@ -25,7 +26,7 @@ from megakernel.runtime import cuda_build  # noqa: E402
 
 SOURCE = Path(__file__).with_name("gdn_floor.cu")
 HEADS, COLUMN_BYTES, HEAD_COLUMNS = 48, 128 * 4, 128  # Qwen3.5-27B: 48 value heads, dk = 128, dv = 128
-MODES = ("launch_only", "read", "write", "read_write")  # gdn_floor.cu `mode`
+MODES = ("launch_only", "read", "write", "read_write", "bulk_read", "bulk_write", "bulk_read_write")  # gdn_floor.cu `mode`
 
 
 def main() -> None:
@@ -47,7 +48,7 @@ def main() -> None:
     links = cupy.arange(1, 65, dtype=cupy.int32)
     sink = cupy.zeros(1, dtype=cupy.int32)
     kernel = cuda_build.module(SOURCE, cupy.cuda.Device().id).get_function("state_trip")
-    kernel.max_dynamic_shared_size_bytes = HEAD_COLUMNS * COLUMN_BYTES
+    kernel.max_dynamic_shared_size_bytes = HEAD_COLUMNS * COLUMN_BYTES + 16
     threads = cuda_build.tile_threads()
     rows = []
     for where, buffers in states.items():
@@ -58,9 +59,9 @@ def main() -> None:
                     def launch(i, cols=cols, mode=mode, chain=chain, buffers=buffers, split=split):
                         kernel((HEADS * split,), (threads,), (buffers[i % len(buffers)], links, np.int32(cols),
                                                               np.int32(mode), np.int32(chain), sink),
-                               shared_mem=cols * COLUMN_BYTES)
+                               shared_mem=cols * COLUMN_BYTES + 16)
                     us, p10, p90 = graph_us(launch, args.iters)
-                    moved = {"launch_only": 0, "read": 1, "write": 1, "read_write": 2}[name] * layer_bytes
+                    moved = (name.count("read") + name.count("write")) * layer_bytes
                     rows.append({"state_in": where, "blocks_a_head": split, "blocks": HEADS * split, "chain": chain,
                                  "mode": name, "bytes": moved, "us": round(us, 2), "p10": round(p10, 2),
                                  "p90": round(p90, 2), "bandwidth_fraction": round(moved / us / 1e3 / bandwidth, 4)})
