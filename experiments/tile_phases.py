@@ -13,7 +13,11 @@ each GEMV launch a device copy moves its tiles' stamps into an archive (one smal
 word); the launches are serial (`overlap=False`: D40 measured the overlap neutral). Writes
 step_phases.json, every GEMV word of the step.
 
-  python experiments/tile_phases.py --out DIR [--rows 1,8] [--layers 0,3] [--step [--raw]]
+With --gdn the chosen layers' GDN_CORE words are probed too (gdn.cuh stamps the same slots: addressing =
+every read issued, staging = every read landed, computing = conv and l2norm, passes = the rows and the
+state's stores issued, epilogue = the gated norm and the stores' drain).
+
+  python experiments/tile_phases.py --out DIR [--rows 1,8] [--layers 0,3] [--gdn] [--step [--raw]]
 """
 
 from __future__ import annotations
@@ -130,11 +134,15 @@ def main() -> None:
     parser.add_argument("--model", default="synthetic:qwen3.5-27b")
     parser.add_argument("--rows", default="1,8")
     parser.add_argument("--layers", default="0,3", help="layers whose GEMV words are probed (the head always)")
+    parser.add_argument("--gdn", action="store_true", help="the layers' GDN_CORE words too (not with --step)")
     parser.add_argument("--step", action="store_true", help="every GEMV word inside whole steps (step_phases.json)")
     parser.add_argument("--raw", action="store_true", help="with --step: every tile's stamps too (step_stamps_mM.npz)")
     args = parser.parse_args()
     if args.raw and not args.step:
         parser.error("--raw needs --step")
+    if args.gdn and args.step:
+        parser.error("--gdn probes words alone; --step covers the GEMV words only")
+    probed = set(GEMV_OPS) | ({Op.GDN_CORE} if args.gdn else set())
     config = model_config(args.model)
     layers = {f"L{i}." for i in args.layers.split(",")}
     weights = None
@@ -163,7 +171,7 @@ def main() -> None:
             continue
         names = program.meta["instructions"]
         for i, w in enumerate(program.words):
-            if w.opcode not in GEMV_OPS or not (names[i][:3] in layers or names[i][:4] in layers
+            if w.opcode not in probed or not (names[i][:3] in layers or names[i][:4] in layers
                                                  or w.opcode == Op.NORM_HEAD):
                 continue
             mine = [launch for launch in runner.launches if launch[0] == i]

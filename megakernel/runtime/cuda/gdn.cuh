@@ -156,6 +156,7 @@ __device__ __forceinline__ float gdn_columns_sum(const float (&x)[GDN_LANE_COLS]
 // the rows (read and written once a pass); the one stored is the state after the pass's rows, or after the
 // pending rows only when the pass is speculative (docs/ISA.md "Speculative passes").
 __device__ inline void gdn_tile(const Ctx& ctx, const Word& w, int tile, GdnSmem& sm) {
+    tile_stamp(0, true);  // the phase probe's stamps (gemv.cuh; nothing unless MEGAKERNEL_TILE_STAMPS)
     const Weight taps = ctx.weight(w.p(0)), a_log = ctx.weight(w.p(1)), dt_bias = ctx.weight(w.p(2));
     const int hk = w.p(3), hv = w.p(4), dk = GDN_DK, dv = w.p(6), K = w.p(7), R = w.p(8);
     const int m = w.rows(), j = tile;
@@ -209,7 +210,9 @@ __device__ inline void gdn_tile(const Ctx& ctx, const Word& w, int tile, GdnSmem
 #pragma unroll
         for (int i = 0; i < GDN_MAX_KERNEL; ++i) sm.conv.taps[i][tid] = tap[i];
     }
+    tile_stamp(8);  // every read issued
     stage_wait();
+    tile_stamp(9);  // every read landed
 
     // 2. Causal conv + silu, rows first .. pos + m - 1: out[r] = bf16(silu(bf16(sum_i raw[r + i] *
     // taps[i]))), taps added in order; a thread per channel. The threads past the channels take silu of the
@@ -254,6 +257,7 @@ __device__ inline void gdn_tile(const Ctx& ctx, const Word& w, int tile, GdnSmem
         for (int i = lane; i < GDN_DK; i += 32) x[i] = pair < count ? div_rn(mul_rn(x[i], r), root) : mul_rn(x[i], r);
     }
     __syncthreads();
+    tile_stamp(1);  // conv and l2norm done
 
     // 4. The recurrence, row by row, state in registers, each warp on its own columns: no block barrier
     // until the outputs are all in. The state stored is the one after the pass's rows, or after the pending
@@ -303,6 +307,7 @@ __device__ inline void gdn_tile(const Ctx& ctx, const Word& w, int tile, GdnSmem
         if (!speculative) store_state(columns, s, sm, warp, g, seg, lane);
     }
     __syncthreads();
+    tile_stamp(3);  // the rows and the state's stores issued
     // 5. The gated RMSNorm of each row's head, a warp per row: bf16(bf16(w * bf16(o * rsqrt(mean(o^2) +
     // eps))) * silu(z)), lane l holding values l, l + 32, ... (the order the GEMV prologue used). Its word
     // fields are read here, not held in registers across the recurrence.
@@ -324,6 +329,7 @@ __device__ inline void gdn_tile(const Ctx& ctx, const Word& w, int tile, GdnSmem
             *out.at<bf16>(warp, j * dv + d) = to_bf16(mul_rn(t, sm.silu_z[warp][d]));
         }
     }
+    tile_stamp(4, true);
 }
 
 }  // namespace mk

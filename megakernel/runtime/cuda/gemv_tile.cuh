@@ -118,32 +118,6 @@ __device__ inline RowGroup row_group(const Ctx& ctx, const Word& w, int g) {
     return RowGroup{-1, 0, 0, 0, 0};
 }
 
-#ifdef MK_TILE_STAMPS
-// A timing probe (experiments/tile_phases.py; built only with MEGAKERNEL_TILE_STAMPS set): thread 0 of
-// block b records %clock64 at each phase of its main tile in [b][phase] (0 start, 8 prologue inputs
-// addressed, 9 staged, 1 input rows done, 3 passes done, 4 end), %globaltimer at the start
-// and the end in [b][6], [b][7], and its SM in [b][5].
-constexpr int STAMP_BLOCKS = 8192, STAMP_SLOTS = 10;
-extern "C" {  // unmangled: the probe finds it by name
-__device__ unsigned long long mk_tile_stamps[STAMP_BLOCKS][STAMP_SLOTS];
-}
-__device__ __forceinline__ void tile_stamp(int phase, bool wall = false) {
-    __syncthreads();
-    if (threadIdx.x != 0 || blockIdx.x >= STAMP_BLOCKS) return;
-    u64 t;
-    if (wall) {
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-        mk_tile_stamps[blockIdx.x][phase == 0 ? 6 : 7] = t;
-        u32 sm;
-        asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-        mk_tile_stamps[blockIdx.x][5] = sm;
-    }
-    mk_tile_stamps[blockIdx.x][phase] = clock64();
-}
-#else
-__device__ __forceinline__ void tile_stamp(int, bool = false) {}
-#endif
-
 // --- prologues: the GEMV input rows over k-columns [k0, k1) into x (row stride x_stride_of) ---------------
 __device__ __forceinline__ float norm_1p_raw(float x, float r, float w) { return mul_rn(mul_rn(x, r), add_rn(1.0f, w)); }
 __device__ __forceinline__ float norm_1p(float x, float r, float w) { return round_bf16(norm_1p_raw(x, r, w)); }
@@ -423,7 +397,6 @@ __device__ inline void gemv_epilogue(const Ctx& ctx, const Word& w, const RowGro
         *out.at<bf16>(row, c) = to_bf16(v);
     }
 }
-
 
 // --- split-K finished by its last slice (both builds) ---------------------------------------------------
 // A split-K word's main tile, once its partials are in scratch, counts itself on its row group's arrival
