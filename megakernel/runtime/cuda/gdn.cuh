@@ -3,11 +3,14 @@
 // in registers across the rows (read and written once a pass), and the gated RMSNorm of the head's output
 // (computed once a head here rather than by every k-slice tile of out_proj).
 //
-// The tile is short and latency-bound (its state, 64 KB a head, is the only sizeable read), so everything
-// it reads is asked for at once at its start: the state and the raw conv inputs by async copies into
-// shared memory, the conv taps and the gate inputs into registers; nothing waits on memory before all of it
-// is in flight. It took ~14 us a word loading one raw input at a time and writing its state in 16-byte
-// pieces 512 bytes apart (docs/DECISIONS.md D37), 12.7 us before its rows needed no block barrier (D54).
+// The tile is short and latency-bound, so everything it reads is asked for at once at its start: the raw
+// conv inputs by async copies into shared memory, the conv taps and the gate inputs into registers, then
+// the state (64 KB a head, which one SM takes ~1 us to read and ~2 us to write: experiments/gdn_floor.py)
+// in its own copy group, landing while the conv and l2norm run; the state goes back after the gated norm
+// in the norm's warps and meanwhile in the others. It took ~14 us a word loading one raw input at a time
+// and writing its state in 16-byte pieces 512 bytes apart (docs/DECISIONS.md D37), 12.7 us before its
+// rows needed no block barrier (D54), 8.3 us before the state stopped going ahead of the conv's inputs
+// (D55).
 //
 // Threads: warp w holds value columns [8 w, 8 w + 8) of the head's dv (layout [dv, dk] in the state
 // buffer: a column's dk values are contiguous, so a warp's columns are 4 KB in one piece); half-warp g of it
@@ -114,10 +117,8 @@ __device__ inline void load_state(float (&s)[GDN_LANE_COLS][GDN_LANE_DK], const 
     }
 }
 
-// s -> the warp's 4 KB at `to` (its first column), through its part of sm.state: each instruction writes
-// one column's 512 contiguous bytes. All lanes of the warp.
-__device__ inline void store_state(float* to, const float (&s)[GDN_LANE_COLS][GDN_LANE_DK], GdnSmem& sm, int warp, int g,
-                                   int i, int lane) {
+// s -> the warp's part of sm.state (its lanes' pieces). All lanes of the warp.
+__device__ inline void state_to_shared(const float (&s)[GDN_LANE_COLS][GDN_LANE_DK], GdnSmem& sm, int warp, int g, int i) {
 #pragma unroll
     for (int c = 0; c < GDN_LANE_COLS; ++c) {
 #pragma unroll
@@ -125,7 +126,11 @@ __device__ inline void store_state(float* to, const float (&s)[GDN_LANE_COLS][GD
             *reinterpret_cast<float4*>(sm.state + gdn_state_piece(warp, GDN_LANE_COLS * g + c, 2 * i + h)) =
                 make_float4(s[c][4 * h], s[c][4 * h + 1], s[c][4 * h + 2], s[c][4 * h + 3]);
     }
-    __syncwarp();
+}
+
+// The warp's part of sm.state -> its 4 KB at `to` (its first column): each instruction writes one column's
+// 512 contiguous bytes. All lanes of the warp, after a barrier that follows state_to_shared.
+__device__ inline void state_to_global(float* to, const GdnSmem& sm, int warp, int lane) {
     u8* dst = reinterpret_cast<u8*>(to);
 #pragma unroll
     for (int c = 0; c < GDN_WARP_COLS; ++c)
@@ -174,10 +179,17 @@ __device__ inline void gdn_tile(const Ctx& ctx, const Word& w, int tile, GdnSmem
     const bool active = GDN_WARP_COLS * warp < dv;  // warp-uniform: dv is a multiple of 8
     float* columns = active ? state.at<float>(j, GDN_WARP_COLS * warp * dk) : nullptr;  // the warp's 4 KB
 
-    // 1. Every read in flight at once. The state -> sm.state; raw conv inputs of positions first - K + 1 ..
-    // pos + m - 1 (before pos from the conv ring, rows mod R; the pass's own from its projection rows) ->
-    // sm.conv.raw; the gate rows z and the norm weight for steps 2 and 5.
-    if (active) stage_state(columns, sm, warp, lane);
+    // 1. Every read in flight at once, the conv's first: the taps and the gates' inputs into registers, the
+    // raw conv inputs of positions first - K + 1 .. pos + m - 1 (before pos from the conv ring, rows mod R;
+    // the pass's own from its projection rows) -> sm.conv.raw, the gate rows z and the norm weight for steps
+    // 2 and 5; then the state -> sm.state, its own copy group, which lands while the conv and l2norm run (asked
+    // for first, the state's 64 KB went ahead of everything the conv waits for: tile_phases --gdn, D55).
+    const int ch = gdn_channel(tid, dk, kh, key_dim, v_first);
+    const bool conv_thread = tid < width;
+    float tap[GDN_MAX_KERNEL];  // to shared memory below, once every other read is in flight
+#pragma unroll
+    for (int i = 0; i < GDN_MAX_KERNEL; ++i)
+        tap[i] = conv_thread && i < K ? taps.value(static_cast<size_t>(ch) * K + i) : 0.0f;
     stage_raw(ring, first - K + 1, R, ring_rows, 0, width, dk, kh, key_dim, v_first, sm);
     stage_raw(mixed, 0, 0, m, ring_rows, width, dk, kh, key_dim, v_first, sm);
     stage_rows(mixed.at<bf16>(0, z_first), mixed.cols, &sm.z[0][0], GDN_MAX_COLS, m, dv);
@@ -186,12 +198,6 @@ __device__ inline void gdn_tile(const Ctx& ctx, const Word& w, int tile, GdnSmem
         stage_bytes(norm_weight.base, sm.norm_weight, (dv * weight_bytes(norm_weight) + 15) / 16 * 16);
     }
     copies_commit();
-    const int ch = gdn_channel(tid, dk, kh, key_dim, v_first);
-    const bool conv_thread = tid < width;
-    float tap[GDN_MAX_KERNEL];  // to shared memory below, once every other read is in flight
-#pragma unroll
-    for (int i = 0; i < GDN_MAX_KERNEL; ++i)
-        tap[i] = conv_thread && i < K ? taps.value(static_cast<size_t>(ch) * K + i) : 0.0f;
     // The gates' inputs: b and a of pending rows from the gate ring, of the pass's rows from the projection.
     float b = 0.0f, a = 0.0f, neg_a = 0.0f, bias = 0.0f;
     if (tid < count) {
@@ -200,6 +206,8 @@ __device__ inline void gdn_tile(const Ctx& ctx, const Word& w, int tile, GdnSmem
         a = p < pos ? bf(*gates.at<bf16>(p % R, hv + j)) : bf(*mixed.at<bf16>(p - pos, b_col + hv));
         neg_a = a_log.value(j), bias = dt_bias.value(j);
     }
+    if (active) stage_state(columns, sm, warp, lane);
+    copies_commit();  // the newest group: waited for before the rows (copies_landed)
     // gates: beta = bf16(sigmoid(b)), g = -exp(A_log) softplus(a + dt_bias); the state decays by exp(g).
     if (tid < count) {
         sm.beta[tid] = round_bf16(sigmoid_ref(b));
@@ -211,8 +219,8 @@ __device__ inline void gdn_tile(const Ctx& ctx, const Word& w, int tile, GdnSmem
         for (int i = 0; i < GDN_MAX_KERNEL; ++i) sm.conv.taps[i][tid] = tap[i];
     }
     tile_stamp(8);  // every read issued
-    stage_wait();
-    tile_stamp(9);  // every read landed
+    stage_wait_but_newest();
+    tile_stamp(9);  // every read but the state's landed
 
     // 2. Causal conv + silu, rows first .. pos + m - 1: out[r] = bf16(silu(bf16(sum_i raw[r + i] *
     // taps[i]))), taps added in order; a thread per channel. The threads past the channels take silu of the
@@ -264,6 +272,8 @@ __device__ inline void gdn_tile(const Ctx& ctx, const Word& w, int tile, GdnSmem
     // rows in a speculative pass.
     if (active) {
         float s[GDN_LANE_COLS][GDN_LANE_DK];
+        copies_landed();  // the warp's state, copied by its own lanes
+        __syncwarp();
         load_state(s, sm, warp, g, seg);
         for (int r = 0; r < count; ++r) {
             const float decay = sm.decay[r];
@@ -298,16 +308,20 @@ __device__ inline void gdn_tile(const Ctx& ctx, const Word& w, int tile, GdnSmem
                 part[c] = o;
             }
             if (r < pending) {  // a kept row of the last speculative pass: no output
-                if (r == pending - 1 && speculative) store_state(columns, s, sm, warp, g, seg, lane);
+                if (r == pending - 1 && speculative) {
+                    state_to_shared(s, sm, warp, g, seg);
+                    __syncwarp();
+                    state_to_global(columns, sm, warp, lane);
+                }
                 continue;
             }
             const float o = gdn_columns_sum(part, seg);
             if ((seg & 3) == 0) sm.o[r - pending][sum_column] = to_bf16(o);
         }
-        if (!speculative) store_state(columns, s, sm, warp, g, seg, lane);
+        if (!speculative) state_to_shared(s, sm, warp, g, seg);  // to global memory after the norm (step 6)
     }
     __syncthreads();
-    tile_stamp(3);  // the rows and the state's stores issued
+    tile_stamp(3);  // the rows done, their state in shared memory
     // 5. The gated RMSNorm of each row's head, a warp per row: bf16(bf16(w * bf16(o * rsqrt(mean(o^2) +
     // eps))) * silu(z)), lane l holding values l, l + 32, ... (the order the GEMV prologue used). Its word
     // fields are read here, not held in registers across the recurrence.
@@ -329,6 +343,9 @@ __device__ inline void gdn_tile(const Ctx& ctx, const Word& w, int tile, GdnSmem
             *out.at<bf16>(warp, j * dv + d) = to_bf16(mul_rn(t, sm.silu_z[warp][d]));
         }
     }
+    // 6. The state to global memory: 64 KB, which the SM takes ~2 us to send (experiments/gdn_floor.py), so
+    // the norm's warps send theirs after the norm and the others meanwhile.
+    if (active && !speculative) state_to_global(columns, sm, warp, lane);
     tile_stamp(4, true);
 }
 
