@@ -46,7 +46,7 @@ static_assert(GDN_RAW_COLS <= TILE_THREADS, "a conv thread per channel");
 // The head's state passes through shared memory both ways, so that global memory sees each warp's 4 KB as
 // whole 512-byte instructions (read or written by the lanes directly, every instruction touches many
 // lines; D37 measured such stores as the tile's largest cost and such loads as its LSU stalls). It is
-// copied in asynchronously with the tile's other inputs. 16-byte piece p (dk 4 p .. 4 p + 3) of a column
+// copied in asynchronously after the tile's other inputs (its own copy group). 16-byte piece p (dk 4 p .. 4 p + 3) of a column
 // sits at piece p ^ (p / 8 % 2) of the column's 512 bytes, so that the 8 lanes of a quarter-warp, reading
 // pieces 2 i + h of one column, hit 8 distinct bank groups.
 __device__ __forceinline__ int gdn_state_piece(int warp, int column, int piece) {  // a byte offset
