@@ -250,7 +250,7 @@ __device__ inline void attn_scores_tile(const Ctx& ctx, const Word& w, int tile,
             }
         }
     }
-    asm volatile("cp.async.wait_group 0;" ::: "memory");
+    copies_wait(0);
     __syncthreads();  // the ring is free: it takes the residues' (max, sum) [query][64]
     float2* residues = reinterpret_cast<float2*>(smem + ATTN_SMEM_FIXED);
     static_assert(ATTN_MAX_QUERIES * ATTN_CHUNK * 8 <= ATTN_SLOT_BYTES, "the residues fit one ring slot");
@@ -353,7 +353,7 @@ __device__ inline void attn_pv_tile(const Ctx& ctx, const Word& w, int tile, u8*
             }
         }
     }
-    asm volatile("cp.async.wait_group 0;" ::: "memory");
+    copies_wait(0);
 #pragma unroll
     for (int mt = 0; mt < ATTN_M_TILES; ++mt) {
 #pragma unroll

@@ -207,7 +207,7 @@ __device__ inline void gdn_tile(const Ctx& ctx, const Word& w, int tile, GdnSmem
         neg_a = a_log.value(j), bias = dt_bias.value(j);
     }
     if (active) stage_state(columns, sm, warp, lane);
-    copies_commit();  // the newest group: waited for before the rows (copies_landed)
+    copies_commit();  // the newest group: waited for before the rows
     // gates: beta = bf16(sigmoid(b)), g = -exp(A_log) softplus(a + dt_bias); the state decays by exp(g).
     if (tid < count) {
         sm.beta[tid] = round_bf16(sigmoid_ref(b));
@@ -219,7 +219,8 @@ __device__ inline void gdn_tile(const Ctx& ctx, const Word& w, int tile, GdnSmem
         for (int i = 0; i < GDN_MAX_KERNEL; ++i) sm.conv.taps[i][tid] = tap[i];
     }
     tile_stamp(8);  // every read issued
-    stage_wait_but_newest();
+    copies_wait(1);  // every group but the state's
+    __syncthreads();
     tile_stamp(9);  // every read but the state's landed
 
     // 2. Causal conv + silu, rows first .. pos + m - 1: out[r] = bf16(silu(bf16(sum_i raw[r + i] *
@@ -272,7 +273,7 @@ __device__ inline void gdn_tile(const Ctx& ctx, const Word& w, int tile, GdnSmem
     // rows in a speculative pass.
     if (active) {
         float s[GDN_LANE_COLS][GDN_LANE_DK];
-        copies_landed();  // the warp's state, copied by its own lanes
+        copies_wait(0);  // the warp's state, copied by its own lanes
         __syncwarp();
         load_state(s, sm, warp, g, seg);
         for (int r = 0; r < count; ++r) {

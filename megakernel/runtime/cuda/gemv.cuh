@@ -233,16 +233,6 @@ __device__ __forceinline__ void stage_wait() {
     __syncthreads();
 }
 
-// As stage_wait, but the newest committed group may still be in flight (a tile's large last copy, waited for
-// where it is used: copies_landed). Commits nothing. All threads.
-__device__ __forceinline__ void stage_wait_but_newest() {
-    asm volatile("cp.async.wait_group 1;" ::: "memory");
-    __syncthreads();
-}
-
-// Every async copy of this thread has landed (a warp or block barrier after it shows them to the others).
-__device__ __forceinline__ void copies_landed() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
-
 __device__ __forceinline__ int weight_bytes(const Weight& w) { return w.dtype == DT_F32 ? 4 : 2; }
 
 // Element d of a bf16 or fp32 weight staged at `base` (shared memory), as float.
