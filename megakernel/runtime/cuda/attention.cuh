@@ -46,6 +46,8 @@ constexpr int ATTN_SMEM_FIXED = 51200;
 static_assert(ATTN_SMEM_FIXED == ATTN_MAX_QUERIES * ATTN_ROW_BYTES + ATTN_XCHG_BYTES + 4 * 4 * ATTN_MAX_QUERIES,
               "ATTN_SMEM_FIXED");
 static_assert(2 * ATTN_MAX_QUERIES * ATTN_P_ROW_BYTES <= ATTN_MAX_QUERIES * ATTN_ROW_BYTES, "the P buffers fit");
+// Partitions whose values a thread loads before it combines any (combined_stats, ATTN_MERGE).
+constexpr int ATTN_MERGE_BATCH = 32;
 // The least the tiles run with: three ring slots (ATTN_PV computes a chunk's probabilities while the chunk
 // before it is multiplied; megakernel/runtime/cuda_build.py tile_smem_bytes).
 constexpr int ATTN_MIN_DEPTH = 3;
@@ -280,12 +282,25 @@ __device__ inline void attn_scores_tile(const Ctx& ctx, const Word& w, int tile,
     }
 }
 
-// The global (max, sum) of one score row from its P partition statistics, partitions added in order.
+// The global (max, sum) of one score row from its P partition statistics, partitions added in order. The
+// first ATTN_MERGE_BATCH partitions' statistics are all loaded before the first is used (one trip to memory,
+// not one per few partitions: this sits before the tile's first chunk), the order of the max and sum unchanged.
 __device__ inline void combined_stats(const float* st, int parts, float& mx, float& total) {
+    float part_max[ATTN_MERGE_BATCH], part_sum[ATTN_MERGE_BATCH];
+#pragma unroll
+    for (int p = 0; p < ATTN_MERGE_BATCH; ++p) {
+        part_max[p] = p < parts ? st[2 * p] : neg_inf();
+        part_sum[p] = p < parts ? st[2 * p + 1] : 0.0f;
+    }
     mx = neg_inf();
-    for (int p = 0; p < parts; ++p) mx = fmaxf(mx, st[2 * p]);
+#pragma unroll
+    for (int p = 0; p < ATTN_MERGE_BATCH; ++p) mx = fmaxf(mx, part_max[p]);  // -inf past the last: no change
+    for (int p = ATTN_MERGE_BATCH; p < parts; ++p) mx = fmaxf(mx, st[2 * p]);
     total = 0.0f;
-    for (int p = 0; p < parts; ++p)
+#pragma unroll
+    for (int p = 0; p < ATTN_MERGE_BATCH; ++p)
+        if (part_max[p] > neg_inf()) total = add_rn(total, mul_rn(part_sum[p], expf(sub_rn(part_max[p], mx))));
+    for (int p = ATTN_MERGE_BATCH; p < parts; ++p)
         if (st[2 * p] > neg_inf()) total = add_rn(total, mul_rn(st[2 * p + 1], expf(sub_rn(st[2 * p], mx))));
 }
 
@@ -307,9 +322,10 @@ __device__ inline void attn_pv_tile(const Ctx& ctx, const Word& w, int tile, u8*
         combined_stats(stats.at<float>(kv * group * m + threadIdx.x, 0), parts, mx, total);
         sm.row_max(threadIdx.x) = mx, sm.row_sum(threadIdx.x) = total;
     }
-    // Chunk c's probabilities into P buffer c & 1 (0 outside a query row's own keys, and past the queries):
-    // thread i takes key i % 64 of queries i / 64, i / 64 + 8, .. (the m-tiles' rows). Its scores have landed
-    // and every thread is past the last reads of that buffer.
+    // Chunk c's probabilities into P buffer c & 1 (0 outside a query row's own keys): thread i takes key i % 64
+    // of queries i / 64, i / 64 + 8, .. Its scores have landed and every thread is past the last reads of that
+    // buffer. The m-tiles' rows past the queries are left as they are: an mma row's sums read only its own row
+    // of P, and those rows' sums are never stored.
     const int pkey = threadIdx.x % ATTN_CHUNK, pquery = threadIdx.x / ATTN_CHUNK;
     static_assert(TILE_THREADS / ATTN_CHUNK == 8, "probabilities: 8 queries a round");
     auto probabilities = [&](int c) {
@@ -317,7 +333,7 @@ __device__ inline void attn_pv_tile(const Ctx& ctx, const Word& w, int tile, u8*
         bf16* pr = reinterpret_cast<bf16*>(smem + (c & 1) * ATTN_MAX_QUERIES * ATTN_P_ROW_BYTES);
         const int t = kvs.c0 + c * ATTN_CHUNK + pkey;
 #pragma unroll 1
-        for (int qi = pquery; qi < 16 * m_tiles; qi += TILE_THREADS / ATTN_CHUNK) {
+        for (int qi = pquery; qi < queries; qi += TILE_THREADS / ATTN_CHUNK) {
             float p = 0.0f;
             if (t >= sm.lo(qi) && t < sm.hi(qi)) {
                 const float s = bf(reinterpret_cast<const bf16*>(staged + qi * ATTN_SCORE_BYTES)[pkey]);
@@ -366,16 +382,26 @@ __device__ inline void attn_pv_tile(const Ctx& ctx, const Word& w, int tile, u8*
     }
 }
 
-// Head h: the P partition outputs added in order -> bf16 o; out = bf16(o * bf16(sigmoid(gate))).
+// Head h: the P partition outputs added in order -> bf16 o; out = bf16(o * bf16(sigmoid(gate))). A thread loads
+// up to ATTN_MERGE_BATCH partitions of an element before it adds the first, so that the element costs one trip
+// to memory, not one per partition the compiler leaves unhoisted (the adds' order is unchanged).
 __device__ inline void attn_merge_tile(const Ctx& ctx, const Word& w, int tile) {
     const int hd = w.p(1), parts = w.p(2), m = w.rows(), h = tile;
     const Buffer partial = ctx.buffer(w.buf_in()), gate = ctx.buffer(w.buf_aux0()), out = ctx.buffer(w.buf_out());
     for (int i = threadIdx.x; i < m * hd; i += TILE_THREADS) {
         const int row = i / hd, d = i % hd;
         const float* src = partial.at<float>(h * m + row, d);
-        float o = src[0];
-        for (int p = 1; p < parts; ++p) o = add_rn(o, src[p * hd]);
-        const float g = round_bf16(sigmoid_ref(bf(*gate.at<bf16>(row, h * hd + d))));
+        const bf16 gate_raw = *gate.at<bf16>(row, h * hd + d);
+        float o = 0.0f;
+        for (int p0 = 0; p0 < parts; p0 += ATTN_MERGE_BATCH) {
+            float v[ATTN_MERGE_BATCH];
+#pragma unroll
+            for (int j = 0; j < ATTN_MERGE_BATCH; ++j) v[j] = p0 + j < parts ? src[(p0 + j) * hd] : 0.0f;
+#pragma unroll
+            for (int j = 0; j < ATTN_MERGE_BATCH; ++j)
+                if (p0 + j < parts) o = p0 + j == 0 ? v[j] : add_rn(o, v[j]);
+        }
+        const float g = round_bf16(sigmoid_ref(bf(gate_raw)));
         *out.at<bf16>(row, h * hd + d) = to_bf16(mul_rn(round_bf16(o), g));
     }
 }
