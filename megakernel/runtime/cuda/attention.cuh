@@ -46,8 +46,6 @@ constexpr int ATTN_SMEM_FIXED = 51200;
 static_assert(ATTN_SMEM_FIXED == ATTN_MAX_QUERIES * ATTN_ROW_BYTES + ATTN_XCHG_BYTES + 4 * 4 * ATTN_MAX_QUERIES,
               "ATTN_SMEM_FIXED");
 static_assert(2 * ATTN_MAX_QUERIES * ATTN_P_ROW_BYTES <= ATTN_MAX_QUERIES * ATTN_ROW_BYTES, "the P buffers fit");
-// Partitions whose values a thread loads before it combines any (combined_stats, ATTN_MERGE).
-constexpr int ATTN_MERGE_BATCH = 32;
 // The least the tiles run with: three ring slots (ATTN_PV computes a chunk's probabilities while the chunk
 // before it is multiplied; megakernel/runtime/cuda_build.py tile_smem_bytes).
 constexpr int ATTN_MIN_DEPTH = 3;
@@ -282,25 +280,14 @@ __device__ inline void attn_scores_tile(const Ctx& ctx, const Word& w, int tile,
     }
 }
 
-// The global (max, sum) of one score row from its P partition statistics, partitions added in order. The
-// first ATTN_MERGE_BATCH partitions' statistics are all loaded before the first is used (one trip to memory,
-// not one per few partitions: this sits before the tile's first chunk), the order of the max and sum unchanged.
+// The global (max, sum) of one score row from its P partition statistics, partitions added in order. (All
+// 32 partitions loaded before the first is used took ATTN_PV 34.3 -> 29.6 us at 32k alone, but 744 more
+// instructions made the megakernel ~1 % slower at 1k, where its attention tiles wait for instructions: D56.)
 __device__ inline void combined_stats(const float* st, int parts, float& mx, float& total) {
-    float part_max[ATTN_MERGE_BATCH], part_sum[ATTN_MERGE_BATCH];
-#pragma unroll
-    for (int p = 0; p < ATTN_MERGE_BATCH; ++p) {
-        part_max[p] = p < parts ? st[2 * p] : neg_inf();
-        part_sum[p] = p < parts ? st[2 * p + 1] : 0.0f;
-    }
     mx = neg_inf();
-#pragma unroll
-    for (int p = 0; p < ATTN_MERGE_BATCH; ++p) mx = fmaxf(mx, part_max[p]);  // -inf past the last: no change
-    for (int p = ATTN_MERGE_BATCH; p < parts; ++p) mx = fmaxf(mx, st[2 * p]);
+    for (int p = 0; p < parts; ++p) mx = fmaxf(mx, st[2 * p]);
     total = 0.0f;
-#pragma unroll
-    for (int p = 0; p < ATTN_MERGE_BATCH; ++p)
-        if (part_max[p] > neg_inf()) total = add_rn(total, mul_rn(part_sum[p], expf(sub_rn(part_max[p], mx))));
-    for (int p = ATTN_MERGE_BATCH; p < parts; ++p)
+    for (int p = 0; p < parts; ++p)
         if (st[2 * p] > neg_inf()) total = add_rn(total, mul_rn(st[2 * p + 1], expf(sub_rn(st[2 * p], mx))));
 }
 
@@ -385,6 +372,7 @@ __device__ inline void attn_pv_tile(const Ctx& ctx, const Word& w, int tile, u8*
 // Head h: the P partition outputs added in order -> bf16 o; out = bf16(o * bf16(sigmoid(gate))). A thread loads
 // up to ATTN_MERGE_BATCH partitions of an element before it adds the first, so that the element costs one trip
 // to memory, not one per partition the compiler leaves unhoisted (the adds' order is unchanged).
+constexpr int ATTN_MERGE_BATCH = 32;  // partitions a thread loads before it adds any
 __device__ inline void attn_merge_tile(const Ctx& ctx, const Word& w, int tile) {
     const int hd = w.p(1), parts = w.p(2), m = w.rows(), h = tile;
     const Buffer partial = ctx.buffer(w.buf_in()), gate = ctx.buffer(w.buf_aux0()), out = ctx.buffer(w.buf_out());
