@@ -262,4 +262,30 @@ __device__ __forceinline__ Ctx launch_context(u8* arena, const u8* weights, cons
     return Ctx{arena, weights, reinterpret_cast<const u8*>(copy)};
 }
 
+#ifdef MK_TILE_STAMPS
+// A timing probe (experiments/tile_phases.py; built only with MEGAKERNEL_TILE_STAMPS set): thread 0 of
+// block b records %clock64 at each phase of its tile in [b][phase] (0 start, 8 inputs addressed, 9
+// staged, 1 input rows done, 3 passes done, 4 end; a GEMV main tile's, gemv_tile.cuh, or a GDN tile's,
+// gdn.cuh), %globaltimer at the start and the end in [b][6], [b][7], and its SM in [b][5].
+constexpr int STAMP_BLOCKS = 8192, STAMP_SLOTS = 10;
+extern "C" {  // unmangled: the probe finds it by name
+__device__ unsigned long long mk_tile_stamps[STAMP_BLOCKS][STAMP_SLOTS];
+}
+__device__ __forceinline__ void tile_stamp(int phase, bool wall = false) {
+    __syncthreads();
+    if (threadIdx.x != 0 || blockIdx.x >= STAMP_BLOCKS) return;
+    u64 t;
+    if (wall) {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+        mk_tile_stamps[blockIdx.x][phase == 0 ? 6 : 7] = t;
+        u32 sm;
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+        mk_tile_stamps[blockIdx.x][5] = sm;
+    }
+    mk_tile_stamps[blockIdx.x][phase] = clock64();
+}
+#else
+__device__ __forceinline__ void tile_stamp(int, bool = false) {}
+#endif
+
 }  // namespace mk

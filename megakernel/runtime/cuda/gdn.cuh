@@ -161,7 +161,7 @@ __device__ __forceinline__ float gdn_columns_sum(const float (&x)[GDN_LANE_COLS]
 // the rows (read and written once a pass); the one stored is the state after the pass's rows, or after the
 // pending rows only when the pass is speculative (docs/ISA.md "Speculative passes").
 __device__ inline void gdn_tile(const Ctx& ctx, const Word& w, int tile, GdnSmem& sm) {
-    tile_stamp(0, true);  // the phase probe's stamps (gemv.cuh; nothing unless MEGAKERNEL_TILE_STAMPS)
+    tile_stamp(0, true);  // the phase probe's stamps (common.cuh; nothing unless MEGAKERNEL_TILE_STAMPS)
     const Weight taps = ctx.weight(w.p(0)), a_log = ctx.weight(w.p(1)), dt_bias = ctx.weight(w.p(2));
     const int hk = w.p(3), hv = w.p(4), dk = GDN_DK, dv = w.p(6), K = w.p(7), R = w.p(8);
     const int m = w.rows(), j = tile;
