@@ -9,14 +9,16 @@
 #define GEMV_THREADS 512  // 16 warps: each 16-row strip of a pass shared by 16 / strips warps (gemv.cuh WarpRole)
 
 // The GEMV core alone (bench and tests; fp8 weights in 16-row units, megakernel/runtime/weight_layout.py): block
-// (row group r, k-slice s) writes the fp32 slice sums of rows [tile_rows r, min(tile_rows (r + 1), n)) (tile_rows
-// a multiple of 16: fp8 up to MAX_TILE_ROWS, cut into passes where a 128-row scale block ends, as the engine's
-// tiles cut them; bf16 up to 128) for the m input rows to out[(s * m + row) * n + output row]. Dynamic shared
-// memory: a GemvSmem (the slice's input rows copied in, then the weight ring).
+// (row group r, k-slice s) writes the fp32 slice sums of rows [tile_rows r, min(tile_rows (r + 1), n / halves))
+// (tile_rows a multiple of 16: fp8 up to MAX_TILE_ROWS, cut into passes where a 128-row scale block ends, as the
+// engine's tiles cut them; bf16 up to 128) of each half of the rows for the m input rows to out[(s * m + row) *
+// n + output row]. halves = 2 makes a row group cover the same rows of both halves, as the engine's NORM_GATE_UP
+// tiles cover gate and up (gemv_tile.cuh). Dynamic shared memory: a GemvSmem (the slice's input rows copied in,
+// then the weight ring).
 template <bool FP8>  // a constant dtype: the bench kernels compile one path each
 __device__ __forceinline__ void gemv_slices(const unsigned char* weight, const __nv_bfloat16* scale,
                                             const __nv_bfloat16* x, float* out, int n, int k, int m, int slices,
-                                            int tile_rows) {
+                                            int tile_rows, int halves) {
     extern __shared__ __align__(16) unsigned char smem[];
     const mk::GemvSmem sm(smem + mk::GEMV_SMEM_OFFSET);  // laid out as tile_gemv lays out its tiles
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, warp = threadIdx.x >> 5;
@@ -24,8 +26,8 @@ __device__ __forceinline__ void gemv_slices(const unsigned char* weight, const _
     const int b0 = s * blocks / slices, b1 = (s + 1) * blocks / slices, width = (b1 - b0) * mk::K_BLOCK;
     // the slice's input rows into shared memory as a GEMV_RESIDUAL tile takes them (gemv_tile.cuh)
     const __nv_bfloat16* x_slice = x + b0 * mk::K_BLOCK;
-    const int stride = mk::x_stride_of(width, m);
-    const int row0 = blockIdx.x * tile_rows, rows = min(tile_rows, n - row0);
+    const int stride = mk::x_stride_of(width, m), half_rows = n / halves;
+    const int row0 = blockIdx.x * tile_rows, rows = min(tile_rows, half_rows - row0);
     const auto pass_rows = [&](int first, int left) {  // fp8: a pass ends where its scale block does
         return FP8 ? min(left, mk::ROW_BLOCK - first % mk::ROW_BLOCK) : min(left, mk::ROW_BLOCK);
     };
@@ -41,33 +43,35 @@ __device__ __forceinline__ void gemv_slices(const unsigned char* weight, const _
         mk::stage_rows(x_slice, k, sm.x, stride, m, width);
         mk::stage_wait();
     }
-    for (int a = 0; a < rows;) {
-        const int first = row0 + a, prows = pass_rows(first, rows - a);
-        float acc[4];
-        mk::gemv_block_rows(acc, FP8, weight, scale, k, first, prows, b0, b1, sm.x, sm.x_p, stride, m,
-                            sm.ring(m * stride), sm.ring_bytes(m * stride), sm.scales, FP8 && a == 0);
-        if (warp * mk::WARP_ROWS < prows) {  // phase 0 of strip `warp` holds the strip's sums
+    for (int h = 0; h < halves; ++h) {
+        for (int a = 0; a < rows;) {
+            const int first = h * half_rows + row0 + a, prows = pass_rows(first, rows - a);
+            float acc[4];
+            mk::gemv_block_rows(acc, FP8, weight, scale, k, first, prows, b0, b1, sm.x, sm.x_p, stride, m,
+                                sm.ring(m * stride), sm.ring_bytes(m * stride), sm.scales, FP8 && h == 0 && a == 0);
+            if (warp * mk::WARP_ROWS < prows) {  // phase 0 of strip `warp` holds the strip's sums
 #pragma unroll
-            for (int r = 0; r < 4; ++r) {
-                const int row = first + warp * mk::WARP_ROWS + g + 8 * (r >> 1), input = 2 * t + (r & 1);
-                if (input < m && row < first + prows) out[(static_cast<size_t>(s) * m + input) * n + row] = acc[r];
+                for (int r = 0; r < 4; ++r) {
+                    const int row = first + warp * mk::WARP_ROWS + g + 8 * (r >> 1), input = 2 * t + (r & 1);
+                    if (input < m && row < first + prows) out[(static_cast<size_t>(s) * m + input) * n + row] = acc[r];
+                }
             }
+            __syncthreads();  // the ring (and the phases' sums in it) free for the next pass
+            a += prows;
         }
-        __syncthreads();  // the ring (and the phases' sums in it) free for the next pass
-        a += prows;
     }
 }
 
-extern "C" __global__ void __launch_bounds__(GEMV_THREADS)
+extern "C" __global__ void __launch_bounds__(GEMV_THREADS, 1)
 gemv_fp8_slices(const unsigned char* weight, const __nv_bfloat16* scale, const __nv_bfloat16* x, float* out, int n,
-                int k, int m, int slices, int tile_rows) {
-    gemv_slices<true>(weight, scale, x, out, n, k, m, slices, tile_rows);
+                int k, int m, int slices, int tile_rows, int halves) {
+    gemv_slices<true>(weight, scale, x, out, n, k, m, slices, tile_rows, halves);
 }
 
-extern "C" __global__ void __launch_bounds__(GEMV_THREADS)
+extern "C" __global__ void __launch_bounds__(GEMV_THREADS, 1)
 gemv_bf16_slices(const unsigned char* weight, const __nv_bfloat16* x, float* out, int n, int k, int m, int slices,
-                 int tile_rows) {
-    gemv_slices<false>(weight, nullptr, x, out, n, k, m, slices, tile_rows);
+                 int tile_rows, int halves) {
+    gemv_slices<false>(weight, nullptr, x, out, n, k, m, slices, tile_rows, halves);
 }
 
 // Pure streaming read of `bytes` (a multiple of 16): the bandwidth every result is a fraction of.
@@ -89,12 +93,16 @@ extern "C" __global__ void __launch_bounds__(512) read_bandwidth(const uint4* da
 
 // Every GEMV word (fp8 segments from their 16-row units, bf16 ones row-major: gemv.cuh), split-K ones
 // finished in the same launch by the slice that lands last (gemv_tile.cuh gemv_finish_last; `arrivals`:
-// the launcher's zeroed counters, indexed as the megakernel's arrival counters). Two blocks per SM (64
-// registers, no spill): the launcher gives a word's tiles a ring small enough for two where it can. The
-// launch program takes the first GEMV_SMEM_OFFSET bytes of the dynamic memory, the tile the rest.
-extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS, 2) tile_gemv(PROGRAM_ARGS, unsigned int* arrivals) {
+// the launcher's zeroed counters, indexed as the megakernel's arrival counters). The tile primes its ring
+// before it waits for the previous launch (its weights depend on no launch), so that they stream while that
+// launch finishes; one block an SM with all the shared memory it may take (the launcher), and so with all
+// the registers it needs (no cap at 64 for a second block: D57). The launch program takes the first
+// GEMV_SMEM_OFFSET bytes of the dynamic memory, the tile the rest.
+extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS, 1) tile_gemv(PROGRAM_ARGS, unsigned int* arrivals) {
     extern __shared__ __align__(16) unsigned char smem[];
-    const mk::Ctx ctx = mk::launch_context(arena, weights, launch, reinterpret_cast<mk::u32*>(smem));
+    const mk::Ctx ctx = mk::launch_context_before_wait(arena, weights, launch, reinterpret_cast<mk::u32*>(smem));
+    mk::gemv_main_weights(ctx, ctx.word(0), blockIdx.x, smem + mk::GEMV_SMEM_OFFSET);
+    mk::previous_launch_done();
     mk::gemv_main_tile(ctx, ctx.word(0), blockIdx.x, smem + mk::GEMV_SMEM_OFFSET, arrivals);
 }
 static_assert(mk::GEMV_SMEM_OFFSET == mk::LAUNCH_PROGRAM_BYTES, "tile_gemv's launch program");

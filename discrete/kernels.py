@@ -55,24 +55,25 @@ def _module_on(device_id: int):
 
 
 def gemv_slices(weight, scale, x, slices: int, out=None, in_units: bool = False, tile_rows: int = plan.ROW_BLOCK,
-                as_launched: bool = False):
+                paired: bool = False):
     """fp32 slice sums [S, M, N] of weight [N, K] (uint8 e4m3 with uint16 bf16 scales, or uint16 bf16 with
     scale None) times x [M, K] (uint16 bf16 bits), M <= MAX_ROWS; into `out` when given (no allocation,
     so the launch can be captured in a CUDA graph). fp8 weights are row-major and laid out in units here,
     or already in units (`in_units`, weight_layout.to_units: what a timed loop passes). One block computes
     `tile_rows` rows (a multiple of 16; bf16 up to 128; fp8 up to plan.MAX_TILE_ROWS, cut into passes where
-    a 128-row scale block ends, as the engine's tiles are), the last block what is left.
-    Shared memory: all one block may take (the deepest ring), or `as_launched`, what the discrete build's
-    launcher gives a word of this shape (two blocks per SM where a ring two k-blocks deep fits:
-    cuda_build.gemv_launch_smem); the sums are the same either way."""
+    a 128-row scale block ends, as the engine's tiles are), the last block what is left; `paired`: the rows
+    are two halves (gate and up) and a block computes the same rows of both, as the engine's NORM_GATE_UP
+    tiles do. Shared memory: all one block may take (the deepest ring), as the discrete build's launcher
+    gives every GEMV word (D57)."""
     import cupy
 
     n, k = weight.shape
     if scale is not None and not in_units:
         weight = to_units(weight)
     m = x.shape[0]
-    if n % plan.ROW_BLOCK or k % plan.K_BLOCK or not 1 <= m <= MAX_ROWS:
-        raise ValueError(f"GEMV shape {weight.shape} x {x.shape} not supported")
+    halves = 2 if paired else 1
+    if n % (plan.ROW_BLOCK * halves) or k % plan.K_BLOCK or not 1 <= m <= MAX_ROWS:
+        raise ValueError(f"GEMV shape {weight.shape} x {x.shape}{' paired' if paired else ''} not supported")
     most = plan.MAX_TILE_ROWS if scale is not None else plan.ROW_BLOCK  # fp8 groups are cut into passes at scale blocks
     if not (16 <= tile_rows <= most and tile_rows % 16 == 0):
         raise ValueError(f"tile_rows {tile_rows}: a multiple of 16 up to {most} for this dtype")
@@ -80,23 +81,14 @@ def gemv_slices(weight, scale, x, slices: int, out=None, in_units: bool = False,
         out = cupy.empty((slices, m, n), dtype=cupy.float32)
     elif out.shape != (slices, m, n) or out.dtype != cupy.float32 or not out.flags.c_contiguous:
         raise ValueError(f"out must be contiguous float32 {(slices, m, n)}, got {out.dtype} {out.shape}")
-    args = (np.int32(n), np.int32(k), np.int32(m), np.int32(slices), np.int32(tile_rows))
-    grid = (-(-n // tile_rows), slices)  # the last row group may be short, as the engine's
-    smem = gemv_slices_smem(k, m, slices, scale is not None, as_launched)
+    args = (np.int32(n), np.int32(k), np.int32(m), np.int32(slices), np.int32(tile_rows), np.int32(halves))
+    grid = (-(-(n // halves) // tile_rows), slices)  # the last row group may be short, as the engine's
+    smem = cuda_build.max_dynamic_smem()
     if scale is None:
         _kernel("gemv_bf16_slices")(grid, (gemv_threads(),), (weight, x, out, *args), shared_mem=smem)
     else:
         _kernel("gemv_fp8_slices")(grid, (gemv_threads(),), (weight, scale, x, out, *args), shared_mem=smem)
     return out
-
-
-def gemv_slices_smem(k: int, m: int, slices: int, fp8: bool, as_launched: bool) -> int:
-    """Dynamic shared memory of a gemv_slices launch (the input rows, then the weight ring in the rest:
-    gemv.cuh): all one block may take, or `as_launched`, what the launcher gives a word of this shape."""
-    if not as_launched:
-        return cuda_build.max_dynamic_smem()
-    width = plan.widest_slice(k, slices)
-    return cuda_build.gemv_launch_smem(cuda_build.gemv_smem(m, width, 1 if fp8 else 2, cuda_build.TWO_BLOCK_RING))
 
 
 @functools.cache

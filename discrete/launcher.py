@@ -69,7 +69,9 @@ class DiscreteProgram:
                 continue
             args = (self.session.arena, self.weights.data, launch_program(program, i))
             if w.opcode in GEMV_OPS:
-                kernel, smem, args = gemv, self._gemv_smem(w), args + (self.arrivals,)
+                # one tile an SM with all the shared memory it may take: the deepest ring, primed before the
+                # tile waits for the launch before it (kernels.cu tile_gemv; D57)
+                kernel, smem, args = gemv, self.smem, args + (self.arrivals,)
                 block_smem = smem
             else:
                 kernel = mod.get_function(KERNEL_OF[w.opcode])
@@ -87,11 +89,6 @@ class DiscreteProgram:
         launch still holds the SMs; where two can share an SM that cost the 1k step 5.9 % (every launch
         overlapped), where they cannot it cost nothing (D40)."""
         return not cuda_build.two_share_an_sm(block_smem)
-
-    def _gemv_smem(self, w) -> int:
-        """Two tiles per SM where a ring two k-blocks deep lets them share its shared memory, else one with
-        all the device offers (cuda_build.gemv_launch_smem; the launch program included)."""
-        return cuda_build.gemv_launch_smem(cuda_build.gemv_word_smem(self.program, w, cuda_build.TWO_BLOCK_RING))
 
     @property
     def graph_nodes(self) -> int:

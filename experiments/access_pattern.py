@@ -6,8 +6,8 @@ fractions of the read bandwidth measured in the same process (D43).
   python experiments/access_pattern.py --out DIR [--iters 30] [--sweep]
 
 With --sweep it also times, at k = 1280 .. 20480 over 128 row groups of 128 rows (in_proj's grid at M = 1),
-the ring read in the tiles' order and the GEMV itself (discrete.kernels.gemv_slices, M = 1, as launched and
-with the deepest ring), and fits t = fixed_us + bytes / (stream_fraction x read bandwidth) to each: how
+the ring read in the tiles' order and the GEMV itself (discrete.kernels.gemv_slices, M = 1, as launched: the
+deepest ring since D57), and fits t = fixed_us + bytes / (stream_fraction x read bandwidth) to each: how
 fast each streams once running, and what each launch loses, on one grid.
 """
 
@@ -58,8 +58,8 @@ def ring_read_us(mod, buffers, depth: int, pattern: int, tiles: int, strips: int
 
 
 def size_sweep(mod, bandwidth: float, iters: int) -> dict:
-    """The ring read (tiles' order, depths 6 and 2) and the GEMV (M = 1, as launched and deepest ring: timed
-    by bench_gemv.bench_shape) over 128 row groups at k = 1280 .. 20480: rows and a fit per series."""
+    """The ring read (tiles' order, depths 6 and 2) and the GEMV (M = 1, as launched: timed by
+    bench_gemv.bench_shape) over 128 row groups at k = 1280 .. 20480: rows and a fit per series."""
     import cupy
 
     from bench_gemv import bench_shape
@@ -75,9 +75,8 @@ def size_sweep(mod, bandwidth: float, iters: int) -> dict:
             us = ring_read_us(mod, buffers, depth, 0, tiles, strips, k // plan.K_BLOCK, iters)
             timed[f"ring_read_depth{depth}"] = (us, nbytes)
         del buffers
-        for kind, as_launched in (("gemv_as_launched", True), ("gemv_deepest_ring", False)):
-            r = bench_shape(f"k_{k}", n, k, 1, True, iters, bandwidth, ms=(1,), as_launched=as_launched)[0]
-            timed[kind] = ((r["us"], r["us_p10"], r["us_p90"]), r["bytes"])
+        r = bench_shape(f"k_{k}", n, k, 1, True, iters, bandwidth, ms=(1,))[0]
+        timed["gemv_as_launched"] = ((r["us"], r["us_p10"], r["us_p90"]), r["bytes"])
         for kind, ((us, p10, p90), moved) in timed.items():
             rows.append({"series": kind, "k": k, "bytes": moved, "us": round(us, 2), "p10": round(p10, 2),
                          "p90": round(p90, 2), "bandwidth_fraction": round(moved / us / 1e3 / bandwidth, 4)})

@@ -7,11 +7,12 @@ in_proj's grid at k = 1280 .. 20480, M = 1 and 8, and the same fit per M: the st
 held fixed; run when every shape is benched as launched) and a k-slice sweep of every fp8 shape at M = 1
 (`slice_sweep`: grid tiles and waves against the SM count).
 
-  python experiments/bench_gemv.py --out DIR [--iters 50] [--shapes in_proj,down] [--no-sweep] [--deepest-ring]
+  python experiments/bench_gemv.py --out DIR [--iters 50] [--shapes in_proj,down] [--no-sweep]
 
-Each launch gets the shared memory the discrete build's launcher gives a word of its shape (two blocks per
-SM where a ring two k-blocks deep fits, `blocks_per_sm` in each row), or with --deepest-ring all one block
-may take (one block per SM: what this bench measured before D39).
+Each shape is tiled as the engine tiles its word (the plan's row groups: gate_up's 144 rows of gate and up
+together, qkv's one head; `tiles` in each row) and each launch gets what the discrete build's launcher gives
+a GEMV word: one block per SM with all the shared memory it may take (D57; before it, two blocks per SM
+where a ring two k-blocks deep fitted, D39).
 
 Weights are random e4m3 bytes (NaN codes avoided) with small positive scales; each shape rotates over
 enough copies to exceed 2 x L2, so no timing is served from the cache.
@@ -96,11 +97,10 @@ def random_fp8(shape):
     return cupy.where((raw & 0x7F) == 0x7F, raw ^ 1, raw).astype(cupy.uint8)  # no NaN codes
 
 
-def bench_shape(name, n, k, slices, is_fp8, iters, bandwidth, ms=(1, 8), tile_rows=128, as_launched=True):
+def bench_shape(name, n, k, slices, is_fp8, iters, bandwidth, ms=(1, 8), tile_rows=128, paired=False):
     import cupy
 
-    from discrete.kernels import gemv_slices, gemv_slices_smem
-    from megakernel.runtime import cuda_build
+    from discrete.kernels import gemv_slices
 
     elem = 1 if is_fp8 else 2
     nbytes = n * k * elem
@@ -118,27 +118,28 @@ def bench_shape(name, n, k, slices, is_fp8, iters, bandwidth, ms=(1, 8), tile_ro
 
         def launch(i, x=x, out=out):
             gemv_slices(weights[i % copies], scales[i % copies], x, slices, out=out, in_units=True, tile_rows=tile_rows,
-                        as_launched=as_launched)
+                        paired=paired)
 
         us, p10, p90 = graph_us(launch, iters)
         eager, _, _ = median_us(launch, iters)
         moved = nbytes + (0 if scales[0] is None else scales[0].nbytes) + m * k * 2 + slices * m * n * 4
-        two_blocks = cuda_build.two_share_an_sm(gemv_slices_smem(k, m, slices, is_fp8, as_launched))
+        tiles = -(-n // (2 if paired else 1) // tile_rows) * slices
         rows.append({"name": name, "shape": [n, k], "dtype": "fp8" if is_fp8 else "bf16", "rows": m,
-                     "k_slices": slices, "tile_rows": tile_rows, "tiles": -(-n // tile_rows) * slices,
-                     "blocks_per_sm": 2 if two_blocks else 1, "bytes": moved, "us": round(us, 2),
+                     "k_slices": slices, "tile_rows": tile_rows, "paired": paired, "tiles": tiles,
+                     "bytes": moved, "us": round(us, 2),
                      "us_p10": round(p10, 2), "us_p90": round(p90, 2), "bandwidth_fraction": round(moved / us / 1e3 / bandwidth, 4),
                      "us_eager": round(eager, 2)})
-        geometry = f"S={slices}@{tile_rows}x{rows[-1]['blocks_per_sm']}"
+        geometry = f"S={slices}@{tile_rows}{'x2' if paired else ''} {tiles} tiles"
         print(f"{name:<24} {n:>7}x{k:<6} M={m} {geometry}  {us:8.1f} us  {moved / us / 1e3:7.0f} GB/s  "
               f"{rows[-1]['bandwidth_fraction']:.1%} of read bandwidth  (eager back-to-back {eager:.1f} us)")
     return rows
 
 
-def gemv_shapes(c) -> list[tuple[str, int, int, int, bool, int]]:
-    """(name, rows, k, k-slices, fp8?, rows per row group) of each distinct GEMV shape of the decode step and the MTP head, in
-    program order, dtypes from the tensor manifest. A fused group with fp8 and bf16 weights (in_proj's
-    b and a: 96 of 16,480 rows) is timed on its fp8 part."""
+def gemv_shapes(c) -> list[tuple[str, int, int, int, bool, int, bool]]:
+    """(name, rows, k, k-slices, fp8?, rows per row group, paired?) of each distinct GEMV shape of the decode
+    step and the MTP head, in program order, dtypes from the tensor manifest. A fused group with fp8 and bf16
+    weights (in_proj's b and a: 96 of 16,480 rows) is timed on its fp8 part; a paired group (gate_up) is
+    timed as its tiles run, each over the same rows of both halves."""
     from megakernel.model import plan
     from megakernel.model.tensors import tensor_specs
 
@@ -151,7 +152,7 @@ def gemv_shapes(c) -> list[tuple[str, int, int, int, bool, int]]:
             seen.add((rows, group.k, is_fp8))
             name = group.name.split(".")[-1]
             out.append(("mtp_" + name if group.name.startswith("mtp.") else name, rows, group.k, group.slices, is_fp8,
-                        group.tile_rows))
+                        group.tile_rows, group.paired))
     return out
 
 
@@ -214,7 +215,7 @@ def kernel_facts() -> dict:
     return facts
 
 
-def slice_sweep(shapes, iters: int, bandwidth: float, sms: int, as_launched: bool = True) -> list[dict]:
+def slice_sweep(shapes, iters: int, bandwidth: float, sms: int) -> list[dict]:
     """Every fp8 shape at k-slice counts 1..16: how the grid (row groups x slices) against the SM
     count decides the time, for the plan's k-slice policy."""
     rows = []
@@ -222,7 +223,7 @@ def slice_sweep(shapes, iters: int, bandwidth: float, sms: int, as_launched: boo
         for slices in (1, 2, 3, 4, 5, 6, 8, 10, 12, 13, 16):
             if slices > k // 128:
                 continue
-            for row in bench_shape(name, n, k, slices, True, iters, bandwidth, ms=(1,), as_launched=as_launched):
+            for row in bench_shape(name, n, k, slices, True, iters, bandwidth, ms=(1,)):
                 groups = n // 128 * slices
                 row["tiles"], row["waves"] = groups, -(-groups // sms)
                 rows.append(row)
@@ -239,33 +240,30 @@ def main() -> None:
     parser.add_argument("--iters", type=int, default=50)
     parser.add_argument("--shapes", help="comma-separated subset of the shapes (default: all)")
     parser.add_argument("--no-sweep", action="store_true", help="skip the k-slice sweep")
-    parser.add_argument("--deepest-ring", action="store_true",
-                        help="every launch one block per SM with all its shared memory, not as the launcher gives it")
     args = parser.parse_args()
-    as_launched = not args.deepest_ring
     bandwidth = read_bandwidth(args.iters)
     print(f"read bandwidth {bandwidth:.0f} GB/s")
     c = preset("qwen3.5-27b")
     chosen = args.shapes.split(",") if args.shapes else None
     kernels, fp8_shapes = [], {}
-    for name, rows, k, slices, is_fp8, tile_rows in gemv_shapes(c):
+    for name, rows, k, slices, is_fp8, tile_rows, paired in gemv_shapes(c):
         if chosen is None or name in chosen:  # the engine's row groups (gate_up's 144 rows, qkv's one head)
             kernels += bench_shape(name, rows, k, slices, is_fp8, args.iters, bandwidth, tile_rows=tile_rows,
-                                   as_launched=as_launched)
+                                   paired=paired)
             if is_fp8:
                 fp8_shapes[name] = (rows, k)
     sms = cupy.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
     facts = kernel_facts()
     print(facts)
-    sweep = [] if args.no_sweep else slice_sweep(fp8_shapes, args.iters, bandwidth, sms, as_launched)
-    one_grid = k_sweep(args.iters, bandwidth) if as_launched and chosen is None else {}
+    sweep = [] if args.no_sweep else slice_sweep(fp8_shapes, args.iters, bandwidth, sms)
+    one_grid = k_sweep(args.iters, bandwidth) if chosen is None else {}
     os.makedirs(args.out, exist_ok=True)
     result = {
         "device": cupy.cuda.runtime.getDeviceProperties(0)["name"].decode(),
         "git_commit": git_commit(),
         "command": "python " + " ".join(sys.argv), "created": datetime.datetime.now(datetime.UTC).isoformat(),
         "model": "synthetic:qwen3.5-27b shapes (random weights)", "read_bandwidth_gbps": round(bandwidth, 1),
-        "sms": sms, "launch": "as_launched" if as_launched else "deepest_ring", "kernel_facts": facts,
+        "sms": sms, "launch": "one_block_deepest_ring", "kernel_facts": facts,
         "kernels": kernels, "fit": stream_fit(kernels, bandwidth), "k_sweep": one_grid,
         "slice_sweep": sweep,
     }

@@ -55,7 +55,7 @@ def main() -> None:
         kernels[name] = mod.get_function(name)
         kernels[name].max_dynamic_shared_size_bytes = smem
     rows = []
-    for name, n, k, slices, is_fp8, _ in gemv_shapes(preset("qwen3.5-27b")):
+    for name, n, k, slices, is_fp8, *_ in gemv_shapes(preset("qwen3.5-27b")):
         if not is_fp8:
             continue
         nbytes = n * k

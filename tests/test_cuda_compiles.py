@@ -121,29 +121,3 @@ def test_gemv_tiles_fit_the_h200_shared_memory_with_a_ring(rows):
         gdn = cuda_build.define(CUDA_DIR / "gdn.cuh", "GDN_MIN_SMEM") if has_gdn else 0
         assert max(need, cuda_build.define(CUDA_DIR / "attention.cuh", "ATTN_MIN_SMEM"), gdn) == tiles
         assert tiles <= H200_MAX_DYNAMIC_SMEM - 4096, f"{tiles} bytes needed, M = {rows}"
-
-
-@pytest.mark.parametrize("rows", [1, 8])
-def test_bench_gemv_shapes_ask_the_shared_memory_the_launcher_gives_their_words(rows, monkeypatch):
-    """bench_gemv launches `as_launched` with kernels.gemv_slices_smem: for every word without prologue
-    staging (GEMV_RESIDUAL) that is what the launcher gives the word (two tiles per SM with a ring two
-    k-blocks deep at one row; at eight rows the input rows leave no room, so all one block may take),
-    and without `as_launched` it is always all one block may take (D39). The H200's figures stand in
-    for the device's."""
-    from compiler import lower
-    from discrete import kernels
-    from isa import Op
-    from megakernel.model.config import preset
-    from megakernel.runtime import cuda_build
-
-    monkeypatch.setattr(cuda_build, "smem_per_sm", lambda: 228 * 1024)
-    monkeypatch.setattr(cuda_build, "max_dynamic_smem", lambda: H200_MAX_DYNAMIC_SMEM)
-    program = lower(preset("qwen3.5-27b"), rows=rows, sms=132, capacity=64)
-    words = [w for w in program.words if w.opcode == Op.GEMV_RESIDUAL]
-    assert words
-    for w in words:
-        launcher = cuda_build.gemv_launch_smem(cuda_build.gemv_word_smem(program, w, cuda_build.TWO_BLOCK_RING))
-        bench = kernels.gemv_slices_smem(w.k, rows, w.k_slices, True, as_launched=True)
-        assert bench == launcher, (w.k, w.k_slices)
-        assert (bench < H200_MAX_DYNAMIC_SMEM) == (rows == 1), (w.k, w.k_slices, bench)
-        assert kernels.gemv_slices_smem(w.k, rows, w.k_slices, True, as_launched=False) == H200_MAX_DYNAMIC_SMEM

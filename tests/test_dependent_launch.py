@@ -50,21 +50,33 @@ def test_kernel_params_refuse_other_types():
         kernel_params((3,))
 
 
+def kernel_statements(source: str, name: str) -> list[str]:
+    """The statements of a discrete kernel's body, after its shared-memory declarations."""
+    m = re.search(rf'__global__ void [^\n]*\b{name}\(PROGRAM_ARGS[^\n]*\{{\n(.*?)\n}}', source, re.DOTALL)
+    assert m, f"{name} not found in kernels.cu"
+    return [line.strip() for line in m.group(1).strip().splitlines() if "__shared__" not in line]
+
+
 def test_every_launched_kernel_waits_for_the_launch_before_it():
     # each kernel's first statement (after its shared-memory declarations) is launch_context, which copies
     # the launch program (a parameter) and then waits, before it returns the context every read of device
-    # memory goes through
+    # memory goes through; the GEMV tile alone primes its weights first (which no launch writes), between
+    # launch_context_before_wait (the same copy without the wait) and its own wait
     source = (ROOT / "discrete" / "kernels.cu").read_text()
-    launched = set(KERNEL_OF.values()) | {GEMV_KERNEL}
-    for name in launched:
-        m = re.search(rf'__global__ void [^\n]*\b{name}\(PROGRAM_ARGS[^\n]*\{{\n(.*?)\n}}', source, re.DOTALL)
-        assert m, f"{name} not found in kernels.cu"
-        lines = [line.strip() for line in m.group(1).strip().splitlines()]
-        first = next(line for line in lines if "__shared__" not in line)
+    for name in set(KERNEL_OF.values()):
+        first = kernel_statements(source, name)[0]
         assert first.startswith("const mk::Ctx ctx = mk::launch_context(arena, weights, launch, "), \
             f"{name} reads before waiting: {first!r}"
+    gemv = kernel_statements(source, GEMV_KERNEL)
+    assert gemv[0].startswith("const mk::Ctx ctx = mk::launch_context_before_wait(arena, weights, launch, "), gemv[0]
+    assert gemv[1].startswith("mk::gemv_main_weights(ctx, "), gemv[1]
+    assert gemv[2] == "mk::previous_launch_done();", gemv[2]
     common = (ROOT / "megakernel" / "runtime" / "cuda" / "common.cuh").read_text()
-    body = re.search(r"Ctx launch_context\(.*?\{\n(.*?)\n}", common, re.DOTALL).group(1).splitlines()
-    assert [line.strip() for line in body[-3:]] == ["__syncthreads();", "previous_launch_done();",
-                                                   "return Ctx{arena, weights, reinterpret_cast<const u8*>(copy)};"]
-    assert "arena" not in "".join(body[:-1])  # nothing before the wait touches device memory but the parameter
+    bodies = {name: re.search(rf"Ctx {name}\(.*?\{{\n(.*?)\n}}", common, re.DOTALL).group(1).splitlines()
+              for name in ("launch_context", "launch_context_before_wait")}
+    copy = "return Ctx{arena, weights, reinterpret_cast<const u8*>(copy)};"
+    assert [line.strip() for line in bodies["launch_context"][-3:]] == ["__syncthreads();", "previous_launch_done();",
+                                                                      copy]
+    assert [line.strip() for line in bodies["launch_context_before_wait"][-2:]] == ["__syncthreads();", copy]
+    for body in bodies.values():
+        assert "arena" not in "".join(body[:-1])  # nothing before the wait touches device memory but the parameter

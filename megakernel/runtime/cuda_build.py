@@ -128,7 +128,6 @@ def gemv_smem(rows: int, width: int, elem: int, depth: int, staged: int = 0) -> 
     return fixed + 2 * rows * stride + 128 + max(depth * ring * elem, staged)
 
 
-TWO_BLOCK_RING = 2  # k-blocks per warp in flight when two GEMV tiles share an SM (D23)
 BLOCK_RESERVE = 1024  # shared memory the hardware keeps per resident block (Hopper)
 
 
@@ -141,15 +140,6 @@ def launch_program_bytes() -> int:
     """Bytes of a discrete launch's own program (common.cuh LAUNCH_PROGRAM_BYTES): the first of a GEMV
     launch's dynamic shared memory (gemv_tile.cuh GEMV_SMEM_OFFSET), a static array in the other kernels."""
     return define(CUDA_DIR / "common.cuh", "LAUNCH_PROGRAM_BYTES")
-
-
-def gemv_launch_smem(two_block_smem: int) -> int:
-    """The dynamic shared memory a discrete GEMV launch gives each tile: its launch program, then
-    `two_block_smem` (the tile's need with a ring TWO_BLOCK_RING deep) where two such blocks fit an SM, else
-    all one block may take (the deepest ring). The ring's depth orders nothing: the sums are the same
-    either way."""
-    need = launch_program_bytes() + two_block_smem
-    return need if two_share_an_sm(need) else max_dynamic_smem()
 
 
 def prologue_stage_bytes(program, w, width: int) -> int:

@@ -44,13 +44,13 @@ def numpy_slices(q, s, x, slices):
     return out, bound
 
 
-def run(q, s, x, slices, tile_rows=plan.ROW_BLOCK):
+def run(q, s, x, slices, tile_rows=plan.ROW_BLOCK, paired=False):
     """The kernel's slices into an output filled with NaN first: a launch that writes nothing cannot
     match anything (CuPy's pool would otherwise hand back a block still holding an earlier result)."""
     wq = cupy.asarray(bits(q, fp8.E4M3) if s is not None else bits(q, fp8.BF16))
     sc = None if s is None else cupy.asarray(bits(s, fp8.BF16))
     out = cupy.full((slices, x.shape[0], q.shape[0]), np.nan, dtype=cupy.float32)
-    gemv_slices(wq, sc, cupy.asarray(bits(x, fp8.BF16)), slices, out=out, tile_rows=tile_rows)
+    gemv_slices(wq, sc, cupy.asarray(bits(x, fp8.BF16)), slices, out=out, tile_rows=tile_rows, paired=paired)
     got = cupy.asnumpy(out)
     assert np.isfinite(got).all(), "the kernel left outputs unwritten"
     return got
@@ -158,3 +158,17 @@ def test_a_launch_that_writes_nothing_cannot_pass(monkeypatch):
     monkeypatch.setitem(globals(), "gemv_slices", lambda *args, out=None, **kwargs: out)
     with pytest.raises(AssertionError, match="left outputs unwritten"):
         run(q, s, x, 2)
+
+
+@pytest.mark.parametrize("m", [1, 8])
+def test_paired_halves_sum_as_the_unpaired_rows_do(m):
+    """`paired` (the bench's gate_up, tiled as the engine's NORM_GATE_UP tiles: a 144-row group over the
+    same rows of both halves, cut into passes where a scale block ends) computes each half as the
+    unpaired kernel computes that half alone with the same groups, bit for bit (a row's sum order follows
+    its pass's strips), and within fp32 rounding of the engine sum."""
+    q, s, x = case(1024, 1024, m)
+    got = run(q, s, x, 1, 144, paired=True)
+    halves = [run(q[h * 512:(h + 1) * 512], s[h * 4:(h + 1) * 4], x, 1, 144) for h in (0, 1)]
+    assert np.array_equal(got, np.concatenate(halves, axis=2))
+    want, magnitude = numpy_slices(q, s, x, 1)
+    assert (np.abs(got - want) / np.maximum(magnitude, 1e-30)).max() < 1e-6

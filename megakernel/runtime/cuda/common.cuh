@@ -262,6 +262,15 @@ __device__ __forceinline__ Ctx launch_context(u8* arena, const u8* weights, cons
     return Ctx{arena, weights, reinterpret_cast<const u8*>(copy)};
 }
 
+// launch_context without the wait, for a kernel that reads weights (which no launch writes) before it calls
+// previous_launch_done itself: the GEMV tile primes its weight ring first (kernels.cu tile_gemv).
+__device__ __forceinline__ Ctx launch_context_before_wait(u8* arena, const u8* weights, const LaunchProgram& launch,
+                                                          u32* copy) {
+    for (int i = threadIdx.x; i < LAUNCH_PROGRAM_BYTES / 4; i += blockDim.x) copy[i] = launch.u[i];
+    __syncthreads();
+    return Ctx{arena, weights, reinterpret_cast<const u8*>(copy)};
+}
+
 #ifdef MK_TILE_STAMPS
 // A timing probe (experiments/tile_phases.py; built only with MEGAKERNEL_TILE_STAMPS set): thread 0 of
 // block b records %clock64 at each phase of its tile in [b][phase] (0 start, 8 inputs addressed, 9

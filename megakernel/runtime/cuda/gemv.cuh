@@ -510,14 +510,6 @@ __device__ __forceinline__ void stream_blocks(float (&acc)[4], const StripStream
     }
 }
 
-// Whether tiles prime their first pass's ring before their inputs are ready, for some words only part of
-// it (the megakernel: gemv_tile.cuh primed_bytes, D49). The discrete build primes a whole ring or none,
-// right after its input rows' copies: its kernels carry no code for a part.
-#ifdef MK_DISCRETE_BUILD
-constexpr bool PRIMES_BEFORE_INPUTS = false;
-#else
-constexpr bool PRIMES_BEFORE_INPUTS = true;
-#endif
 constexpr int WHOLE_RING = 1 << 30;  // a primed part that holds every warp's slots
 
 // A pass's first `depth` k-blocks issued into the rings of the warps whose slots lie within the ring's
@@ -527,7 +519,7 @@ constexpr int WHOLE_RING = 1 << 30;  // a primed part that holds every warp's sl
 __device__ inline int prime_ring(const u8* weight, int k, int row0, int rows, int b0, int b1, u8* ring, int ring_bytes,
                                  int part) {
     const StripStream st(true, weight, k, row0, rows, b0, b1, ring, ring_bytes);
-    if (!PRIMES_BEFORE_INPUTS || st.within(part)) st.fill();
+    if (st.within(part)) st.fill();
     return st.depth;
 }
 
@@ -565,7 +557,7 @@ __device__ inline void stage_pass_scales(const __nv_bfloat16* scale, int k, int 
 // other warps' acc is undefined. `ring`: shared memory for the 16 warps' slots (at least one 16-row block
 // each); `scales`: MAX_SLICE_BLOCKS floats; `primed` (fp8): the caller left this pass's scales staged and
 // landed (stage_pass_scales) and filled the rings of the warps within the ring's first `part` bytes
-// (prime_ring), and this function fills the others' (the megakernel's norm words); otherwise it stages
+// (prime_ring), and this function fills the others' (the norm words); otherwise it stages
 // the scales and fills every ring, the scales' copies first (D46). fp8: rows [row0, row0 + rows) must lie
 // in one 128-row scale block.
 __device__ inline void gemv_block_rows(float (&acc)[4], bool fp8, const u8* weight, const __nv_bfloat16* scale,
@@ -584,7 +576,7 @@ __device__ inline void gemv_block_rows(float (&acc)[4], bool fp8, const u8* weig
             st.fill();
             copies_wait(st.depth);  // the scales have landed
             __syncthreads();        // every thread's
-        } else if (PRIMES_BEFORE_INPUTS && !st.within(part)) {
+        } else if (!st.within(part)) {
             st.fill();
         }
         const size_t first = scale_index(k, row0, b0);

@@ -26,8 +26,8 @@ constexpr int GEMV_MIN_RING = 32768;
 static_assert(GEMV_MIN_RING == TILE_WARPS * WARP_ROWS * K_BLOCK, "GEMV_MIN_RING");
 
 // Bytes of dynamic shared memory before a GEMV tile's own (GemvSmem's base). The discrete build keeps its
-// launch program there (kernels.cu: there, unlike a static array, it left tile_gemv within its 64 registers
-// without a spill); the megakernel, nothing.
+// launch program there (kernels.cu: there, unlike a static array, it left tile_gemv, then capped at 64
+// registers, without a spill); the megakernel, nothing.
 #ifdef MK_DISCRETE_BUILD
 constexpr int GEMV_SMEM_OFFSET = LAUNCH_PROGRAM_BYTES;
 #else
@@ -259,7 +259,7 @@ __device__ inline void gemv_prologue(const Ctx& ctx, const Word& w, int k0, int 
 }
 
 // NORM_HEAD's main tile 0 keeps the normalised rows for the MTP head: `hidden` rows [8 - m, 8). Called,
-// not inlined: it runs once a step, and inlined it pushed tile_gemv (64 registers) into spilling.
+// not inlined: it runs once a step, and inlined it pushed tile_gemv (then capped at 64 registers) into spilling.
 __device__ __noinline__ void keep_hidden(const Ctx& ctx, const Word& w, float* scratch, u8* stage) {
     const Buffer in = ctx.buffer(w.buf_in()), out = ctx.buffer(w.buf_aux1());
     const int m = w.rows();
@@ -457,18 +457,16 @@ struct MainTile {
 };
 
 // Where a tile primes its first pass's ring (gemv.cuh prime_ring: its block scales, then its first k-blocks),
-// and how much of it. The megakernel primes before it waits for the tile's input counters (megakernel.cu
-// interpret): weights depend on nothing an earlier word writes, so they stream while the block waits and
-// while its prologue runs. A tile whose inputs are met when its block reaches it does not prime (D51): its
-// rows would queue behind the primed copies, ~5 us of issue on the word's latest blocks. There fp8
-// GEMV_RESIDUAL primes the whole ring (its rows go straight to x); NORM_GEMV, NORM_GEMV_QKV and
-// NORM_GATE_UP the ring less what their prologue stages at its end (norm_rows: the m input rows and the norm
-// weight's slice). The discrete build primes fp8 GEMV_RESIDUAL alone, right
-// after its rows' copies (gemv_main_input): priming before griddepcontrol.wait, the norm words too, or the
-// weights ahead of the rows all measured 0.4-6.2 % slower for the graph step (D49; gemv.cuh
-// PRIMES_BEFORE_INPUTS).
+// and how much of it. Weights depend on nothing an earlier word writes, so a tile primes before it waits for
+// its inputs and they stream while it waits and while its prologue runs: the megakernel's tile before its
+// block waits for the tile's input counters (megakernel.cu interpret), the discrete build's before
+// griddepcontrol.wait (kernels.cu tile_gemv; D57). There fp8 GEMV_RESIDUAL primes the whole ring (its rows
+// go straight to x); NORM_GEMV, NORM_GEMV_QKV and NORM_GATE_UP the ring less what their prologue stages at
+// its end (norm_rows: the m input rows and the norm weight's slice). A megakernel tile whose inputs are met
+// when its block reaches it does not prime (D51): its rows would queue behind the primed copies, ~5 us of
+// issue on the word's latest blocks.
 
-// The megakernel's tile: the bytes at the ring's start that it primes, or -1 where it primes nothing.
+// The bytes at the ring's start that a tile primes, or -1 where it primes nothing.
 __device__ inline int primed_bytes(const Ctx& ctx, const Word& w, const MainTile& mt, const GemvSmem& sm, bool fp8) {
     const int op = w.opcode();
     if (!fp8) return -1;
@@ -491,8 +489,8 @@ struct FirstPass {
     }
 };
 
-// All threads, in the megakernel before the tile's inputs are ready: its first pass's scales and primed ring
-// (primed_bytes). Reads weights alone.
+// All threads, before the tile's inputs are ready: its first pass's scales and primed ring (primed_bytes).
+// Reads weights alone (and the word, its records and the weights' addresses from the Program).
 __device__ inline void gemv_main_weights(const Ctx& ctx, const Word& w, int tile, u8* smem) {
     const GemvSmem sm(smem);
     const MainTile mt(ctx, w, tile);
@@ -506,60 +504,30 @@ __device__ inline void gemv_main_weights(const Ctx& ctx, const Word& w, int tile
                primed);
 }
 
-// Whether the discrete build's tile primes its first pass's ring with its rows (fp8 GEMV_RESIDUAL: primed_bytes).
-__device__ __forceinline__ bool primes(const Word& w, bool fp8) { return fp8 && w.opcode() == OP_GEMV_RESIDUAL; }
-
 // All threads, once the tile's inputs are ready: the input rows (prologue, then for fp8 weights the f16
-// operand). The megakernel may have primed its ring (gemv_main_weights; `primed_ahead`), and the prologue
-// then stages its inputs past what is primed; the discrete build primes here, right after its rows'
-// copies, as it did before the megakernel primed (D49: its code is unchanged).
-__device__ inline void gemv_main_input(const Ctx& ctx, const Word& w, int tile, u8* smem, bool primed_ahead = false) {
+// operand). `primed_ahead`: the tile primed its ring (gemv_main_weights), and the prologue then stages its
+// inputs past what is primed.
+__device__ inline void gemv_main_input(const Ctx& ctx, const Word& w, int tile, u8* smem, bool primed_ahead) {
     const GemvSmem sm(smem);
     const MainTile mt(ctx, w, tile);
     const int stride = x_stride_of(mt.width, mt.m), x_elems = mt.m * stride;
-    if (PRIMES_BEFORE_INPUTS) {
-        // one dtype per tile (a row group lies in one segment; gate and up are both fp8)
-        const FirstPass first(ctx, w, mt, tile);
-        const bool fp8 = first.weight.dtype == DT_FP8;
-        const int primed = primed_ahead ? primed_bytes(ctx, w, mt, sm, fp8) : -1;
-        u8* stage = sm.ring(x_elems) + max(primed, 0);
-        if (w.opcode() == OP_NORM_HEAD && tile == 0 && w.buf_aux1() != NO_BUFFER) keep_hidden(ctx, w, sm.y, stage);
-        // y: free until the passes
-        gemv_prologue(ctx, w, mt.b0 * K_BLOCK, mt.b1 * K_BLOCK, sm.x, sm.y, stage, fp8 ? sm.x_p : nullptr);
-        __syncthreads();
-        if (fp8 && !fuses_operand(w.opcode())) f16_operand(sm.x, stride, sm.x, stride, mt.m, mt.b1 - mt.b0, sm.x_p);
-        return;
-    }
-    u8* stage = sm.ring(x_elems);  // the ring's memory stages the prologue's inputs
+    // one dtype per tile (a row group lies in one segment; gate and up are both fp8)
+    const FirstPass first(ctx, w, mt, tile);
+    const bool fp8 = first.weight.dtype == DT_FP8;
+    const int primed = primed_ahead ? primed_bytes(ctx, w, mt, sm, fp8) : -1;
+    u8* stage = sm.ring(x_elems) + max(primed, 0);
     if (w.opcode() == OP_NORM_HEAD && tile == 0 && w.buf_aux1() != NO_BUFFER) keep_hidden(ctx, w, sm.y, stage);
-    const RowGroup rg = mt.gate_up ? RowGroup{0, 0, 0, 0, 0} : row_group(ctx, w, tile % mt.groups);
-    const Weight first = gemv_weight(ctx, w, rg.segment);  // the first pass's weight
-    const bool fp8 = first.dtype == DT_FP8;
-    if (primes(w, fp8)) {
-        // every small load (the first pass's scales, the input rows) ahead of the first pass's first weights,
-        // then the wait for the small loads alone
-        const int local0 = rg.r0 - rg.seg_r0, rows = min(rg.r1 - rg.r0, ROW_BLOCK - local0 % ROW_BLOCK);
-        const Buffer in = ctx.buffer(w.buf_in());
-        tile_stamp(8);
-        stage_pass_scales(reinterpret_cast<const bf16*>(first.scale), mt.k, local0, mt.b0, mt.b1, sm.scales);
-        stage_rows(in.at<bf16>(0, mt.b0 * K_BLOCK), in.cols, sm.x, stride, mt.m, mt.width);
-        copies_commit();
-        copies_wait(prime_ring(first.base, mt.k, local0, rows, mt.b0, mt.b1, stage, sm.ring_bytes(mt.m * stride),
-                               WHOLE_RING));
-        tile_stamp(9);
-    } else {
-        // y: free until the passes
-        gemv_prologue(ctx, w, mt.b0 * K_BLOCK, mt.b1 * K_BLOCK, sm.x, sm.y, stage, fp8 ? sm.x_p : nullptr);
-    }
+    // y: free until the passes
+    gemv_prologue(ctx, w, mt.b0 * K_BLOCK, mt.b1 * K_BLOCK, sm.x, sm.y, stage, fp8 ? sm.x_p : nullptr);
     __syncthreads();
     if (fp8 && !fuses_operand(w.opcode())) f16_operand(sm.x, stride, sm.x, stride, mt.m, mt.b1 - mt.b0, sm.x_p);
 }
 
-// arrivals: the split-K arrival counters (gemv_finish_last); primed_ahead: the megakernel primed the ring
+// arrivals: the split-K arrival counters (gemv_finish_last); primed_ahead: the tile primed its ring
 // (gemv_main_weights). True when the tile's row group is done (its epilogue applied): always without
 // split-K, else for the slice that landed last.
 __device__ inline bool gemv_main_passes(const Ctx& ctx, const Word& w, int tile, u8* smem, u32* arrivals,
-                                        bool primed_ahead = false) {
+                                        bool primed_ahead) {
     const GemvSmem sm(smem);
     const MainTile mt(ctx, w, tile);
     const RowGroup rg = row_group(ctx, w, tile % mt.groups);
@@ -572,11 +540,9 @@ __device__ inline bool gemv_main_passes(const Ctx& ctx, const Word& w, int tile,
         const Weight W = gemv_weight(ctx, w, gate_up ? half : rg.segment);
         for (int a = 0; a < rows;) {
             const int first = local0 + a, prows = min(rows - a, ROW_BLOCK - first % ROW_BLOCK);
-            // the first pass may be primed (primed_bytes; the discrete build: in whole or not at all)
-            const int part = PRIMES_BEFORE_INPUTS && primed_ahead && half == 0 && a == 0
-                                 ? primed_bytes(ctx, w, mt, sm, W.dtype == DT_FP8) : -1;
-            const bool primed = PRIMES_BEFORE_INPUTS ? part >= 0 : half == 0 && a == 0 && primes(w, W.dtype == DT_FP8);
-            gemv_rows(sm, W, k, first, prows, b0, b1, stride, m, sm.y_at(half, 0) + a, primed, part);
+            // the first pass may be primed (primed_bytes)
+            const int part = primed_ahead && half == 0 && a == 0 ? primed_bytes(ctx, w, mt, sm, W.dtype == DT_FP8) : -1;
+            gemv_rows(sm, W, k, first, prows, b0, b1, stride, m, sm.y_at(half, 0) + a, part >= 0, part);
             a += prows;
         }
     }
@@ -594,11 +560,12 @@ __device__ inline bool gemv_main_passes(const Ctx& ctx, const Word& w, int tile,
     return true;
 }
 
+// The discrete build's tile, once gemv_main_weights has primed its ring and the previous launch is done.
 __device__ inline void gemv_main_tile(const Ctx& ctx, const Word& w, int tile, u8* smem, u32* arrivals) {
     tile_stamp(0, true);
-    gemv_main_input(ctx, w, tile, smem);
+    gemv_main_input(ctx, w, tile, smem, true);
     tile_stamp(1);
-    gemv_main_passes(ctx, w, tile, smem, arrivals);
+    gemv_main_passes(ctx, w, tile, smem, arrivals, true);
     tile_stamp(4, true);
 }
 
