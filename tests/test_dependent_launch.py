@@ -74,9 +74,10 @@ def test_every_launched_kernel_waits_for_the_launch_before_it():
     common = (ROOT / "megakernel" / "runtime" / "cuda" / "common.cuh").read_text()
     bodies = {name: re.search(rf"Ctx {name}\(.*?\{{\n(.*?)\n}}", common, re.DOTALL).group(1).splitlines()
               for name in ("launch_context", "launch_context_before_wait")}
-    copy = "return Ctx{arena, weights, reinterpret_cast<const u8*>(copy)};"
-    assert [line.strip() for line in bodies["launch_context"][-3:]] == ["__syncthreads();", "previous_launch_done();",
-                                                                      copy]
-    assert [line.strip() for line in bodies["launch_context_before_wait"][-2:]] == ["__syncthreads();", copy]
-    for body in bodies.values():
-        assert "arena" not in "".join(body[:-1])  # nothing before the wait touches device memory but the parameter
+    assert [line.strip() for line in bodies["launch_context"]] == [
+        "const Ctx ctx = launch_context_before_wait(arena, weights, launch, copy);", "previous_launch_done();",
+        "return ctx;"]
+    copy = bodies["launch_context_before_wait"]
+    assert [line.strip() for line in copy[-2:]] == ["__syncthreads();",
+                                                   "return Ctx{arena, weights, reinterpret_cast<const u8*>(copy)};"]
+    assert "arena" not in "".join(copy[:-1])  # nothing before the wait touches device memory but the parameter

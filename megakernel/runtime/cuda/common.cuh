@@ -253,22 +253,22 @@ struct LaunchProgram {
     u32 u[LAUNCH_PROGRAM_BYTES / 4];
 };
 
-// All threads, first thing in a discrete kernel: the launch program into `copy` (shared memory), then the
-// wait for the previous launch (previous_launch_done: nothing the program holds depends on it).
-__device__ __forceinline__ Ctx launch_context(u8* arena, const u8* weights, const LaunchProgram& launch, u32* copy) {
-    for (int i = threadIdx.x; i < LAUNCH_PROGRAM_BYTES / 4; i += blockDim.x) copy[i] = launch.u[i];
-    __syncthreads();
-    previous_launch_done();
-    return Ctx{arena, weights, reinterpret_cast<const u8*>(copy)};
-}
-
-// launch_context without the wait, for a kernel that reads weights (which no launch writes) before it calls
-// previous_launch_done itself: the GEMV tile primes its weight ring first (kernels.cu tile_gemv).
+// All threads: the launch program into `copy` (shared memory), without waiting for the previous launch.
+// First thing in a kernel that reads weights (which no launch writes) before it calls previous_launch_done
+// itself: the GEMV tile primes its weight ring first (kernels.cu tile_gemv).
 __device__ __forceinline__ Ctx launch_context_before_wait(u8* arena, const u8* weights, const LaunchProgram& launch,
                                                           u32* copy) {
     for (int i = threadIdx.x; i < LAUNCH_PROGRAM_BYTES / 4; i += blockDim.x) copy[i] = launch.u[i];
     __syncthreads();
     return Ctx{arena, weights, reinterpret_cast<const u8*>(copy)};
+}
+
+// All threads, first thing in every other discrete kernel: the launch program, then the wait for the
+// previous launch (previous_launch_done: nothing the program holds depends on it).
+__device__ __forceinline__ Ctx launch_context(u8* arena, const u8* weights, const LaunchProgram& launch, u32* copy) {
+    const Ctx ctx = launch_context_before_wait(arena, weights, launch, copy);
+    previous_launch_done();
+    return ctx;
 }
 
 #ifdef MK_TILE_STAMPS
