@@ -74,8 +74,8 @@ gemv_bf16_slices(const unsigned char* weight, const __nv_bfloat16* x, float* out
     gemv_slices<false>(weight, nullptr, x, out, n, k, m, slices, tile_rows, halves);
 }
 
-// Pure streaming read of `bytes` (a multiple of 16): the bandwidth every result is a fraction of.
-extern "C" __global__ void __launch_bounds__(512) read_bandwidth(const uint4* data, size_t count, unsigned int* sink) {
+// A pure streaming read of `count` 16-byte pieces by the whole grid.
+__device__ __forceinline__ void read_pieces(const uint4* data, size_t count, unsigned int* sink) {
     unsigned int x = 0;
     for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < count;
          i += static_cast<size_t>(gridDim.x) * blockDim.x) {
@@ -83,6 +83,19 @@ extern "C" __global__ void __launch_bounds__(512) read_bandwidth(const uint4* da
         x ^= v.x ^ v.y ^ v.z ^ v.w;
     }
     if (x == 0x12345678u) sink[0] = x;  // keeps the loads alive; practically never taken
+}
+
+// Pure streaming read of `bytes` (a multiple of 16): the bandwidth every result is a fraction of.
+extern "C" __global__ void __launch_bounds__(512) read_bandwidth(const uint4* data, size_t count, unsigned int* sink) {
+    read_pieces(data, count, sink);
+}
+
+// A word's bytes read as a discrete launch reads them, after the launch before it (experiments/graph_floor.py:
+// the step's bytes through the step's launches at the stream rate).
+extern "C" __global__ void __launch_bounds__(512) read_after_previous(const uint4* data, unsigned int count,
+                                                                       unsigned int* sink) {
+    mk::previous_launch_done();
+    read_pieces(data, count, sink);
 }
 
 // --- one kernel per op family: block b runs tile b of the instruction ----------------------------------

@@ -1,0 +1,110 @@
+"""The step's bytes through the step's launches at the stream rate: what any CUDA graph of this Program's
+words, one launch a word, could reach if every kernel were a bare streaming read (D57). Each word of the
+27B Program (M-row pass at --context) becomes one launch of `read_after_previous` (discrete/kernels.cu: the
+discrete kernels' wait for the launch before, then 16-byte streaming loads over the whole grid) over as
+many bytes as the word reads (budgets.instruction_bytes); successive words read successive bytes of one
+buffer larger than the step, so nothing is served from L2. The launches are captured in a CUDA graph,
+overlapped as the discrete build overlaps its launches (programmatic dependent launch) or one after the
+other, and replayed; a single launch over all the step's bytes is the floor itself. No weights are made:
+only the Program's byte counts matter. Writes graph_floor.json (docs/RESULTS_FILES.md).
+
+  python experiments/graph_floor.py --out DIR [--context 1024] [--rows 1] [--iters 20] [--blocks-per-sm 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import sys
+
+import numpy as np
+
+from megakernel.provenance import git_commit
+
+ALIGN = 256  # each word's bytes start on their own lines
+
+
+def word_bytes(program, context: int) -> list[tuple[str, int]]:
+    """(name, bytes) of every word the discrete build launches, in program order."""
+    from isa import Op
+    from megakernel.measurement.budgets import instruction_bytes
+
+    names = program.meta["instructions"]
+    return [(names[i], instruction_bytes(program, w, context)) for i, w in enumerate(program.words)
+            if w.opcode != Op.NOP]
+
+
+def captured(launches):
+    """A CUDA graph of `launches` (DependentLaunch) issued in order on a capturing stream."""
+    import cupy
+
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        stream.begin_capture()
+        try:
+            for launch in launches:
+                launch.launch(stream.ptr)
+        finally:
+            graph = stream.end_capture()
+    return graph
+
+
+def main() -> None:
+    import cupy
+
+    from compiler import lower
+    from discrete.dependent_launch import DependentLaunch
+    from discrete.kernels import module, read_bandwidth_gbps
+    from megakernel.measurement.abtest import median_event_ms
+    from megakernel.model.models import model_config
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--model", default="synthetic:qwen3.5-27b")
+    parser.add_argument("--context", type=int, default=1024)
+    parser.add_argument("--rows", type=int, default=1)
+    parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--blocks-per-sm", type=int, default=4, help="read blocks of 512 threads an SM")
+    args = parser.parse_args()
+
+    program = lower(model_config(args.model), rows=args.rows, sms=132, capacity=args.context + 64)
+    words = word_bytes(program, args.context)
+    offsets = np.cumsum([0] + [-(-b // ALIGN) * ALIGN for _, b in words])
+    total = int(offsets[-1])
+    bandwidth = read_bandwidth_gbps()
+    buffer = cupy.empty(total + ALIGN, dtype=cupy.uint8)  # read, never written: its contents do not matter
+    sink = cupy.zeros(1, dtype=cupy.uint32)
+    kernel = module().get_function("read_after_previous")
+    sms = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["multiProcessorCount"]
+    grid = sms * args.blocks_per_sm
+
+    def launches(overlap: bool):
+        return [DependentLaunch(kernel, grid, 512, 0,
+                                (buffer[int(o):int(o) + b], np.uint32(-(-b // 16)), sink), overlap)
+                for (_, b), o in zip(words, offsets)]
+
+    step_bytes = sum(b for _, b in words)
+    floor_ms = step_bytes / (bandwidth * 1e6)
+    variants = []
+    for name, graph in (("one_launch_a_word_overlapped", captured(launches(True))),
+                        ("one_launch_a_word_serial", captured(launches(False))),
+                        ("one_launch", captured([DependentLaunch(kernel, grid, 512, 0,
+                                                                 (buffer, np.uint32(total // 16), sink), False)]))):
+        ms = median_event_ms(lambda graph=graph: graph.launch(cupy.cuda.get_current_stream()), args.iters)
+        variants.append({"variant": name, "launches": 1 if name == "one_launch" else len(words), "ms": round(ms, 4),
+                         "floor_fraction": round(floor_ms / ms, 4)})
+        print(f"{name:30s} {ms:7.3f} ms  {floor_ms / ms:6.1%} of the floor ({floor_ms:.3f} ms)", flush=True)
+    os.makedirs(args.out, exist_ok=True)
+    result = {"device": cupy.cuda.runtime.getDeviceProperties(0)["name"].decode(), "git_commit": git_commit(),
+              "command": "python " + " ".join(sys.argv), "created": datetime.datetime.now(datetime.UTC).isoformat(),
+              "model": args.model, "read_bandwidth_gbps": round(bandwidth, 1), "context": args.context,
+              "rows": args.rows, "grid": grid, "step_bytes": step_bytes, "floor_ms": round(floor_ms, 4),
+              "variants": variants, "words": [{"name": n, "bytes": b} for n, b in words]}
+    with open(os.path.join(args.out, "graph_floor.json"), "w") as f:
+        json.dump(result, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,35 @@
+"""experiments/graph_floor.py on CPU: its launches are the discrete build's, one a word, and together they
+read the bytes `megakernel bench` divides by the bandwidth for its floor."""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[1] / "experiments" / "graph_floor.py"
+
+
+def load():
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        spec = importlib.util.spec_from_file_location("graph_floor", SCRIPT)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    return module
+
+
+def test_one_read_a_launched_word_over_the_floors_bytes():
+    from compiler import lower
+    from discrete.launcher import KERNEL_OF
+    from isa import GEMV_OPS, Op
+    from megakernel.measurement.budgets import instruction_bytes
+    from megakernel.model.config import preset
+
+    program = lower(preset("qwen3.5-27b"), rows=1, sms=132, capacity=1088)
+    words = load().word_bytes(program, 1024)
+    launched = [w for w in program.words if w.opcode in KERNEL_OF or w.opcode in GEMV_OPS]
+    assert len(words) == len(launched) == sum(w.opcode != Op.NOP for w in program.words)
+    assert [n for n, _ in words][:3] == program.meta["instructions"][:3]
+    assert sum(b for _, b in words) == sum(instruction_bytes(program, w, 1024) for w in program.words)
+    assert sum(b for _, b in words) > 27e9  # the 27B's weights, state and KV at 1k
