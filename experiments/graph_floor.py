@@ -5,10 +5,16 @@ discrete kernels' wait for the launch before, then 16-byte streaming loads over 
 many bytes as the word reads (budgets.instruction_bytes); successive words read successive bytes of one
 buffer larger than the step, so nothing is served from L2. The launches are captured in a CUDA graph,
 overlapped as the discrete build overlaps its launches (programmatic dependent launch) or one after the
-other, and replayed; a single launch over all the step's bytes is the floor itself. No weights are made:
-only the Program's byte counts matter. Writes graph_floor.json (docs/RESULTS_FILES.md).
+other, and replayed; a single launch over all the step's bytes is the floor itself. Writes graph_floor.json
+(docs/RESULTS_FILES.md).
+
+With --engine the 27B synthetic weights are generated on the GPU and the graph build's own launches of one
+class of words (GEMV, GDN_CORE and attention, the rest) stand in for their bare reads, one class at a time
+and all together (the graph step itself), overlapped: what each class's kernels cost above their bytes in
+the step's own launch structure.
 
   python experiments/graph_floor.py --out DIR [--context 1024] [--rows 1] [--iters 20] [--blocks-per-sm 4]
+                                    [--engine]
 """
 
 from __future__ import annotations
@@ -34,6 +40,23 @@ def word_bytes(program, context: int) -> list[tuple[str, int]]:
     names = program.meta["instructions"]
     return [(names[i], instruction_bytes(program, w, context)) for i, w in enumerate(program.words)
             if w.opcode != Op.NOP]
+
+
+def word_class(word) -> str:
+    """gemv, gdn, attention or other (embed, argmax, handoff)."""
+    from isa import GEMV_OPS, Op
+
+    if word.opcode in GEMV_OPS:
+        return "gemv"
+    if word.opcode == Op.GDN_CORE:
+        return "gdn"
+    if word.opcode in (Op.ATTN_SCORES, Op.ATTN_PV, Op.ATTN_MERGE):
+        return "attention"
+    return "other"
+
+
+ENGINE_VARIANTS = (("engine_gemv", {"gemv"}), ("engine_gdn_attention", {"gdn", "attention"}),
+                   ("engine_other", {"other"}), ("engine_all", {"gemv", "gdn", "attention", "other"}))
 
 
 def captured(launches):
@@ -67,9 +90,12 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1)
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--blocks-per-sm", type=int, default=4, help="read blocks of 512 threads an SM")
+    parser.add_argument("--engine", action="store_true",
+                        help="also each class of words by the graph build's own launches (weights made on the GPU)")
     args = parser.parse_args()
 
-    program = lower(model_config(args.model), rows=args.rows, sms=132, capacity=args.context + 64)
+    config = model_config(args.model)
+    program = lower(config, rows=args.rows, sms=132, capacity=args.context + 64)
     words = word_bytes(program, args.context)
     offsets = np.cumsum([0] + [-(-b // ALIGN) * ALIGN for _, b in words])
     total = int(offsets[-1])
@@ -87,12 +113,36 @@ def main() -> None:
 
     step_bytes = sum(b for _, b in words)
     floor_ms = step_bytes / (bandwidth * 1e6)
+    graphs = [("one_launch_a_word_overlapped", captured(launches(True))),
+              ("one_launch_a_word_serial", captured(launches(False))),
+              ("one_launch", captured([DependentLaunch(kernel, grid, 512, 0, (buffer, np.uint32(total // 16), sink),
+                                                       False)]))]
+    session = None
+    if args.engine:
+        from bench_step import TOKEN
+
+        from discrete.backend import device_weights
+        from discrete.launcher import DiscreteProgram
+        from megakernel.runtime.device import DeviceSession
+
+        weights = device_weights(program, args.model, progress=False)
+        session = DeviceSession(program)
+        session.set_tokens([TOKEN] * args.rows, config.vocab_size)
+        engine = dict(DiscreteProgram(program, weights, session).launches)  # word index -> its launch
+        bare = launches(True)
+        indices = [i for i, w in enumerate(program.words) if i in engine]
+        assert len(indices) == len(bare), "one bare read a launched word"
+        for name, classes in ENGINE_VARIANTS:
+            graphs.append((name, captured([engine[i] if word_class(program.words[i]) in classes else bare[j]
+                                           for j, i in enumerate(indices)])))
     variants = []
-    for name, graph in (("one_launch_a_word_overlapped", captured(launches(True))),
-                        ("one_launch_a_word_serial", captured(launches(False))),
-                        ("one_launch", captured([DependentLaunch(kernel, grid, 512, 0,
-                                                                 (buffer, np.uint32(total // 16), sink), False)]))):
-        ms = median_event_ms(lambda graph=graph: graph.launch(cupy.cuda.get_current_stream()), args.iters)
+    for name, graph in graphs:
+        def replay(graph=graph):
+            if session is not None:  # the engine's HANDOFF moves the position on: each replay at --context
+                session.set_position(args.context - 1)
+            graph.launch(cupy.cuda.get_current_stream())
+
+        ms = median_event_ms(replay, args.iters)
         variants.append({"variant": name, "launches": 1 if name == "one_launch" else len(words), "ms": round(ms, 4),
                          "floor_fraction": round(floor_ms / ms, 4)})
         print(f"{name:30s} {ms:7.3f} ms  {floor_ms / ms:6.1%} of the floor ({floor_ms:.3f} ms)", flush=True)
