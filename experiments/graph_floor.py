@@ -128,7 +128,8 @@ def main() -> None:
         weights = device_weights(program, args.model, progress=False)
         session = DeviceSession(program)
         session.set_tokens([TOKEN] * args.rows, config.vocab_size)
-        engine = dict(DiscreteProgram(program, weights, session).launches)  # word index -> its launch
+        runner = DiscreteProgram(program, weights, session)  # kept: its launches point into its counters
+        engine = dict(runner.launches)  # word index -> its launch
         bare = launches(True)
         indices = [i for i, w in enumerate(program.words) if i in engine]
         assert len(indices) == len(bare), "one bare read a launched word"
