@@ -11,10 +11,11 @@ other, and replayed; a single launch over all the step's bytes is the floor itse
 With --engine the 27B synthetic weights are generated on the GPU and the graph build's own launches of one
 class of words (GEMV; GDN_CORE and attention) stand in for their bare reads, one class at a time and all
 words together (the graph step itself), overlapped: what each class's kernels cost above their bytes in
-the step's own launch structure.
+the step's own launch structure; with --by-kind also each kind of GEMV word (in_proj, gate_up, .., head)
+alone.
 
   python experiments/graph_floor.py --out DIR [--context 1024] [--rows 1] [--iters 20] [--blocks-per-sm 4]
-                                    [--engine]
+                                    [--engine [--by-kind]]
 """
 
 from __future__ import annotations
@@ -96,6 +97,7 @@ def main() -> None:
     parser.add_argument("--blocks-per-sm", type=int, default=4, help="read blocks of 512 threads an SM")
     parser.add_argument("--engine", action="store_true",
                         help="also each class of words by the graph build's own launches (weights made on the GPU)")
+    parser.add_argument("--by-kind", action="store_true", help="with --engine: each kind of GEMV word alone too")
     args = parser.parse_args()
 
     config = model_config(args.model)
@@ -137,9 +139,15 @@ def main() -> None:
         bare = launches(True)
         indices = [i for i, w in enumerate(program.words) if i in engine]
         assert len(indices) == len(bare), "one bare read a launched word"
-        for name, classes in ENGINE_VARIANTS:
-            graphs.append((name, captured([engine[i] if word_class(program.words[i]) in classes else bare[j]
-                                           for j, i in enumerate(indices)])))
+        names = program.meta["instructions"]
+        chosen = [(name, lambda i, classes=classes: word_class(program.words[i]) in classes)
+                  for name, classes in ENGINE_VARIANTS]
+        if args.by_kind:  # the GEMV words by the name after their layer: in_proj, gate_up, .., head
+            kinds = sorted({names[i].split(".")[-1] for i in indices if word_class(program.words[i]) == "gemv"})
+            chosen += [(f"engine_{kind}", lambda i, kind=kind: word_class(program.words[i]) == "gemv"
+                        and names[i].split(".")[-1] == kind) for kind in kinds]
+        for name, real in chosen:
+            graphs.append((name, captured([engine[i] if real(i) else bare[j] for j, i in enumerate(indices)])))
     variants = []
     for name, graph in graphs:
         def replay(graph=graph):
