@@ -12,7 +12,9 @@ With --engine the 27B synthetic weights are generated on the GPU and the graph b
 class of words (GEMV; GDN_CORE and attention) stand in for their bare reads, one class at a time and all
 words together (the graph step itself), overlapped: what each class's kernels cost above their bytes in
 the step's own launch structure; with --by-kind also each kind of GEMV word (in_proj, gate_up, .., head)
-alone.
+alone. A partly replaced step leaves garbage in the arena; the classes' own times did not move with it over
+the rounds, but the whole step's did: its first round (after the bare reads only, on a clean arena) is the
+step, its later rounds read 0.13-0.18 ms slower (D57).
 
   python experiments/graph_floor.py --out DIR [--context 1024] [--rows 1] [--iters 20] [--rounds 3]
                                     [--blocks-per-sm 4] [--engine [--by-kind]]
