@@ -33,3 +33,16 @@ def test_one_read_a_launched_word_over_the_floors_bytes():
     assert [n for n, _ in words][:3] == program.meta["instructions"][:3]
     assert sum(b for _, b in words) == sum(instruction_bytes(program, w, 1024) for w in program.words)
     assert sum(b for _, b in words) > 27e9  # the 27B's weights, state and KV at 1k
+
+
+def test_the_clean_variants_take_all_their_rounds_before_a_partly_replaced_step():
+    module = load()
+    names = ["one_launch_a_word_overlapped", "one_launch_a_word_serial", "one_launch", "engine_all", "engine_gemv",
+             "engine_gdn_attention"]
+    order = module.timing_order(names, 3)
+    assert sorted(order) == sorted(names * 3)
+    last_clean = max(i for i, n in enumerate(order) if n in module.CLEAN)
+    first_partial = min(i for i, n in enumerate(order) if n not in module.CLEAN)
+    assert last_clean < first_partial
+    assert order[:4] == names[:4]  # in turn, not one variant's rounds back to back
+    assert module.timing_order(names[:3], 2) == names[:3] * 2
