@@ -1,25 +1,13 @@
 """experiments/bench_gemv.py's fits on CPU: a line through known times gives back its stream rate and
 fixed cost, and the five-shape fit keeps the keys the results contract names."""
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
-
-SCRIPT = Path(__file__).resolve().parents[1] / "experiments" / "bench_gemv.py"
+from experiment_tools import load_experiment
 
 
 @pytest.fixture(scope="module")
 def bench_gemv():
-    sys.path.insert(0, str(SCRIPT.parent))
-    try:
-        spec = importlib.util.spec_from_file_location("bench_gemv", SCRIPT)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(SCRIPT.parent))
-    return module
+    return load_experiment("bench_gemv")
 
 
 def test_line_fit_recovers_the_stream_rate_and_the_fixed_cost(bench_gemv):

@@ -2,14 +2,12 @@
 the alternation, the per-tree means, the ratios to the first tree and a failed run's report are checked
 without a GPU."""
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from experiment_tools import load_experiment
 
-SCRIPT = Path(__file__).resolve().parents[1] / "experiments" / "compare_trees.py"
 FAKE_TIME_STEP = """
 import argparse, json, os
 p = argparse.ArgumentParser()
@@ -28,11 +26,7 @@ json.dump(record, open(os.path.join(a.out, f"time_step_{a.tag}.json"), "w"))
 
 
 def load():
-    spec = importlib.util.spec_from_file_location("compare_trees", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return load_experiment("compare_trees")
 
 
 def fake_tree(root: Path, name: str, scale: float) -> Path:

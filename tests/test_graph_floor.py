@@ -1,22 +1,11 @@
 """experiments/graph_floor.py on CPU: its launches are the discrete build's, one a word, and together they
 read the bytes `megakernel bench` divides by the bandwidth for its floor."""
 
-import importlib.util
-import sys
-from pathlib import Path
-
-SCRIPT = Path(__file__).resolve().parents[1] / "experiments" / "graph_floor.py"
+from experiment_tools import load_experiment
 
 
 def load():
-    sys.path.insert(0, str(SCRIPT.parent))
-    try:
-        spec = importlib.util.spec_from_file_location("graph_floor", SCRIPT)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(SCRIPT.parent))
-    return module
+    return load_experiment("graph_floor")
 
 
 def test_one_read_a_launched_word_over_the_floors_bytes():

@@ -2,23 +2,12 @@
 applied and recorded, a patch that does not apply refused in one line with nothing left behind, and
 compare_trees.py taking the tree's commit and patches from TREE.json."""
 
-import importlib.util
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
-
-
-def load(name: str):
-    spec = importlib.util.spec_from_file_location(name, EXPERIMENTS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+from experiment_tools import load_experiment
 
 
 def git(repo: Path, *args: str) -> str:
@@ -44,7 +33,7 @@ def write_patch(path: Path, old: str, new: str) -> Path:
 
 
 def test_a_commit_with_its_patches_becomes_a_recorded_tree(repo, tmp_path):
-    make = load("make_tree")
+    make = load_experiment("make_tree")
     patch = write_patch(tmp_path / "deeper.patch", "int depth = 2;", "int depth = 4;")
     out = tmp_path / "trees" / "deeper"
     record = make.make_tree(str(out), "HEAD", (str(patch),), repo=str(repo))
@@ -55,7 +44,7 @@ def test_a_commit_with_its_patches_becomes_a_recorded_tree(repo, tmp_path):
 
 
 def test_a_patch_that_does_not_apply_is_refused_and_leaves_no_tree(repo, tmp_path, capsys):
-    make = load("make_tree")
+    make = load_experiment("make_tree")
     stale = write_patch(tmp_path / "stale.patch", "int depth = 3;", "int depth = 4;")
     out = tmp_path / "trees" / "stale"
     with pytest.raises(ValueError, match="stale.patch does not apply"):
@@ -70,7 +59,7 @@ def test_a_patch_that_does_not_apply_is_refused_and_leaves_no_tree(repo, tmp_pat
 
 
 def test_compare_trees_takes_the_commit_and_patches_from_tree_json(tmp_path):
-    compare = load("compare_trees")
+    compare = load_experiment("compare_trees")
     tree = tmp_path / "t"
     tree.mkdir()
     (tree / "TREE.json").write_text(json.dumps({"commit": "abc123", "patches": [{"name": "p.patch", "sha256": "0"}]}))

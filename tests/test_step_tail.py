@@ -1,7 +1,6 @@
 """experiments/step_tail.py on CPU: a tile slow in every layer shows in its kind's profile, and the
 profile's even/odd-layer correlation tells a pattern that repeats from one that does not."""
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -9,16 +8,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from experiment_tools import load_experiment
 
 SCRIPT = Path(__file__).resolve().parents[1] / "experiments" / "step_tail.py"
 
 
 @pytest.fixture(scope="module")
 def step_tail():
-    spec = importlib.util.spec_from_file_location("step_tail", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_experiment("step_tail")
 
 
 def archive(slow_tile, layers=6, tiles=5, seed=0):

@@ -86,11 +86,10 @@ def tile_threads() -> int:
 
 
 def gemv_smem_bytes(program) -> int:
-    """Least dynamic shared memory of a Program's GEMV tiles: the fixed part, the k-slice's bf16 input rows,
-    then a weight ring of one k-block per warp (gemv_tile.cuh), for the neediest word."""
+    """Least dynamic shared memory of a Program's GEMV tiles (gemv_word_smem), for the neediest word."""
     from isa import GEMV_OPS
 
-    return max([gemv_word_smem(program, w, 1) for w in program.words if w.opcode in GEMV_OPS] or [0])
+    return max([gemv_word_smem(program, w) for w in program.words if w.opcode in GEMV_OPS] or [0])
 
 
 def tile_smem_bytes(program) -> int:
@@ -105,27 +104,21 @@ def tile_smem_bytes(program) -> int:
                define(CUDA_DIR / "gdn.cuh", "GDN_MIN_SMEM") if gdn else 0)
 
 
-def gemv_word_smem(program, w, depth: int) -> int:
-    """Dynamic shared memory of one GEMV word's tiles with a weight ring `depth` k-blocks deep per warp:
-    the fixed part, the k-slice's bf16 input rows, then the ring, which must also hold what the prologue
-    stages there (gemv_tile.cuh)."""
+def gemv_word_smem(program, w) -> int:
+    """Least dynamic shared memory of one GEMV word's tiles (gemv_tile.cuh GemvSmem): the fixed part, the
+    k-slice's bf16 input rows, then a weight ring of one k-block per warp (GEMV_MIN_RING bytes per byte of
+    weight element), which must also hold what the prologue stages there. The discrete build's launches and
+    the megakernel give a tile all the shared memory it may take: the deepest ring (D57)."""
     from isa import DType
 
     from ..model import plan
 
     width = plan.widest_slice(w.k, w.k_slices)
     elem = max(2 if e.dtype == DType.BF16 else 1 for e in program.gemv_weights(w))
-    return gemv_smem(program.rows, width, elem, depth, prologue_stage_bytes(program, w, width))
-
-
-def gemv_smem(rows: int, width: int, elem: int, depth: int, staged: int = 0) -> int:
-    """Dynamic shared memory of a GEMV tile (gemv_tile.cuh GemvSmem) over `rows` input rows of a k-slice
-    `width` columns wide, weights of `elem` bytes, a ring `depth` k-blocks deep per warp that also holds
-    the `staged` bytes of a prologue."""
     tile = CUDA_DIR / "gemv_tile.cuh"
     fixed, ring = define(tile, "GEMV_SMEM_FIXED"), define(tile, "GEMV_MIN_RING")
-    stride = width + (define(CUDA_DIR / "gemv.cuh", "X_PAD") if rows > 1 else 0)  # gemv.cuh x_stride_of
-    return fixed + 2 * rows * stride + 128 + max(depth * ring * elem, staged)
+    stride = width + (define(CUDA_DIR / "gemv.cuh", "X_PAD") if program.rows > 1 else 0)  # gemv.cuh x_stride_of
+    return fixed + 2 * program.rows * stride + 128 + max(ring * elem, prologue_stage_bytes(program, w, width))
 
 
 BLOCK_RESERVE = 1024  # shared memory the hardware keeps per resident block (Hopper)
