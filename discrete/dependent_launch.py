@@ -12,6 +12,7 @@ attribute array and its length.
 
 from __future__ import annotations
 
+import copy
 import ctypes
 import functools
 
@@ -78,6 +79,13 @@ class DependentLaunch:
         self.attribute = serialization_attribute(overlap)
         self.config = LaunchConfig(grid=(ctypes.c_uint * 3)(grid, 1, 1), block=(ctypes.c_uint * 3)(block, 1, 1),
                                    shared_bytes=shared_bytes, attrs=ctypes.pointer(self.attribute), num_attrs=1)
+
+    def with_args(self, args) -> DependentLaunch:
+        """The same launch (kernel, grid, block, shared bytes, overlap) with other arguments."""
+        other = copy.copy(self)
+        other.params, other._values = kernel_params(args)
+        other.config = LaunchConfig.from_buffer_copy(self.config)  # launch() sets its own stream in it
+        return other
 
     def launch(self, stream_ptr: int) -> None:
         self.config.stream = stream_ptr

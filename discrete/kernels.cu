@@ -116,7 +116,9 @@ extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS, 1) tile_gemv(PROG
     const mk::Ctx ctx = mk::launch_context_before_wait(arena, weights, launch, reinterpret_cast<mk::u32*>(smem));
     mk::gemv_main_weights(ctx, ctx.word(0), blockIdx.x, smem + mk::GEMV_SMEM_OFFSET);
     mk::previous_launch_done();
+    mk::graph_trace(launch, 1);
     mk::gemv_main_tile(ctx, ctx.word(0), blockIdx.x, smem + mk::GEMV_SMEM_OFFSET, arrivals);
+    mk::graph_trace(launch, 2);
 }
 static_assert(mk::GEMV_SMEM_OFFSET == mk::LAUNCH_PROGRAM_BYTES, "tile_gemv's launch program");
 
@@ -125,9 +127,14 @@ static_assert(mk::GEMV_SMEM_OFFSET == mk::LAUNCH_PROGRAM_BYTES, "tile_gemv's lau
 // it what it gives the attention tiles, at least gdn.cuh GDN_MIN_SMEM (cuda_build.tile_smem_bytes).
 extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS, 1) tile_gdn(PROGRAM_ARGS) {
     __shared__ __align__(16) mk::u32 program[mk::LAUNCH_PROGRAM_BYTES / 4];
-    const mk::Ctx ctx = mk::launch_context(arena, weights, launch, program);
+    const mk::Ctx ctx = mk::launch_context_before_wait(arena, weights, launch, program);
     extern __shared__ __align__(16) unsigned char smem[];
-    mk::gdn_tile(ctx, ctx.word(0), blockIdx.x, *reinterpret_cast<mk::GdnSmem*>(smem));
+    mk::GdnSmem& sm = *reinterpret_cast<mk::GdnSmem*>(smem);
+    mk::gdn_reads_ahead(ctx, ctx.word(0), blockIdx.x, sm);  // its state, ring rows and norm weight (D58)
+    mk::previous_launch_done();
+    mk::graph_trace(launch, 1);
+    mk::gdn_tile(ctx, ctx.word(0), blockIdx.x, sm, true);
+    mk::graph_trace(launch, 2);
 }
 
 extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS) tile_attn_scores(PROGRAM_ARGS) {
@@ -135,6 +142,7 @@ extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS) tile_attn_scores(
     const mk::Ctx ctx = mk::launch_context(arena, weights, launch, program);
     extern __shared__ __align__(16) unsigned char smem[];
     mk::attn_scores_tile(ctx, ctx.word(0), blockIdx.x, smem);
+    mk::graph_trace(launch, 2);
 }
 
 extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS, 1) tile_attn_pv(PROGRAM_ARGS) {
@@ -142,28 +150,33 @@ extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS, 1) tile_attn_pv(P
     const mk::Ctx ctx = mk::launch_context(arena, weights, launch, program);
     extern __shared__ __align__(16) unsigned char smem[];
     mk::attn_pv_tile(ctx, ctx.word(0), blockIdx.x, smem);
+    mk::graph_trace(launch, 2);
 }
 
 extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS) tile_attn_merge(PROGRAM_ARGS) {
     __shared__ __align__(16) mk::u32 program[mk::LAUNCH_PROGRAM_BYTES / 4];
     const mk::Ctx ctx = mk::launch_context(arena, weights, launch, program);
     mk::attn_merge_tile(ctx, ctx.word(0), blockIdx.x);
+    mk::graph_trace(launch, 2);
 }
 
 extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS) tile_embed(PROGRAM_ARGS) {
     __shared__ __align__(16) mk::u32 program[mk::LAUNCH_PROGRAM_BYTES / 4];
     const mk::Ctx ctx = mk::launch_context(arena, weights, launch, program);
     mk::embed_tile(ctx, ctx.word(0), blockIdx.x);
+    mk::graph_trace(launch, 2);
 }
 
 extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS) tile_argmax(PROGRAM_ARGS) {
     __shared__ __align__(16) mk::u32 program[mk::LAUNCH_PROGRAM_BYTES / 4];
     const mk::Ctx ctx = mk::launch_context(arena, weights, launch, program);
     mk::argmax_tile(ctx, ctx.word(0), blockIdx.x);
+    mk::graph_trace(launch, 2);
 }
 
 extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS) tile_handoff(PROGRAM_ARGS) {
     __shared__ __align__(16) mk::u32 program[mk::LAUNCH_PROGRAM_BYTES / 4];
     const mk::Ctx ctx = mk::launch_context(arena, weights, launch, program);
     mk::handoff_tile(ctx, ctx.word(0));
+    mk::graph_trace(launch, 2);
 }

@@ -42,17 +42,23 @@ def local_program(program: Program, index: int) -> Program:
     return Program([local], buffers, weights, [], program.rows, program.sms, {})
 
 
-def launch_program(program: Program, index: int) -> bytes:
-    """The LaunchProgram bytes of word `index` (zero-padded to LAUNCH_PROGRAM_BYTES); a word that names
+TRACE_SLOT_BYTES = 4  # the launch program's last bytes: the graph trace's slot (common.cuh graph_trace)
+
+
+def launch_program(program: Program, index: int, trace_slot: int = 0) -> bytes:
+    """The LaunchProgram bytes of word `index` (zero-padded to LAUNCH_PROGRAM_BYTES, its last four bytes
+    `trace_slot`: 0, or where a build with the graph trace records its blocks, plus one); a word that names
     more records than that holds is refused."""
     local = local_program(program, index)
     used = HEADER.itemsize + WORD_BYTES + BUFFER_RECORD.itemsize * len(local.buffers) + \
         WEIGHT_RECORD.itemsize * len(local.weights)
     size = cuda_build.launch_program_bytes()
-    if used > size:
+    if used > size - TRACE_SLOT_BYTES:
         raise ValueError(f"word {index} names {len(local.buffers)} buffers and {len(local.weights)} weights: "
-                         f"{used} bytes, a launch program holds {size}")
-    return local.to_bytes()[:used].ljust(size, b"\0")
+                         f"{used} bytes, a launch program holds {size - TRACE_SLOT_BYTES}")
+    if not 0 <= trace_slot < 2 ** 32:
+        raise ValueError(f"trace slot {trace_slot} is not a u32")
+    return local.to_bytes()[:used].ljust(size - TRACE_SLOT_BYTES, b"\0") + trace_slot.to_bytes(4, "little")
 
 
-__all__ = ["launch_program", "local_program"]
+__all__ = ["TRACE_SLOT_BYTES", "launch_program", "local_program"]

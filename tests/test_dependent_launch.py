@@ -61,23 +61,41 @@ def test_every_launched_kernel_waits_for_the_launch_before_it():
     # each kernel's first statement (after its shared-memory declarations) is launch_context, which copies
     # the launch program (a parameter) and then waits, before it returns the context every read of device
     # memory goes through; the GEMV tile alone primes its weights first (which no launch writes), between
-    # launch_context_before_wait (the same copy without the wait) and its own wait
+    # launch_context_before_wait (the same copy without the wait) and its own wait, and the GDN tile there
+    # its state, conv ring rows and norm weight (gdn_reads_ahead: no launch of the pass writes them, D58)
     source = (ROOT / "discrete" / "kernels.cu").read_text()
-    for name in set(KERNEL_OF.values()):
+    ahead = {GEMV_KERNEL: ["mk::gemv_main_weights(ctx, "], "tile_gdn": ["mk::GdnSmem& sm = ", "mk::gdn_reads_ahead(ctx, "]}
+    for name in set(KERNEL_OF.values()) - set(ahead):
         first = kernel_statements(source, name)[0]
         assert first.startswith("const mk::Ctx ctx = mk::launch_context(arena, weights, launch, "), \
             f"{name} reads before waiting: {first!r}"
-    gemv = kernel_statements(source, GEMV_KERNEL)
-    assert gemv[0].startswith("const mk::Ctx ctx = mk::launch_context_before_wait(arena, weights, launch, "), gemv[0]
-    assert gemv[1].startswith("mk::gemv_main_weights(ctx, "), gemv[1]
-    assert gemv[2] == "mk::previous_launch_done();", gemv[2]
+    for name, before in ahead.items():
+        body = kernel_statements(source, name)
+        assert body[0].startswith("const mk::Ctx ctx = mk::launch_context_before_wait(arena, weights, launch, "), body[0]
+        assert all(line.startswith(b) for line, b in zip(body[1:], before)), (name, body)
+        assert body[len(before) + 1] == "mk::previous_launch_done();", (name, body)
     common = (ROOT / "megakernel" / "runtime" / "cuda" / "common.cuh").read_text()
     bodies = {name: re.search(rf"Ctx {name}\(.*?\{{\n(.*?)\n}}", common, re.DOTALL).group(1).splitlines()
               for name in ("launch_context", "launch_context_before_wait")}
     assert [line.strip() for line in bodies["launch_context"]] == [
         "const Ctx ctx = launch_context_before_wait(arena, weights, launch, copy);", "previous_launch_done();",
-        "return ctx;"]
+        "graph_trace(launch, 1);", "return ctx;"]
     copy = bodies["launch_context_before_wait"]
     assert [line.strip() for line in copy[-2:]] == ["__syncthreads();",
                                                    "return Ctx{arena, weights, reinterpret_cast<const u8*>(copy)};"]
     assert "arena" not in "".join(copy[:-1])  # nothing before the wait touches device memory but the parameter
+
+
+def test_every_kernel_stamps_the_graph_trace_at_its_start_wait_and_end():
+    # experiments/graph_trace.py reads start, past the wait and end from every launch of the step (common.cuh
+    # graph_trace: nothing unless built with MEGAKERNEL_GRAPH_TRACE)
+    source = (ROOT / "discrete" / "kernels.cu").read_text()
+    for name in set(KERNEL_OF.values()) | {GEMV_KERNEL}:
+        assert kernel_statements(source, name)[-1] == "mk::graph_trace(launch, 2);", name
+    for name in (GEMV_KERNEL, "tile_gdn"):
+        body = kernel_statements(source, name)
+        wait = body.index("mk::previous_launch_done();")
+        assert body[wait + 1] == "mk::graph_trace(launch, 1);", name
+    common = (ROOT / "megakernel" / "runtime" / "cuda" / "common.cuh").read_text()
+    copy = re.search(r"Ctx launch_context_before_wait\(.*?\{\n(.*?)\n}", common, re.DOTALL).group(1)
+    assert copy.strip().startswith("graph_trace(launch, 0);")

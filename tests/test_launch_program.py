@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from compiler import lower, lower_mtp
-from discrete.launch_program import launch_program, local_program
+from discrete.launch_program import TRACE_SLOT_BYTES, launch_program, local_program
 from isa import NO_BUFFER, WORD_BYTES, Op, decode
 from isa.opcodes import PARAMS
 from isa.program import BUFFER_RECORD, HEADER, WEIGHT_RECORD
@@ -70,7 +70,18 @@ def test_the_fullest_27b_word_fits_with_room_to_spare(programs):
     # a GEMV names at most six buffers and qkv three segments and three norm weights: 64 + 128 + 12 x 32
     most = max(len(local_program(p, i).buffers) + len(local_program(p, i).weights)
                for p in programs for i in range(len(p.words)))
-    assert 64 + WORD_BYTES + 32 * most <= launch_program_bytes()
+    assert 64 + WORD_BYTES + 32 * most <= launch_program_bytes() - TRACE_SLOT_BYTES
+
+
+def test_the_last_four_bytes_are_the_graph_trace_slot(programs):
+    # common.cuh graph_trace reads the launch program's last u32: 0 (untraced) unless the caller asks
+    program, size = programs[0], launch_program_bytes()
+    assert launch_program(program, 0)[size - 4:] == bytes(4)
+    traced = launch_program(program, 3, trace_slot=0x01020304)
+    assert traced[size - 4:] == bytes([4, 3, 2, 1])
+    assert traced[:size - 4] == launch_program(program, 3)[:size - 4]
+    with pytest.raises(ValueError, match="not a u32"):
+        launch_program(program, 0, trace_slot=2 ** 32)
 
 
 def test_a_word_naming_more_records_than_a_launch_program_holds_is_refused(programs):
@@ -78,5 +89,5 @@ def test_a_word_naming_more_records_than_a_launch_program_holds_is_refused(progr
     i = next(i for i, w in enumerate(program.words) if w.opcode == Op.NORM_GEMV)
     words = list(program.words)
     words[i] = dataclasses.replace(words[i], weight_first=0, weight_count=len(program.weights))
-    with pytest.raises(ValueError, match="a launch program holds 768"):
+    with pytest.raises(ValueError, match="a launch program holds 764"):
         launch_program(dataclasses.replace(program, words=words), i)

@@ -50,6 +50,8 @@ def module(source: Path, device_id: int, cooperative: bool = False):
         base += ("-lineinfo",)
     if os.environ.get("MEGAKERNEL_TILE_STAMPS"):  # the GEMV tiles' phase probe (experiments/tile_phases.py)
         base += ("-DMK_TILE_STAMPS",)
+    if os.environ.get("MEGAKERNEL_GRAPH_TRACE"):  # the graph build's per-block trace (experiments/graph_trace.py)
+        base += ("-DMK_GRAPH_TRACE",)
     # CuPy appends its own -arch=sm_XY; NVRTC 13 takes both and builds for the "a" target. Nothing
     # here needs arch-specific features, so if an NVRTC refuses the second arch option, build with
     # CuPy's alone rather than fail.

@@ -253,11 +253,35 @@ struct LaunchProgram {
     u32 u[LAUNCH_PROGRAM_BYTES / 4];
 };
 
+#ifdef MK_GRAPH_TRACE
+// The graph build's trace (experiments/graph_trace.py; built only with MEGAKERNEL_GRAPH_TRACE set): thread 0
+// of block b of a launch whose launch program ends in slot s > 0 (launch_program.py) records %globaltimer at
+// the kernel's start, past its wait for the launch before, and at its end (after a block barrier) in
+// mk_graph_trace[s - 1][b][0..2], and 1 tile in [3]: the megakernel trace's record (megakernel.cu).
+constexpr int GRAPH_TRACE_SLOTS = 1024, GRAPH_TRACE_BLOCKS = 2048;
+extern "C" {  // unmangled: the probe finds it by name
+__device__ unsigned long long mk_graph_trace[GRAPH_TRACE_SLOTS][GRAPH_TRACE_BLOCKS][4];
+}
+__device__ __forceinline__ void graph_trace(const LaunchProgram& launch, int field) {
+    if (field == 2) __syncthreads();
+    const u32 slot = launch.u[LAUNCH_PROGRAM_BYTES / 4 - 1];
+    if (threadIdx.x != 0 || slot == 0 || slot > GRAPH_TRACE_SLOTS || blockIdx.x >= GRAPH_TRACE_BLOCKS) return;
+    u64 t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    unsigned long long* r = mk_graph_trace[slot - 1][blockIdx.x];
+    r[field] = t;
+    if (field == 2) r[3] = 1;
+}
+#else
+__device__ __forceinline__ void graph_trace(const LaunchProgram&, int) {}
+#endif
+
 // All threads: the launch program into `copy` (shared memory), without waiting for the previous launch.
 // First thing in a kernel that reads weights (which no launch writes) before it calls previous_launch_done
 // itself: the GEMV tile primes its weight ring first (kernels.cu tile_gemv).
 __device__ __forceinline__ Ctx launch_context_before_wait(u8* arena, const u8* weights, const LaunchProgram& launch,
                                                           u32* copy) {
+    graph_trace(launch, 0);
     for (int i = threadIdx.x; i < LAUNCH_PROGRAM_BYTES / 4; i += blockDim.x) copy[i] = launch.u[i];
     __syncthreads();
     return Ctx{arena, weights, reinterpret_cast<const u8*>(copy)};
@@ -268,6 +292,7 @@ __device__ __forceinline__ Ctx launch_context_before_wait(u8* arena, const u8* w
 __device__ __forceinline__ Ctx launch_context(u8* arena, const u8* weights, const LaunchProgram& launch, u32* copy) {
     const Ctx ctx = launch_context_before_wait(arena, weights, launch, copy);
     previous_launch_done();
+    graph_trace(launch, 1);
     return ctx;
 }
 

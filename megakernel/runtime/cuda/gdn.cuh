@@ -156,11 +156,33 @@ __device__ __forceinline__ float gdn_columns_sum(const float (&x)[GDN_LANE_COLS]
     return add_rn(y, __shfl_xor_sync(0xffffffffu, y, 1));
 }
 
+// What a GDN tile reads that no launch of its pass writes: its state, the conv ring's rows before pos (both
+// written by this word in earlier passes) and the gated norm's weight, as one copy group. The discrete
+// kernel issues it before griddepcontrol.wait, so that the state streams while the launch before finishes
+// (D58): a launch starts only once the one before it has passed its own wait, so every launch before that
+// one, and with it every earlier pass, has completed. The megakernel's tile issues the same reads itself,
+// after its inputs' counters (gdn_tile, ahead = false: the conv's inputs first, D55).
+__device__ inline void gdn_reads_ahead(const Ctx& ctx, const Word& w, int tile, GdnSmem& sm) {
+    const int hk = w.p(3), hv = w.p(4), dk = GDN_DK, dv = w.p(6), K = w.p(7), R = w.p(8);
+    const int j = tile, kh = j / (hv / hk), key_dim = hk * dk, width = 2 * dk + dv, v_first = 2 * key_dim + j * dv;
+    const int* control = ctx.control() + w.ctrl_base();
+    const int first = control[CTRL_POSITION] - control[CTRL_PENDING];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    if (GDN_WARP_COLS * warp < dv)
+        stage_state(ctx.buffer(w.buf_aux0()).at<float>(j, GDN_WARP_COLS * warp * dk), sm, warp, lane);
+    stage_raw(ctx.buffer(w.buf_aux1()), first - K + 1, R, K - 1 + control[CTRL_PENDING], 0, width, dk, kh, key_dim,
+              v_first, sm);
+    const Weight norm_weight = ctx.weight(w.p(9));
+    stage_bytes(norm_weight.base, sm.norm_weight, (dv * weight_bytes(norm_weight) + 15) / 16 * 16);
+    copies_commit();
+}
+
 // Value head j: the n rows a speculative pass left pending (ctrl; positions pos - n .. pos - 1, raw inputs
 // from the conv and gate rings, no outputs), then the pass's m rows. The state is held in registers across
 // the rows (read and written once a pass); the one stored is the state after the pass's rows, or after the
-// pending rows only when the pass is speculative (docs/ISA.md "Speculative passes").
-__device__ inline void gdn_tile(const Ctx& ctx, const Word& w, int tile, GdnSmem& sm) {
+// pending rows only when the pass is speculative (docs/ISA.md "Speculative passes"). `ahead`: the caller
+// issued gdn_reads_ahead (its copy group then lands with the conv's inputs, before the conv).
+__device__ inline void gdn_tile(const Ctx& ctx, const Word& w, int tile, GdnSmem& sm, bool ahead) {
     tile_stamp(0, true);  // the phase probe's stamps (common.cuh; nothing unless MEGAKERNEL_TILE_STAMPS)
     const Weight taps = ctx.weight(w.p(0)), a_log = ctx.weight(w.p(1)), dt_bias = ctx.weight(w.p(2));
     const int hk = w.p(3), hv = w.p(4), dk = GDN_DK, dv = w.p(6), K = w.p(7), R = w.p(8);
@@ -190,10 +212,10 @@ __device__ inline void gdn_tile(const Ctx& ctx, const Word& w, int tile, GdnSmem
 #pragma unroll
     for (int i = 0; i < GDN_MAX_KERNEL; ++i)
         tap[i] = conv_thread && i < K ? taps.value(static_cast<size_t>(ch) * K + i) : 0.0f;
-    stage_raw(ring, first - K + 1, R, ring_rows, 0, width, dk, kh, key_dim, v_first, sm);
+    if (!ahead) stage_raw(ring, first - K + 1, R, ring_rows, 0, width, dk, kh, key_dim, v_first, sm);
     stage_raw(mixed, 0, 0, m, ring_rows, width, dk, kh, key_dim, v_first, sm);
     stage_rows(mixed.at<bf16>(0, z_first), mixed.cols, &sm.z[0][0], GDN_MAX_COLS, m, dv);
-    {
+    if (!ahead) {
         const Weight norm_weight = ctx.weight(w.p(9));
         stage_bytes(norm_weight.base, sm.norm_weight, (dv * weight_bytes(norm_weight) + 15) / 16 * 16);
     }
@@ -206,8 +228,8 @@ __device__ inline void gdn_tile(const Ctx& ctx, const Word& w, int tile, GdnSmem
         a = p < pos ? bf(*gates.at<bf16>(p % R, hv + j)) : bf(*mixed.at<bf16>(p - pos, b_col + hv));
         neg_a = a_log.value(j), bias = dt_bias.value(j);
     }
-    if (active) stage_state(columns, sm, warp, lane);
-    copies_commit();  // the newest group: waited for before the rows
+    if (active && !ahead) stage_state(columns, sm, warp, lane);
+    copies_commit();  // the newest group (empty when ahead): waited for before the rows
     // gates: beta = bf16(sigmoid(b)), g = -exp(A_log) softplus(a + dt_bias); the state decays by exp(g).
     if (tid < count) {
         sm.beta[tid] = round_bf16(sigmoid_ref(b));

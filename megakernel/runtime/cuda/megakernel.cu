@@ -141,7 +141,7 @@ __device__ inline bool wait_tile(const Run& run, const Ctx& ctx, const Word& w, 
 // GDN is called, not inlined: inlined next to the GEMV it pushes the kernel past 128 registers (spills);
 // called, it is allocated on its own (docs/DECISIONS.md D16).
 __device__ __noinline__ void run_gdn(const Ctx ctx, const Word w, int tile, u8* smem) {
-    gdn_tile(ctx, w, tile, *reinterpret_cast<GdnSmem*>(smem));
+    gdn_tile(ctx, w, tile, *reinterpret_cast<GdnSmem*>(smem), false);
 }
 
 // The attention tiles' tensor-core loops are called too.

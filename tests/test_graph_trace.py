@@ -1,0 +1,96 @@
+"""experiments/graph_trace.py on CPU: each traced launch carries its own slot in its launch program's last
+four bytes (the GEMV launches their arrivals too), the device's slots read back in the megakernel trace's
+layout, and the per-word and per-opcode summaries of a pass with known times."""
+
+import os
+
+import numpy as np
+import pytest
+from experiment_tools import load_experiment
+
+from compiler import lower
+from isa import GEMV_OPS, Op
+from megakernel.model.config import preset
+from megakernel.runtime.cuda_build import launch_program_bytes
+
+
+@pytest.fixture(scope="module")
+def graph_trace():
+    before = os.environ.get("MEGAKERNEL_GRAPH_TRACE")
+    try:
+        return load_experiment("graph_trace")
+    finally:  # the probe sets it for its own process; not for the tests that follow
+        if before is None:
+            os.environ.pop("MEGAKERNEL_GRAPH_TRACE", None)
+        else:
+            os.environ["MEGAKERNEL_GRAPH_TRACE"] = before
+
+
+@pytest.fixture(scope="module")
+def program():
+    return lower(preset("tiny"), rows=1, sms=7, capacity=64)
+
+
+class FakeLaunch:
+    def __init__(self, args=None):
+        self.args = args
+
+    def with_args(self, args):
+        return FakeLaunch(args)
+
+
+class FakeRunner:
+    def __init__(self, program):
+        self.program = program
+        self.session = type("S", (), {"arena": "arena"})()
+        self.weights = type("W", (), {"data": "weights"})()
+        self.arrivals = "arrivals"
+        self.launches = [(i, FakeLaunch()) for i, w in enumerate(program.words) if w.opcode != Op.NOP]
+
+
+def test_each_traced_launch_names_its_own_slot(graph_trace, program):
+    runner = FakeRunner(program)
+    launches = graph_trace.traced_launches(runner, steps=2)
+    assert len(launches) == 2 * len(runner.launches)
+    words, size = len(program.words), launch_program_bytes()
+    for n, launch in enumerate(launches):
+        step, j = divmod(n, len(runner.launches))
+        i = runner.launches[j][0]
+        arena, weights, data, *rest = launch.args
+        assert (arena, weights) == ("arena", "weights")
+        assert int.from_bytes(data[size - 4:], "little") == step * words + i + 1
+        assert rest == (["arrivals"] if program.words[i].opcode in GEMV_OPS else [])
+
+
+def test_records_come_back_per_step_and_word(graph_trace):
+    class Slots:  # the device array's [slots, blocks, 4] with .get(), as CuPy's
+        def __init__(self, a):
+            self.a = a
+
+        def __getitem__(self, key):
+            return Slots(self.a[key])
+
+        def get(self):
+            return self.a
+
+    slots = np.arange(10 * 6 * 4, dtype=np.uint64).reshape(10, 6, 4)
+    rec = graph_trace.records_of(Slots(slots), steps=2, words=4, blocks=3)
+    assert rec.shape == (2, 4, 3, 4)
+    assert (rec[1, 2] == slots[1 * 4 + 2, :3]).all()
+
+
+def test_per_word_and_by_opcode(graph_trace, program):
+    words = len(program.words)
+    rec = np.zeros((2, words, 2, 4), np.uint64)
+    t = 1_000_000
+    for step in range(2):  # word i: released 100 ns after the latest end, ends 1,000 ns later
+        for i in range(words):
+            rec[step, i, 0] = (t, t + 100, t + 1_100, 1)
+            t += 1_100
+    rows = graph_trace.per_word(program, rec, 1)
+    assert [r["index"] for r in rows] == list(range(words))
+    assert all(r["added_us"] == pytest.approx(1.1) and r["release_us"] == pytest.approx(0.1) for r in rows)
+    table = graph_trace.by_opcode(rows)
+    for op, row in table.items():
+        n = sum(w.opcode.name == op for w in program.words)
+        assert row["words"] == n and row["added_us"] == pytest.approx(1.1 * n, abs=0.1)
