@@ -174,7 +174,7 @@ def main() -> None:
         cupy.get_default_memory_pool().free_all_blocks()
     result = {"device": cupy.cuda.runtime.getDeviceProperties(0)["name"].decode(), "git_commit": git_commit(),
               "command": "python " + " ".join(sys.argv), "created": datetime.datetime.now(datetime.UTC).isoformat(),
-              "model": args.model, "context": args.context, "steps": args.steps, "passes": results}
+              "model": args.model, "context": args.context, "traced_steps": args.steps, "passes": results}
     with open(os.path.join(args.out, "graph_trace.json"), "w") as f:
         json.dump(result, f, indent=2)
 
