@@ -94,3 +94,24 @@ def test_per_word_and_by_opcode(graph_trace, program):
     for op, row in table.items():
         n = sum(w.opcode.name == op for w in program.words)
         assert row["words"] == n and row["added_us"] == pytest.approx(1.1 * n, abs=0.1)
+
+
+def test_the_report_sums_each_kind_of_word(program):
+    report = load_experiment("graph_trace_report")
+    words = len(program.words)
+    rec = np.zeros((words, 3, 4), np.uint64)
+    rows = []
+    for i, w in enumerate(program.words):
+        if w.opcode == Op.NOP:
+            continue
+        base = 1_000_000 + 10_000 * i
+        rec[i, :3] = [(base, base + 100, base + 1_000 + 300 * b, 1) for b in range(3)]  # ends 1.0, 1.3, 1.6 us
+        rows.append({"index": i, "name": program.meta["instructions"][i], "added_us": 2.0, "release_us": 0.5,
+                     "megakernel_added_us": 3.0})
+    out = {r["kind"]: r for r in report.kinds(program, {"words": rows}, rec, gbps=1000.0, context=16)}
+    for kind, r in out.items():
+        mine = [row for row in rows if report.kind_of(row["name"]) == kind]
+        assert r["words"] == len(mine)
+        assert (r["added_us_a_word"], r["release_us_a_word"], r["megakernel_added_us_a_word"]) == (2.0, 0.5, 3.0)
+        assert r["tail_us_a_word"] == pytest.approx(0.3)  # last end after the median end
+    assert report.kind_of("L3.gate_up") == "gate_up" and report.kind_of("head") == "head"

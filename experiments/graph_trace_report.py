@@ -1,0 +1,91 @@
+"""Each kind of word in a traced step (CPU only, from graph_trace.py's files): per kind (the word's name after
+its layer: in_proj, gate_up, .., head) the us a word adds to the step in the graph build, what its bytes
+take at the measured read bandwidth, its release after the word before it, its tail (its last block's end
+after its median block's) and, where the megakernel was traced too, the us it adds there. Derived from
+the records of the traced graph's last pass (the one graph_trace.json's words describe).
+
+  python experiments/graph_trace_report.py experiments/results/graph_trace.json [--rows 1] [--gbps 4441.8]
+                                           [--out graph_trace_kinds.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+from compiler import lower
+from megakernel.measurement.budgets import instruction_bytes
+from megakernel.model.models import model_config
+
+
+def kind_of(name: str) -> str:
+    """The word's name after its layer: "L3.gate_up" -> "gate_up"; "head" stays."""
+    return name.split(".")[-1]
+
+
+def kinds(program, entry: dict, records: np.ndarray, gbps: float, context: int) -> list[dict]:
+    """One row per kind of word, in program order of first appearance. `records`: the pass's
+    [words][blocks][4] (start, ready, end, tiles) of the graph build."""
+    table: dict[str, dict] = {}
+    for row in entry["words"]:
+        i = row["index"]
+        ran = (records[i][:, 3] & 0xFFFFFFFF) > 0
+        if not ran.any():
+            continue
+        ends = records[i][ran, 2].astype(np.int64)
+        t = table.setdefault(kind_of(row["name"]), {"kind": kind_of(row["name"]), "words": 0, "added_us": 0.0,
+                                                     "bytes_us": 0.0, "release_us": 0.0, "tail_us": 0.0,
+                                                     "megakernel_added_us": 0.0})
+        t["words"] += 1
+        t["added_us"] += row["added_us"]
+        t["bytes_us"] += instruction_bytes(program, program.words[i], context) / (gbps * 1e3)
+        t["release_us"] += row["release_us"]
+        t["tail_us"] += float(ends.max() - np.median(ends)) / 1e3
+        t["megakernel_added_us"] += row.get("megakernel_added_us", 0.0)
+    out = []
+    for t in table.values():
+        n = t["words"]
+        out.append({"kind": t["kind"], "words": n, "added_us_a_word": round(t["added_us"] / n, 2),
+                    "bytes_us_a_word": round(t["bytes_us"] / n, 2), "release_us_a_word": round(t["release_us"] / n, 2),
+                    "tail_us_a_word": round(t["tail_us"] / n, 2),
+                    "above_bytes_ms": round((t["added_us"] - t["bytes_us"]) / 1e3, 3),
+                    "megakernel_added_us_a_word": round(t["megakernel_added_us"] / n, 2)})
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("trace", help="graph_trace.json (its records beside it)")
+    parser.add_argument("--rows", type=int, default=1)
+    parser.add_argument("--gbps", type=float, required=True, help="the read bandwidth measured on the device")
+    parser.add_argument("--out", help="write the rows as JSON here")
+    args = parser.parse_args()
+    result = json.load(open(args.trace))
+    entry = next((p for p in result["passes"] if p["rows"] == args.rows), None)
+    if entry is None:
+        raise SystemExit(f"{args.trace} has no pass of {args.rows} rows")
+    path = os.path.join(os.path.dirname(args.trace), f"graph_records_m{args.rows}.npz")
+    records = np.load(path, allow_pickle=False)["records"]
+    step = records.shape[0] - 1
+    context, steps = result["context"], result["traced_steps"]
+    program = lower(model_config(result["model"]), rows=args.rows, sms=132, capacity=context + args.rows * (steps + 2) * 4)
+    rows = kinds(program, entry, records[step], args.gbps, context)
+    print(f"{'kind':<10}{'words':>6}{'us a word':>11}{'bytes us':>10}{'release':>9}{'tail':>7}{'above bytes ms':>16}"
+          f"{'megakernel us':>15}")
+    for r in rows:
+        print(f"{r['kind']:<10}{r['words']:>6}{r['added_us_a_word']:>11.1f}{r['bytes_us_a_word']:>10.1f}"
+              f"{r['release_us_a_word']:>9.2f}{r['tail_us_a_word']:>7.2f}{r['above_bytes_ms']:>16.3f}"
+              f"{r['megakernel_added_us_a_word']:>15.1f}")
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump({"command": "python " + " ".join(sys.argv), "source": args.trace,
+                       "git_commit": result["git_commit"], "rows": args.rows, "step": step, "read_bandwidth_gbps": args.gbps,
+                       "kinds": rows}, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
