@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from discrete.dependent_launch import (PROGRAMMATIC_STREAM_SERIALIZATION, LaunchAttribute, LaunchConfig,
-                                       kernel_params, serialization_attribute)
+from discrete.dependent_launch import (PROGRAMMATIC_STREAM_SERIALIZATION, DependentLaunch, LaunchAttribute,
+                                       LaunchConfig, kernel_params, serialization_attribute)
 from discrete.launcher import GEMV_KERNEL, KERNEL_OF
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,6 +55,20 @@ def kernel_statements(source: str, name: str) -> list[str]:
     m = re.search(rf'__global__ void [^\n]*\b{name}\(PROGRAM_ARGS[^\n]*\{{\n(.*?)\n}}', source, re.DOTALL)
     assert m, f"{name} not found in kernels.cu"
     return [line.strip() for line in m.group(1).strip().splitlines() if "__shared__" not in line]
+
+
+def test_with_args_keeps_the_launch_and_changes_only_its_arguments():
+    # experiments/graph_trace.py: the same launches with a trace slot in their launch programs
+    launch = DependentLaunch(SimpleNamespace(ptr=0x1234), 7, 512, 4096, (np.int32(1), b"ab"), overlap=True)
+    other = launch.with_args((np.int32(2), b"cd"))
+    assert (other.grid, other.shared_bytes, other.function.value) == (7, 4096, 0x1234)
+    assert list(other.config.grid) == [7, 1, 1] and list(other.config.block) == [512, 1, 1]
+    assert other.config.shared_bytes == 4096 and other.config.attrs[0].id == PROGRAMMATIC_STREAM_SERIALIZATION
+    assert ctypes.c_int32.from_address(launch.params[0]).value == 1
+    assert ctypes.c_int32.from_address(other.params[0]).value == 2
+    assert ctypes.string_at(other.params[1], 2) == b"cd" and ctypes.string_at(launch.params[1], 2) == b"ab"
+    other.config.stream = 99  # what launch() sets: the original's config is its own
+    assert launch.config.stream != 99
 
 
 def test_every_launched_kernel_waits_for_the_launch_before_it():
