@@ -4,8 +4,8 @@ take at the measured read bandwidth, its release after the word before it, its t
 after its median block's) and, where the megakernel was traced too, the us it adds there. Derived from
 the records of the traced graph's last pass (the one graph_trace.json's words describe).
 
-  python experiments/graph_trace_report.py experiments/results/graph_trace.json [--rows 1] [--gbps 4441.8]
-                                           [--out graph_trace_kinds.json]
+  python experiments/graph_trace_report.py experiments/results/graph_trace.json --gbps 4441.8 [--rows 1]
+                                           [--against OTHER/graph_trace.json] [--out graph_trace_kinds.json]
 """
 
 from __future__ import annotations
@@ -57,33 +57,49 @@ def kinds(program, entry: dict, records: np.ndarray, gbps: float, context: int) 
     return out
 
 
+def load(trace: str, rows: int, gbps: float) -> tuple[dict, list[dict]]:
+    """(graph_trace.json's content, its kinds at `rows`) from the JSON and the records beside it; one clear
+    line (SystemExit) for a missing or malformed file or an M it does not hold."""
+    try:
+        result = json.load(open(trace))
+        entry = next((p for p in result["passes"] if p["rows"] == rows), None)
+        if entry is None:
+            raise SystemExit(f"{trace} has no pass of {rows} rows")
+        path = os.path.join(os.path.dirname(trace), f"graph_records_m{rows}.npz")
+        records = np.load(path, allow_pickle=False)["records"]
+        context, steps = result["context"], result["traced_steps"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise SystemExit(f"{trace}: not a graph trace with its records beside it ({type(e).__name__}: {e})") from None
+    program = lower(model_config(result["model"]), rows=rows, sms=132, capacity=context + rows * (steps + 2) * 4)
+    if records.shape[1] != len(program.words) or len(entry["words"]) != len(program.words):
+        raise SystemExit(f"{trace}: its records do not match the Program of {result['model']} at {rows} rows")
+    return result, kinds(program, entry, records[-1], gbps, context)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("trace", help="graph_trace.json (its records beside it)")
     parser.add_argument("--rows", type=int, default=1)
     parser.add_argument("--gbps", type=float, required=True, help="the read bandwidth measured on the device")
+    parser.add_argument("--against", help="another graph_trace.json: each kind's us a word in it, and the change")
     parser.add_argument("--out", help="write the rows as JSON here")
     args = parser.parse_args()
-    result = json.load(open(args.trace))
-    entry = next((p for p in result["passes"] if p["rows"] == args.rows), None)
-    if entry is None:
-        raise SystemExit(f"{args.trace} has no pass of {args.rows} rows")
-    path = os.path.join(os.path.dirname(args.trace), f"graph_records_m{args.rows}.npz")
-    records = np.load(path, allow_pickle=False)["records"]
-    step = records.shape[0] - 1
-    context, steps = result["context"], result["traced_steps"]
-    program = lower(model_config(result["model"]), rows=args.rows, sms=132, capacity=context + args.rows * (steps + 2) * 4)
-    rows = kinds(program, entry, records[step], args.gbps, context)
+    result, rows = load(args.trace, args.rows, args.gbps)
+    other = {r["kind"]: r for r in load(args.against, args.rows, args.gbps)[1]} if args.against else {}
     print(f"{'kind':<10}{'words':>6}{'us a word':>11}{'bytes us':>10}{'release':>9}{'tail':>7}{'above bytes ms':>16}"
-          f"{'megakernel us':>15}")
+          f"{'megakernel us':>15}" + (f"{'against':>9}{'change':>8}" if other else ""))
     for r in rows:
-        print(f"{r['kind']:<10}{r['words']:>6}{r['added_us_a_word']:>11.1f}{r['bytes_us_a_word']:>10.1f}"
-              f"{r['release_us_a_word']:>9.2f}{r['tail_us_a_word']:>7.2f}{r['above_bytes_ms']:>16.3f}"
-              f"{r['megakernel_added_us_a_word']:>15.1f}")
+        line = (f"{r['kind']:<10}{r['words']:>6}{r['added_us_a_word']:>11.1f}{r['bytes_us_a_word']:>10.1f}"
+                f"{r['release_us_a_word']:>9.2f}{r['tail_us_a_word']:>7.2f}{r['above_bytes_ms']:>16.3f}"
+                f"{r['megakernel_added_us_a_word']:>15.1f}")
+        if r["kind"] in other:
+            them = other[r["kind"]]["added_us_a_word"]
+            line += f"{them:>9.1f}{r['added_us_a_word'] - them:>+8.2f}"
+        print(line)
     if args.out:
         with open(args.out, "w") as f:
             json.dump({"command": "python " + " ".join(sys.argv), "source": args.trace,
-                       "git_commit": result["git_commit"], "rows": args.rows, "step": step, "read_bandwidth_gbps": args.gbps,
+                       "git_commit": result["git_commit"], "rows": args.rows, "read_bandwidth_gbps": args.gbps,
                        "kinds": rows}, f, indent=2)
 
 

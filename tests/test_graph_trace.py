@@ -115,3 +115,14 @@ def test_the_report_sums_each_kind_of_word(program):
         assert (r["added_us_a_word"], r["release_us_a_word"], r["megakernel_added_us_a_word"]) == (2.0, 0.5, 3.0)
         assert r["tail_us_a_word"] == pytest.approx(0.3)  # last end after the median end
     assert report.kind_of("L3.gate_up") == "gate_up" and report.kind_of("head") == "head"
+
+
+def test_the_report_refuses_a_missing_or_foreign_trace_in_one_line(tmp_path):
+    report = load_experiment("graph_trace_report")
+    with pytest.raises(SystemExit, match="not a graph trace with its records beside it"):
+        report.load(str(tmp_path / "missing.json"), 1, 1000.0)
+    (tmp_path / "graph_trace.json").write_text('{"passes": [{"rows": 1, "words": []}]}')
+    with pytest.raises(SystemExit, match="not a graph trace"):  # no records beside it
+        report.load(str(tmp_path / "graph_trace.json"), 1, 1000.0)
+    with pytest.raises(SystemExit, match="has no pass of 8 rows"):
+        report.load(str(tmp_path / "graph_trace.json"), 8, 1000.0)
