@@ -26,6 +26,13 @@ KERNEL_OF = {Op.EMBED: "tile_embed", Op.GDN_CORE: "tile_gdn", Op.ATTN_SCORES: "t
 GEMV_KERNEL = "tile_gemv"
 
 
+def launch_args(program: Program, index: int, arena, weights, arrivals, trace_slot: int = 0) -> tuple:
+    """The kernel arguments of word `index`'s launch: the arena, the weights, its launch program (with
+    `trace_slot`: experiments/graph_trace.py) and, for a GEMV word, the split-K arrival counters."""
+    args = (arena, weights, launch_program(program, index, trace_slot))
+    return args + (arrivals,) if program.words[index].opcode in GEMV_OPS else args
+
+
 class DiscreteProgram:
     """`program` bound to device weights and a session: `step()` runs one pass eagerly, `replay()` runs it
     from the CUDA graph (captured on first use)."""
@@ -67,11 +74,11 @@ class DiscreteProgram:
         for i, w in enumerate(program.words):
             if w.opcode == Op.NOP:
                 continue
-            args = (self.session.arena, self.weights.data, launch_program(program, i))
+            args = launch_args(program, i, self.session.arena, self.weights.data, self.arrivals)
             if w.opcode in GEMV_OPS:
                 # one tile an SM with all the shared memory it may take: the deepest ring, primed before the
                 # tile waits for the launch before it (kernels.cu tile_gemv; D57)
-                kernel, smem, args = gemv, self.smem, args + (self.arrivals,)
+                kernel, smem = gemv, self.smem
                 block_smem = smem
             else:
                 kernel = mod.get_function(KERNEL_OF[w.opcode])
@@ -145,4 +152,4 @@ class DiscreteProgram:
         self.launch_graph()
 
 
-__all__ = ["DiscreteProgram", "KERNEL_OF"]
+__all__ = ["DiscreteProgram", "KERNEL_OF", "launch_args"]

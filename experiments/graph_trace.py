@@ -35,18 +35,12 @@ from megakernel.provenance import git_commit
 def traced_launches(runner, steps: int) -> list:
     """The runner's launches for `steps` steps, each with its launch program's trace slot set (word i of
     step s in slot s * words + i, stored plus one: 0 leaves a launch untraced)."""
-    from discrete.launch_program import launch_program
-    from isa import GEMV_OPS
+    from discrete.launcher import launch_args
 
-    program, words = runner.program, len(runner.program.words)
-    out = []
-    for s in range(steps):
-        for i, launch in runner.launches:
-            args = (runner.session.arena, runner.weights.data, launch_program(program, i, s * words + i + 1))
-            if program.words[i].opcode in GEMV_OPS:
-                args += (runner.arrivals,)
-            out.append(launch.with_args(args))
-    return out
+    words = len(runner.program.words)
+    return [launch.with_args(launch_args(runner.program, i, runner.session.arena, runner.weights.data,
+                                         runner.arrivals, s * words + i + 1))
+            for s in range(steps) for i, launch in runner.launches]
 
 
 def records_of(trace, steps: int, words: int, blocks: int) -> np.ndarray:
@@ -85,6 +79,7 @@ def main() -> None:
     from discrete.launcher import DiscreteProgram
     from megakernel.measurement.abtest import median_event_ms
     from megakernel.model.models import model_config
+    from megakernel.runtime import cuda_build
     from megakernel.runtime.device import DeviceSession
     from megakernel.runtime.persistent import Megakernel
 
@@ -102,7 +97,9 @@ def main() -> None:
         parser.error("--steps must be at least 2")
 
     config = model_config(args.model)
-    trace = cupy.ndarray((1024, 2048, 4), dtype=cupy.uint64, memptr=module().get_global("mk_graph_trace"))
+    common = cuda_build.CUDA_DIR / "common.cuh"
+    shape = (cuda_build.define(common, "GRAPH_TRACE_SLOTS"), cuda_build.define(common, "GRAPH_TRACE_BLOCKS"), 4)
+    trace = cupy.ndarray(shape, dtype=cupy.uint64, memptr=module().get_global("mk_graph_trace"))
     weights, results = None, []
     os.makedirs(args.out, exist_ok=True)
     for m in (int(r) for r in args.rows.split(",")):

@@ -66,11 +66,11 @@ def load(trace: str, rows: int, gbps: float) -> tuple[dict, list[dict]]:
         if entry is None:
             raise SystemExit(f"{trace} has no pass of {rows} rows")
         path = os.path.join(os.path.dirname(trace), f"graph_records_m{rows}.npz")
-        records = np.load(path, allow_pickle=False)["records"]
-        context, steps = result["context"], result["traced_steps"]
+        saved = np.load(path, allow_pickle=False)
+        records, capacity, context = saved["records"], int(saved["capacity"]), result["context"]
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise SystemExit(f"{trace}: not a graph trace with its records beside it ({type(e).__name__}: {e})") from None
-    program = lower(model_config(result["model"]), rows=rows, sms=132, capacity=context + rows * (steps + 2) * 4)
+    program = lower(model_config(result["model"]), rows=rows, sms=132, capacity=capacity)  # as graph_trace.py lowered it
     if records.shape[1] != len(program.words) or len(entry["words"]) != len(program.words):
         raise SystemExit(f"{trace}: its records do not match the Program of {result['model']} at {rows} rows")
     return result, kinds(program, entry, records[-1], gbps, context)

@@ -39,8 +39,9 @@ def traced(tmp_path_factory):
 def test_every_block_of_every_launch_is_recorded_in_stream_order(traced, rows):
     result = json.loads((traced / "graph_trace.json").read_text())
     entry = next(p for p in result["passes"] if p["rows"] == rows)
-    program = lower(model_config(MODEL), rows=rows, sms=132, capacity=CONTEXT + rows * (STEPS + 2) * 4)
-    rec = np.load(traced / f"graph_records_m{rows}.npz", allow_pickle=False)["records"].astype(np.int64)
+    saved = np.load(traced / f"graph_records_m{rows}.npz", allow_pickle=False)
+    program = lower(model_config(MODEL), rows=rows, sms=132, capacity=int(saved["capacity"]))
+    rec = saved["records"].astype(np.int64)
     assert rec.shape[:2] == (STEPS, len(program.words))
     latest = 0
     for step in range(STEPS):

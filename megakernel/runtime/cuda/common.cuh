@@ -105,6 +105,13 @@ __device__ __forceinline__ void warp_best(float& v, int& id) {
     }
 }
 
+// %globaltimer: ns on a clock every SM shares (the watchdog, the megakernel's trace, the timing probes).
+__device__ __forceinline__ u64 global_ns() {
+    u64 t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
 // --- programmatic dependent launch (the discrete build's launches; docs/DECISIONS.md D40) ---------------
 // Launched with programmatic stream serialization, a kernel may start while the launch before it still
 // runs, so it reads nothing that launch writes before this wait, which returns once that launch has
@@ -258,7 +265,8 @@ struct LaunchProgram {
 // of block b of a launch whose launch program ends in slot s > 0 (launch_program.py) records %globaltimer at
 // the kernel's start, past its wait for the launch before, and at its end (after a block barrier) in
 // mk_graph_trace[s - 1][b][0..2], and 1 tile in [3]: the megakernel trace's record (megakernel.cu).
-constexpr int GRAPH_TRACE_SLOTS = 1024, GRAPH_TRACE_BLOCKS = 2048;
+constexpr int GRAPH_TRACE_SLOTS = 1024;
+constexpr int GRAPH_TRACE_BLOCKS = 2048;
 extern "C" {  // unmangled: the probe finds it by name
 __device__ unsigned long long mk_graph_trace[GRAPH_TRACE_SLOTS][GRAPH_TRACE_BLOCKS][4];
 }
@@ -266,10 +274,8 @@ __device__ __forceinline__ void graph_trace(const LaunchProgram& launch, int fie
     if (field == 2) __syncthreads();
     const u32 slot = launch.u[LAUNCH_PROGRAM_BYTES / 4 - 1];
     if (threadIdx.x != 0 || slot == 0 || slot > GRAPH_TRACE_SLOTS || blockIdx.x >= GRAPH_TRACE_BLOCKS) return;
-    u64 t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     unsigned long long* r = mk_graph_trace[slot - 1][blockIdx.x];
-    r[field] = t;
+    r[field] = global_ns();
     if (field == 2) r[3] = 1;
 }
 #else
@@ -308,10 +314,8 @@ __device__ unsigned long long mk_tile_stamps[STAMP_BLOCKS][STAMP_SLOTS];
 __device__ __forceinline__ void tile_stamp(int phase, bool wall = false) {
     __syncthreads();
     if (threadIdx.x != 0 || blockIdx.x >= STAMP_BLOCKS) return;
-    u64 t;
     if (wall) {
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-        mk_tile_stamps[blockIdx.x][phase == 0 ? 6 : 7] = t;
+        mk_tile_stamps[blockIdx.x][phase == 0 ? 6 : 7] = global_ns();
         u32 sm;
         asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
         mk_tile_stamps[blockIdx.x][5] = sm;
