@@ -142,6 +142,8 @@ def _gemv_table(program, w, stage):
         if op == Op.NORM_HEAD and w.flags & Flag.WORKING_VOCAB:  # the head rows are a session buffer
             add(tiles, w.buf_aux2, r0[g], r1[g], k0, k1, False)
         if S > 1:
+            if op == Op.GEMV_RESIDUAL:  # each slice asks for its group's residual before it arrives (D59)
+                add(tiles, w.buf_aux0, 0, m, r0[g], r1[g], False)
             add(tiles, w.buf_scratch, s * m, (s + 1) * m, r0[g], r1[g], True)
             if op == Op.NORM_GATE_UP:
                 add(tiles, w.buf_scratch, s * m, (s + 1) * m, w.n + r0[g], w.n + r1[g], True)

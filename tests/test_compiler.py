@@ -217,3 +217,21 @@ def test_a_split_k_finish_is_placed_at_each_of_its_slice_tiles_with_their_joined
         for n in mine:
             assert all(hb.vc[n, hb.block[s]] >= hb.seq[s] for s in places)
     assert not set(hb.last_on_block) & set(finishes)  # a block's next node follows its slice node, not a finish
+
+
+def test_a_split_residual_slice_declares_its_groups_residual_read():
+    """gemv_tile.cuh residual_finish_last: every slice tile of a split GEMV_RESIDUAL asks for its row group's
+    residual rows before it counts itself, so its main stage declares that read (the validator then checks
+    the residual is ready there, not only at the finish)."""
+    from compiler.access import accesses
+    from compiler.tiling import main_tile
+
+    p = lower(preset("qwen3.5-27b"), rows=8, sms=132)
+    split = [i for i, w in enumerate(p.words) if w.opcode == Op.GEMV_RESIDUAL and w.k_slices > 1]
+    assert len(split) == 128  # out_proj, o_proj and down of every layer
+    for i in split[:3]:
+        w = p.words[i]
+        for t in range(w.tiles):
+            rg = main_tile(p, w, t)[1]
+            reads = [(a.buffer, a.r0, a.r1, a.c0, a.c1) for a in accesses(p, i, 0, t) if not a.write]
+            assert (w.buf_aux0, 0, w.rows, rg.r0, rg.r1) in reads

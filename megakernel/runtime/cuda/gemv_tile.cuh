@@ -342,6 +342,17 @@ __device__ inline void qkv_epilogue(const Ctx& ctx, const Word& w, const RowGrou
     const float eps = w.pf(1), theta = w.pf(8);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, half = rot / 2, pieces = hd / 32;
     float* piece_sums = sm.scales;  // [row][piece]
+    // RoPE's bf16 cos and sin of each row and frequency j < rot / 2, once a tile, into y's second half (gate_up's
+    // alone: free here) as [row][j] cos, [row][MAX_TILE_ROWS / 2 + j] sin. Computed per element, every j twice
+    // and by the few warps that hold a row's first rot elements, they bounded the finish at M = 8 (D59).
+    for (int e = threadIdx.x; e < m * half; e += TILE_THREADS) {
+        const int row = e / half, j = e % half;
+        const float inv_freq = div_rn(1.0f, powf(theta, div_rn(static_cast<float>(2 * j), static_cast<float>(rot))));
+        const float angle = mul_rn(static_cast<float>(pos + row), inv_freq);
+        float* rope = sm.y_at(1, row);
+        rope[j] = round_bf16(cosf(angle));
+        rope[MAX_TILE_ROWS / 2 + j] = round_bf16(sinf(angle));
+    }
     for (int q = warp; q < m * pieces; q += TILE_WARPS) {
         const float v = round_bf16(sm.y_at(0, q / pieces)[32 * (q % pieces) + lane]);
         const float s = warp_sum(mul_rn(v, v));
@@ -366,10 +377,8 @@ __device__ inline void qkv_epilogue(const Ctx& ctx, const Word& w, const RowGrou
         const float* y = sm.y_at(0, row);
         float out = y[i];
         if (i < rot) {
-            const int j = i % half;
-            const float inv_freq = div_rn(1.0f, powf(theta, div_rn(static_cast<float>(2 * j), static_cast<float>(rot))));
-            const float angle = mul_rn(static_cast<float>(pos + row), inv_freq);
-            const float c = round_bf16(cosf(angle)), s = round_bf16(sinf(angle));
+            const float* rope = sm.y_at(1, row);
+            const float c = rope[i % half], s = rope[MAX_TILE_ROWS / 2 + i % half];
             const float rotated = i < half ? -y[i + half] : y[i - half];
             out = round_bf16(add_rn(round_bf16(mul_rn(y[i], c)), round_bf16(mul_rn(rotated, s))));
         }
@@ -425,10 +434,8 @@ __device__ inline void sum_partials(const Ctx& ctx, const Word& w, const RowGrou
     __syncthreads();
 }
 
-// All threads, after the tile's partials are written: whether this tile finishes the group (y then holds
-// the group's sums).
-__device__ inline bool gemv_finish_last(const Ctx& ctx, const Word& w, const RowGroup& rg, const GemvSmem& sm,
-                                        u32* arrivals) {
+// All threads, after the tile's partials are written: whether this tile is its group's last slice to arrive.
+__device__ inline bool arrived_last(const Word& w, const RowGroup& rg, u32* arrivals) {
     __syncthreads();  // every partial of this tile written (thread 0's release covers them)
     bool last = false;
     if (threadIdx.x == 0) {
@@ -438,8 +445,43 @@ __device__ inline bool gemv_finish_last(const Ctx& ctx, const Word& w, const Row
     }
     // thread 0's answer to every thread (tile_gemv may take all the shared memory the device allows as
     // dynamic memory: it can have no static shared variable)
-    if (!__syncthreads_or(last)) return false;
+    return __syncthreads_or(last);
+}
+
+// All threads, after the tile's partials are written: whether this tile finishes the group (y then holds
+// the group's sums).
+__device__ inline bool gemv_finish_last(const Ctx& ctx, const Word& w, const RowGroup& rg, const GemvSmem& sm,
+                                        u32* arrivals) {
+    if (!arrived_last(w, rg, arrivals)) return false;
     sum_partials(ctx, w, rg, sm);
+    return true;
+}
+
+// GEMV_RESIDUAL's split-K finish. Every slice tile asks for its group's residual values before it counts
+// itself, so that in the slice that lands last they come back beside the arrival's round trip; that slice
+// then adds the partials in order and the residual as sum_partials and gemv_epilogue do (the same bits), a
+// thread its own (row, output row) pairs with no barrier between: one dependent round trip after the arrival
+// where the two functions take two (D59). All threads; true for the slice that finished the group.
+constexpr int RESIDUAL_PAIRS = MAX_ROWS * MAX_TILE_ROWS / TILE_THREADS;  // (row, output row) pairs a thread
+__device__ inline bool residual_finish_last(const Ctx& ctx, const Word& w, const RowGroup& rg, u32* arrivals) {
+    const int m = w.rows(), rows = rg.r1 - rg.r0, S = w.k_slices();
+    const Buffer residual = ctx.buffer(w.buf_aux0());
+    float res[RESIDUAL_PAIRS];
+#pragma unroll
+    for (int p = 0; p < RESIDUAL_PAIRS; ++p) {
+        const int i = threadIdx.x + p * TILE_THREADS;
+        res[p] = i < m * rows ? bf(*residual.at<bf16>(i / rows, rg.r0 + i % rows)) : 0.0f;
+    }
+    if (!arrived_last(w, rg, arrivals)) return false;
+    const Buffer scratch = ctx.buffer(w.buf_scratch()), out = ctx.buffer(w.buf_out());
+#pragma unroll
+    for (int p = 0; p < RESIDUAL_PAIRS; ++p) {
+        const int i = threadIdx.x + p * TILE_THREADS, row = i / rows, c = rg.r0 + i % rows;
+        if (i >= m * rows) break;
+        float acc = __ldcg(scratch.at<float>(row, c));
+        for (int s = 1; s < S; ++s) acc = add_rn(acc, __ldcg(scratch.at<float>(s * m + row, c)));
+        *out.at<bf16>(row, c) = to_bf16(add_rn(res[p], round_bf16(acc)));
+    }
     return true;
 }
 
@@ -554,6 +596,7 @@ __device__ inline bool gemv_main_passes(const Ctx& ctx, const Word& w, int tile,
             const int half = i / (m * rows), row = i / rows % m, j = i % rows;
             *scratch.at<float>(s * m + row, half * n + rg.r0 + j) = sm.y_at(half, row)[j];
         }
+        if (w.opcode() == OP_GEMV_RESIDUAL) return residual_finish_last(ctx, w, rg, arrivals);
         if (!gemv_finish_last(ctx, w, rg, sm, arrivals)) return false;
     }
     gemv_epilogue(ctx, w, rg, sm);
