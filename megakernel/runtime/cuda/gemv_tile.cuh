@@ -420,16 +420,22 @@ __device__ __forceinline__ u32 arrive_acq_rel(u32* counter) {
     return old;
 }
 
-// The group's S partials (read from L2: other blocks wrote them) added in order into y.
+// Input row `row`'s S partials of scratch column `col` (read from L2: other blocks wrote them), added in
+// slice order: the one sum order of a split-K group (sum_partials, residual_finish_last).
+__device__ __forceinline__ float partials_sum(const Buffer& scratch, int m, int S, int row, int col) {
+    float acc = __ldcg(scratch.at<float>(row, col));
+    for (int s = 1; s < S; ++s) acc = add_rn(acc, __ldcg(scratch.at<float>(s * m + row, col)));
+    return acc;
+}
+
+// The group's S partials added in order into y.
 __device__ inline void sum_partials(const Ctx& ctx, const Word& w, const RowGroup& rg, const GemvSmem& sm) {
     const Buffer scratch = ctx.buffer(w.buf_scratch());
     const int m = w.rows(), rows = rg.r1 - rg.r0, S = w.k_slices(), n = w.n();
     const int halves = w.opcode() == OP_NORM_GATE_UP ? 2 : 1;
     for (int i = threadIdx.x; i < halves * m * rows; i += TILE_THREADS) {
-        const int half = i / (m * rows), row = i / rows % m, j = i % rows, col = half * n + rg.r0 + j;
-        float acc = __ldcg(scratch.at<float>(row, col));
-        for (int s = 1; s < S; ++s) acc = add_rn(acc, __ldcg(scratch.at<float>(s * m + row, col)));
-        sm.y_at(half, row)[j] = acc;
+        const int half = i / (m * rows), row = i / rows % m, j = i % rows;
+        sm.y_at(half, row)[j] = partials_sum(scratch, m, S, row, half * n + rg.r0 + j);
     }
     __syncthreads();
 }
@@ -478,9 +484,7 @@ __device__ inline bool residual_finish_last(const Ctx& ctx, const Word& w, const
     for (int p = 0; p < RESIDUAL_PAIRS; ++p) {
         const int i = threadIdx.x + p * TILE_THREADS, row = i / rows, c = rg.r0 + i % rows;
         if (i >= m * rows) break;
-        float acc = __ldcg(scratch.at<float>(row, c));
-        for (int s = 1; s < S; ++s) acc = add_rn(acc, __ldcg(scratch.at<float>(s * m + row, c)));
-        *out.at<bf16>(row, c) = to_bf16(add_rn(res[p], round_bf16(acc)));
+        *out.at<bf16>(row, c) = to_bf16(add_rn(res[p], round_bf16(partials_sum(scratch, m, S, row, c))));
     }
     return true;
 }
