@@ -4,7 +4,7 @@
 // (computed once a head here rather than by every k-slice tile of out_proj).
 //
 // The tile is short and latency-bound, so everything it reads is asked for at once at its start: the raw
-// conv inputs by async copies into shared memory, the conv taps and the gate inputs into registers, then
+// conv inputs and the taps by async copies into shared memory, the gate inputs into registers, then
 // the state (64 KB a head, which one SM takes ~1 us to read and ~2 us to write: experiments/gdn_floor.py)
 // in its own copy group, landing while the conv and l2norm run; the state goes back after the gated norm
 // in the norm's warps and meanwhile in the others. It took ~14 us a word loading one raw input at a time
@@ -41,7 +41,8 @@ constexpr int GDN_MAX_FOLD = 2 * MAX_ROWS;  // a pass's rows and the rows a spec
 
 constexpr int GDN_RAW_COLS = 2 * GDN_DK + GDN_MAX_COLS;  // a tile's channels: q, k, its value columns
 constexpr int GDN_MAX_RAW = GDN_MAX_KERNEL - 1 + GDN_MAX_FOLD;  // raw input rows a tile's conv reads
-static_assert(GDN_RAW_COLS <= TILE_THREADS, "a conv thread per channel");
+static_assert(GDN_RAW_COLS + 32 < TILE_THREADS && GDN_MAX_FOLD <= 32,
+              "a conv thread per channel, silu(z) threads, and the last warp's lanes for the gates");
 
 // The head's state passes through shared memory both ways, so that global memory sees each warp's 4 KB as
 // whole 512-byte instructions (read or written by the lanes directly, every instruction touches many
@@ -55,7 +56,7 @@ __device__ __forceinline__ int gdn_state_piece(int warp, int column, int piece) 
 
 struct GdnConvInputs {
     alignas(16) bf16 raw[GDN_MAX_RAW][GDN_RAW_COLS];  // raw inputs of positions first - K + 1 .. pos + m - 1
-    float taps[GDN_MAX_KERNEL][GDN_RAW_COLS];
+    alignas(16) u8 taps[GDN_RAW_COLS * GDN_MAX_KERNEL * 4];  // the channels' K taps as stored (stage_taps)
 };
 
 struct GdnSmem {
@@ -94,6 +95,29 @@ __device__ inline void stage_raw(const Buffer& buf, int row0, int R, int n, int 
         const int row = R > 0 && start + t >= R ? start + t - R : start + t;
         copy_async_piece(smem_addr(&sm.conv.raw[t0 + t][c]), buf.at<bf16>(row, gdn_channel(c, dk, kh, key_dim, v_first)), piece);
     }
+}
+
+// Async copies of the conv taps of the tile's channels (q, k of key head kh, then `cols` value channels
+// from v_first: three runs of the taps weight [conv channels, K], K values a channel as stored) into
+// sm.conv.taps, in that order: tile channel c's tap i at c K + i (gdn_tap). No wait.
+__device__ inline void stage_taps(const Weight& taps, int K, int dk, int kh, int key_dim, int v_first, int cols,
+                                  GdnSmem& sm) {
+    const int bytes = weight_bytes(taps) * K;  // a channel's taps
+    const int first[3] = {kh * dk, key_dim + kh * dk, v_first}, count[3] = {dk, dk, cols};
+    int at = 0;
+#pragma unroll
+    for (int run = 0; run < 3; ++run) {
+        const u8* src = taps.base + static_cast<size_t>(first[run]) * bytes;
+        const int n = count[run] * bytes;
+        const int piece = piece_bytes(reinterpret_cast<size_t>(src) | static_cast<size_t>(n) | static_cast<size_t>(at));
+        for (int i = threadIdx.x * piece; i < n; i += TILE_THREADS * piece)
+            copy_async_piece(smem_addr(sm.conv.taps + at + i), src + i, piece);
+        at += n;
+    }
+}
+
+__device__ __forceinline__ float gdn_tap(const GdnSmem& sm, int dtype, int K, int channel, int i) {
+    return staged_value(sm.conv.taps, dtype, channel * K + i);
 }
 
 // The warp's 4 KB of state (`from`: its first column) into its part of sm.state, as async copies: step c
@@ -157,11 +181,11 @@ __device__ __forceinline__ float gdn_columns_sum(const float (&x)[GDN_LANE_COLS]
 }
 
 // What a GDN tile reads that no launch of its pass writes: its state, the conv ring's rows before pos (both
-// written by this word in earlier passes) and the gated norm's weight, as one copy group. The discrete
-// kernel issues it before griddepcontrol.wait, so that the state streams while the launch before finishes
-// (D58): a launch starts only once the one before it has passed its own wait, so every launch before that
-// one, and with it every earlier pass, has completed. The megakernel's tile issues the same reads itself,
-// after its inputs' counters (gdn_tile, ahead = false: the conv's inputs first, D55).
+// written by this word in earlier passes), the gated norm's weight and the conv taps, as one copy group.
+// The discrete kernel issues it before griddepcontrol.wait, so that the state streams while the launch
+// before finishes (D58): a launch starts only once the one before it has passed its own wait, so every
+// launch before that one, and with it every earlier pass, has completed. The megakernel's tile issues the
+// same reads itself, after its inputs' counters (gdn_tile, ahead = false: the conv's inputs first, D55).
 __device__ inline void gdn_reads_ahead(const Ctx& ctx, const Word& w, int tile, GdnSmem& sm) {
     const int hk = w.p(3), hv = w.p(4), dk = GDN_DK, dv = w.p(6), K = w.p(7), R = w.p(8);
     const int j = tile, kh = j / (hv / hk), key_dim = hk * dk, width = 2 * dk + dv, v_first = 2 * key_dim + j * dv;
@@ -174,6 +198,7 @@ __device__ inline void gdn_reads_ahead(const Ctx& ctx, const Word& w, int tile, 
               v_first, sm);
     const Weight norm_weight = ctx.weight(w.p(9));
     stage_bytes(norm_weight.base, sm.norm_weight, (dv * weight_bytes(norm_weight) + 15) / 16 * 16);
+    stage_taps(ctx.weight(w.p(0)), K, dk, kh, key_dim, v_first, dv, sm);
     copies_commit();
 }
 
@@ -201,45 +226,37 @@ __device__ inline void gdn_tile(const Ctx& ctx, const Word& w, int tile, GdnSmem
     const bool active = GDN_WARP_COLS * warp < dv;  // warp-uniform: dv is a multiple of 8
     float* columns = active ? state.at<float>(j, GDN_WARP_COLS * warp * dk) : nullptr;  // the warp's 4 KB
 
-    // 1. Every read in flight at once, the conv's first: the taps and the gates' inputs into registers, the
-    // raw conv inputs of positions first - K + 1 .. pos + m - 1 (before pos from the conv ring, rows mod R;
-    // the pass's own from its projection rows) -> sm.conv.raw, the gate rows z and the norm weight for steps
-    // 2 and 5; then the state -> sm.state, its own copy group, which lands while the conv and l2norm run (asked
-    // for first, the state's 64 KB went ahead of everything the conv waits for: tile_phases --gdn, D55).
+    // 1. Every read in flight at once, the conv's first: the raw conv inputs of positions first - K + 1 ..
+    // pos + m - 1 (before pos from the conv ring, rows mod R; the pass's own from its projection rows) ->
+    // sm.conv.raw, the gate rows z, the norm weight and the taps for steps 2 and 5 (the ring's rows, the norm
+    // weight and the taps read ahead where `ahead`), the gates' inputs into the registers of the last warp,
+    // which computes the gates during step 2, off the conv's path; then the state -> sm.state, its own copy
+    // group, which lands while the conv and l2norm run (asked for first, the state's 64 KB went ahead of
+    // everything the conv waits for: tile_phases --gdn, D55). The taps by async copies too: loaded into
+    // registers, their conversion held the copies behind them for a round trip, and the gates computed before
+    // the conv held every warp at its barrier (Nsight Compute, D60).
     const int ch = gdn_channel(tid, dk, kh, key_dim, v_first);
     const bool conv_thread = tid < width;
-    float tap[GDN_MAX_KERNEL];  // to shared memory below, once every other read is in flight
-#pragma unroll
-    for (int i = 0; i < GDN_MAX_KERNEL; ++i)
-        tap[i] = conv_thread && i < K ? taps.value(static_cast<size_t>(ch) * K + i) : 0.0f;
     if (!ahead) stage_raw(ring, first - K + 1, R, ring_rows, 0, width, dk, kh, key_dim, v_first, sm);
     stage_raw(mixed, 0, 0, m, ring_rows, width, dk, kh, key_dim, v_first, sm);
     stage_rows(mixed.at<bf16>(0, z_first), mixed.cols, &sm.z[0][0], GDN_MAX_COLS, m, dv);
     if (!ahead) {
         const Weight norm_weight = ctx.weight(w.p(9));
         stage_bytes(norm_weight.base, sm.norm_weight, (dv * weight_bytes(norm_weight) + 15) / 16 * 16);
+        stage_taps(taps, K, dk, kh, key_dim, v_first, dv, sm);
     }
     copies_commit();
     // The gates' inputs: b and a of pending rows from the gate ring, of the pass's rows from the projection.
+    const int gate_row = tid - (TILE_THREADS - 32);  // the last warp's lanes, a row each
     float b = 0.0f, a = 0.0f, neg_a = 0.0f, bias = 0.0f;
-    if (tid < count) {
-        const int p = first + tid;
+    if (gate_row >= 0 && gate_row < count) {
+        const int p = first + gate_row;
         b = p < pos ? bf(*gates.at<bf16>(p % R, j)) : bf(*mixed.at<bf16>(p - pos, b_col));
         a = p < pos ? bf(*gates.at<bf16>(p % R, hv + j)) : bf(*mixed.at<bf16>(p - pos, b_col + hv));
         neg_a = a_log.value(j), bias = dt_bias.value(j);
     }
     if (active && !ahead) stage_state(columns, sm, warp, lane);
     copies_commit();  // the newest group (empty when ahead): waited for before the rows
-    // gates: beta = bf16(sigmoid(b)), g = -exp(A_log) softplus(a + dt_bias); the state decays by exp(g).
-    if (tid < count) {
-        sm.beta[tid] = round_bf16(sigmoid_ref(b));
-        const float g = mul_rn(-expf(neg_a), softplus_ref(add_rn(a, bias)));
-        sm.decay[tid] = expf(g);
-    }
-    if (conv_thread) {
-#pragma unroll
-        for (int i = 0; i < GDN_MAX_KERNEL; ++i) sm.conv.taps[i][tid] = tap[i];
-    }
     tile_stamp(8);  // every read issued
     copies_wait(1);  // every group but the state's
     __syncthreads();
@@ -247,14 +264,18 @@ __device__ inline void gdn_tile(const Ctx& ctx, const Word& w, int tile, GdnSmem
 
     // 2. Causal conv + silu, rows first .. pos + m - 1: out[r] = bf16(silu(bf16(sum_i raw[r + i] *
     // taps[i]))), taps added in order; a thread per channel. The threads past the channels take silu of the
-    // gated norm's gate rows z, off step 5's path.
+    // gated norm's gate rows z, off step 5's path, and the last warp the gates: beta = bf16(sigmoid(b)),
+    // g = -exp(A_log) softplus(a + dt_bias); the state decays by exp(g).
     if (conv_thread) {
+        float tap[GDN_MAX_KERNEL];
+#pragma unroll
+        for (int i = 0; i < GDN_MAX_KERNEL; ++i) tap[i] = i < K ? gdn_tap(sm, taps.dtype, K, tid, i) : 0.0f;
         float* to = tid < dk ? &sm.q[0][tid] : tid < 2 * dk ? &sm.k[0][tid - dk] : nullptr;
         for (int r = 0; r < count; ++r) {
-            float acc = mul_rn(bf(sm.conv.raw[r][tid]), sm.conv.taps[0][tid]);
+            float acc = mul_rn(bf(sm.conv.raw[r][tid]), tap[0]);
 #pragma unroll
             for (int i = 1; i < GDN_MAX_KERNEL; ++i)
-                if (i < K) acc = add_rn(acc, mul_rn(bf(sm.conv.raw[r + i][tid]), sm.conv.taps[i][tid]));
+                if (i < K) acc = add_rn(acc, mul_rn(bf(sm.conv.raw[r + i][tid]), tap[i]));
             const float y = round_bf16(silu_ref(round_bf16(acc)));
             if (tid < 2 * dk) to[r * GDN_DK] = y;
             else sm.v[r][tid - 2 * dk] = to_bf16(y);
@@ -266,8 +287,13 @@ __device__ inline void gdn_tile(const Ctx& ctx, const Word& w, int tile, GdnSmem
             for (int r = 0, row = pos % R; r < m; ++r, row = row + 1 == R ? 0 : row + 1)
                 *ring.at<bf16>(row, ch) = sm.conv.raw[ring_rows + r][tid];
         }
-    } else if (tid - width < dv) {
-        for (int r = 0; r < m; ++r) sm.silu_z[r][tid - width] = silu_ref(bf(sm.z[r][tid - width]));
+    } else if (gate_row < 0) {
+        for (int c = tid - width; c < dv; c += TILE_THREADS - 32 - width)
+            for (int r = 0; r < m; ++r) sm.silu_z[r][c] = silu_ref(bf(sm.z[r][c]));
+    } else if (gate_row < count) {
+        sm.beta[gate_row] = round_bf16(sigmoid_ref(b));
+        const float g = mul_rn(-expf(neg_a), softplus_ref(add_rn(a, bias)));
+        sm.decay[gate_row] = expf(g);
     }
     // A speculative pass's gates -> gate ring rows (pos + r) mod R.
     if (speculative && tid < m) {
