@@ -1,0 +1,23 @@
+# Call 4 (HEAD c9732d0): base; gdn2 = + gdn_split.patch; gdn3 = + gdn_split_taps_gates.patch (gdn2, the conv
+# taps by async copies (read ahead in the graph) and the gates computed by the last warp during the conv).
+# GDN_CORE alone (M = 1, 8; two rounds), digests gdn3 against base, the step at 1k (3 rounds), GPU tests in gdn3.
+set -u
+python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl 2>/dev/null
+export PYTHONUNBUFFERED=1 GIT_COMMIT=$(cat build/commit)
+root=$PWD
+rm -rf /tmp/o && mkdir -p /tmp/o/tw /tmp/o/ad
+date
+for r in 1 2; do for t in base gdn2 gdn3; do (cd build/v/$t && PYTHONPATH=$PWD:/tmp/site timeout 60 python3 experiments/time_words.py --out /tmp/o/tw --context 1024 --rows 1,8 --tag ${t}_r$r --words gdn_core 2>&1 | grep '"mean_us"\|Error\|error' | tail -3); done; done
+date
+for t in base gdn3; do (cd build/v/$t && PYTHONPATH=$PWD:/tmp/site timeout 60 python3 experiments/arena_digest.py --out /tmp/o/ad --rows 1,8 --speculative --context 1024 --tag $t 2>&1 | tail -1); done
+python3 - <<'PY'
+import json
+a = json.load(open('/tmp/o/ad/arena_digest_base.json'))['passes']; b = json.load(open('/tmp/o/ad/arena_digest_gdn3.json'))['passes']
+print('digests equal:', a == b, [(x['rows'], x['digests'] == y['digests']) for x, y in zip(a, b)])
+PY
+date
+PYTHONPATH=$root:/tmp/site timeout 200 python3 experiments/compare_trees.py --out /tmp/o/ct --tree base=build/v/base --tree gdn2=build/v/gdn2 --tree gdn3=build/v/gdn3 --reps 3 --rows 1,8 --context 1024 2>&1 | tail -6
+date
+(cd build/v/gdn3 && MEGAKERNEL_REQUIRE_GPU=1 PYTHONPATH=$PWD:/tmp/site timeout 150 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_discrete_gpu.py tests/gpu/test_megakernel_gpu.py tests/gpu/test_speculative_gpu.py > /tmp/o/gpu_tests_gdn3.log 2>&1; tail -4 /tmp/o/gpu_tests_gdn3.log)
+(cd /tmp/o && tar czf $OUT/out.tgz .)
+date
