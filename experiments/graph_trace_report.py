@@ -20,11 +20,7 @@ import numpy as np
 from compiler import lower
 from megakernel.measurement.budgets import instruction_bytes
 from megakernel.model.models import model_config
-
-
-def kind_of(name: str) -> str:
-    """The word's name after its layer: "L3.gate_up" -> "gate_up"; "head" stays."""
-    return name.split(".")[-1]
+from step_tail import kind_of  # the word's name after its layer, as the stamp reports group them
 
 
 def kinds(program, entry: dict, records: np.ndarray, gbps: float, context: int) -> list[dict]:

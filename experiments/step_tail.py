@@ -20,6 +20,7 @@ PASSES, PASSES_DONE, START_NS, END_NS, SM = 1, 3, 6, 7, 5  # gemv_tile.cuh tile_
 
 
 def kind_of(name: str) -> str:
+    """The word's name after its layer: "L3.gate_up" -> "gate_up"; "head" stays (graph_trace_report too)."""
     return name.split(".", 1)[1] if "." in name else name
 
 
