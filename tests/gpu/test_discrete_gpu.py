@@ -23,7 +23,8 @@ from isa import DType, Kind, Op  # noqa: E402
 from isa.opcodes import CTRL_LANE, CTRL_POSITION  # noqa: E402
 from megakernel.measurement.checker import Goldens, check  # noqa: E402
 from megakernel.runtime.device import DeviceSession, DeviceWeights  # noqa: E402
-from per_word import check_word, diff_arena, interpret_word, poison_write_only, word_accesses  # noqa: E402
+from per_word import (check_word, diff_arena, interpret_word, poison_write_only, randomise_session,  # noqa: E402
+                      word_accesses)
 from program_tools import session_state  # noqa: E402
 
 pytestmark = pytest.mark.gpu
@@ -96,17 +97,6 @@ def test_every_mtp_instruction_matches_the_interpreter(tiny_weights, rows, chain
     failures = []
     interpreter_step_by_word(interp, runner, program, failures)
     assert not failures, "\n".join(failures)
-
-
-def randomise_session(interp, program, rng, position: int):
-    """Random data in every float state buffer (GDN states, conv rings, KV caches, hidden rows) and the
-    position: each device function then sees inputs no model run would produce."""
-    for i, b in enumerate(program.buffers):
-        if b.kind == Kind.STATE:
-            view = interp.view(i)
-            scale = 0.05 if b.dtype == DType.F32 else 1.0  # GDN state magnitudes stay in their normal range
-            view[...] = (rng.standard_normal(view.shape) * scale).astype(view.dtype)
-    interp.view(0)[0, CTRL_POSITION] = position
 
 
 @pytest.mark.parametrize("rows", [1, 4])
