@@ -1,8 +1,8 @@
 """The attention tiles over long key ranges (tiny preset, random session state at position 3,000 or 6,000
-of 8,192): each of the 32 partitions then holds ~94 or ~188 keys, 6-7 or 12-13 16-key tiles from starts
-that are not 16-aligned to the partition, so ATTN_SCORES spreads an M-row pass's n-tiles over its warps at
-the first and streams every n-tile of a tile in one warp at the second (attention.cuh KeyTiles), and ATTN_PV
-runs several chunks. The short-context tests (test_discrete_gpu.py) put at most a few keys in a partition.
+of 8,192): each of the 32 partitions then holds ~94 or ~188 keys from a start that is not aligned to the
+tiles' 16-key steps, so ATTN_SCORES and ATTN_PV stream two to four chunks of 64 keys (attention.cuh) and an
+M-row pass's rows end in different chunks. The other GPU tests reach positions of at most ~260: at most 8
+keys a partition, one chunk a tile.
 
 * every attention word of a pass against the CPU interpreter from the same arena (the other words run on the
   interpreter alone; tests/gpu/per_word.py compares the whole arena);
@@ -55,7 +55,7 @@ def test_attention_words_over_long_ranges_match_the_interpreter(tiny_weights, ro
     assert checked >= 3 and not failures, "\n".join(failures)
 
 
-def passes_from_random_state(weights, program, state: np.ndarray, blocks, megakernel: bool = False) -> dict:
+def passes_from_random_state(weights, program, state: np.ndarray, blocks, megakernel: bool = False) -> list[dict]:
     """The session state after the passes of `program` (one a block of tokens) from `state` (the state
     buffers' bytes, [0, state_end))."""
     device_weights = DeviceWeights.from_weightset(program, weights, progress=False)
