@@ -55,10 +55,12 @@ def test_attention_words_over_long_ranges_match_the_interpreter(tiny_weights, ro
     assert checked >= 3 and not failures, "\n".join(failures)
 
 
-def passes_from_random_state(weights, program, state: np.ndarray, blocks, megakernel: bool = False) -> list[dict]:
+def passes_from_random_state(weights, program, state: np.ndarray, blocks, megakernel: bool = False,
+                             device_weights=None) -> list[dict]:
     """The session state after the passes of `program` (one a block of tokens) from `state` (the state
-    buffers' bytes, [0, state_end))."""
-    device_weights = DeviceWeights.from_weightset(program, weights, progress=False)
+    buffers' bytes, [0, state_end)); `device_weights`: the program's, if already on the device."""
+    if device_weights is None:
+        device_weights = DeviceWeights.from_weightset(program, weights, progress=False)
     session = DeviceSession(program)
     session.arena[:state.size] = cupy.asarray(state)
     runner = Megakernel(program, device_weights, session) if megakernel else \
@@ -93,8 +95,10 @@ def test_megakernel_equals_graph_over_long_ranges(tiny_weights, rows):
     program, interp = random_state(tiny_weights, rows, seed=11, position=POSITIONS[-1])
     state = interp.arena[:program.state_end].copy()
     blocks = [list(range(200 + rows * p, 200 + rows * (p + 1))) for p in range(2)]
-    graph = passes_from_random_state(tiny_weights, program, state, blocks)
-    mega = passes_from_random_state(tiny_weights, program, state, blocks, megakernel=True)
+    device_weights = DeviceWeights.from_weightset(program, tiny_weights, progress=False)
+    graph = passes_from_random_state(tiny_weights, program, state, blocks, device_weights=device_weights)
+    mega = passes_from_random_state(tiny_weights, program, state, blocks, megakernel=True,
+                                    device_weights=device_weights)
     for p, (g, k) in enumerate(zip(graph, mega, strict=True)):
         for name in g:
             assert np.array_equal(g[name], k[name]), f"{name} differs after pass {p}"
