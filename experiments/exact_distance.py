@@ -22,25 +22,32 @@ per-layer distance of both candidates).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from megakernel.measurement.checker import Goldens
+from megakernel.model import plan
+from megakernel.model.synthetic import synthesize, synthesize_rows, synthetic_weights
+from megakernel.model.tensors import EMBED, FINAL_NORM, LM_HEAD, layer_prefix, tensor_specs
 from megakernel.provenance import git_commit
 from megakernel.reference import Mode, ReferenceModel
-from megakernel.reference.numerics import bf16
-from megakernel.model.synthetic import synthetic_weights
+from megakernel.reference import ops
+from megakernel.reference.model import build_layer, empty_session, layer_step
+from megakernel.reference.numerics import arithmetic, as_real, bf16
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "..", "tests", "fixtures")
 GDN_LINEARS = ("in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a", "out_proj")
 ATTENTION_LINEARS = ("q_proj", "k_proj", "v_proj", "o_proj")
 MLP_LINEARS = ("gate", "up", "down")
+MODES = (Mode.EXACT, Mode.ENGINE, Mode.ORACLE)
 
 
 def rel_rms(x: np.ndarray, exact: np.ndarray) -> float:
@@ -60,39 +67,52 @@ class Recorder:
         return self.linear(x)
 
 
-def linears_of(model: ReferenceModel, layer: int) -> dict[str, tuple[object, str]]:
-    """name -> (owner object, attribute) of every linear layer of `layer`."""
-    _, mixer, _, mlp = model.layers[layer]
-    names = ATTENTION_LINEARS if layer in model.config.attention_layers else GDN_LINEARS
-    out = {n: (mixer, n) for n in names}
+def linears_of(layer: tuple, attention: bool) -> dict[str, tuple[object, str]]:
+    """name -> (owner object, attribute) of every linear layer of a decoder layer (model.build_layer)."""
+    _, mixer, _, mlp = layer
+    out = {n: (mixer, n) for n in (ATTENTION_LINEARS if attention else GDN_LINEARS)}
     out.update({f"mlp.{n}": (mlp, n) for n in MLP_LINEARS})
     return out
 
 
-def per_projection(models: dict[Mode, ReferenceModel], prompt: list[int], layers: list[int]) -> dict:
-    """Record the exact run's input to each linear of `layers`, then compare the candidates' fp32 products
-    of its bf16 rounding with the exact product."""
-    exact = models[Mode.EXACT]
-    inputs: dict[str, list] = {}
-    for layer in layers:
-        for name, (owner, attr) in linears_of(exact, layer).items():
-            setattr(owner, attr, Recorder(getattr(owner, attr), inputs.setdefault(f"L{layer}.{name}", [])))
-    try:
-        exact.forward(exact.new_session(len(prompt)), prompt)
-    finally:
-        for layer in layers:
-            for name, (owner, attr) in linears_of(exact, layer).items():
+class Recording:
+    """Within the block, the linears of the exact run's layers keep their inputs (per_projection's truth)."""
+
+    def __init__(self, exact_layers: dict[int, tuple], c):
+        self.layers, self.c = exact_layers, c
+        self.inputs: dict[str, list] = {}
+
+    def __enter__(self):
+        for i, layer in self.layers.items():
+            for name, (owner, attr) in linears_of(layer, i in self.c.attention_layers).items():
+                setattr(owner, attr, Recorder(getattr(owner, attr), self.inputs.setdefault(f"L{i}.{name}", [])))
+        return self
+
+    def __exit__(self, *exc):
+        for i, layer in self.layers.items():
+            for name, (owner, attr) in linears_of(layer, i in self.c.attention_layers).items():
                 setattr(owner, attr, getattr(owner, attr).linear)
+
+
+def score_projections(inputs: dict[str, list], layers_by_mode: dict[Mode, dict[int, tuple]], c) -> dict:
+    """The candidates' fp32 products of the exact run's recorded input (rounded to bf16: the same input for
+    all three) against the exact product, per linear."""
     out = {}
     for key, xs in inputs.items():
         layer, name = int(key.split(".")[0][1:]), key.split(".", 1)[1]
-        x = bf16(np.concatenate(xs).astype(np.float32))  # the same bf16 input for all three
-        owner_attr = {m: linears_of(models[m], layer)[name] for m in models}
+        x = bf16(np.concatenate(xs).astype(np.float32))
+        owner_attr = {m: linears_of(layers[layer], layer in c.attention_layers)[name]
+                      for m, layers in layers_by_mode.items()}
         w_exact = getattr(*owner_attr[Mode.EXACT]).w.astype(np.float64)
         truth = x.astype(np.float64) @ w_exact.T
         out[key] = {mode.value: rel_rms(getattr(*owner_attr[mode]).accumulate(x), truth)
                     for mode in (Mode.ENGINE, Mode.ORACLE)}
     return out
+
+
+def projection_layers(c) -> list[int]:
+    """The layers whose linears are measured one by one: the first GDN layer and the first attention layer."""
+    return [0, min(c.attention_layers)]
 
 
 def run(model: ReferenceModel, prompt: list[int]) -> tuple[np.ndarray, list[np.ndarray]]:
@@ -101,26 +121,127 @@ def run(model: ReferenceModel, prompt: list[int]) -> tuple[np.ndarray, list[np.n
     return np.asarray(out.logits, np.float64), layers
 
 
-def measure(weights, prompts: list[list[int]], goldens: Goldens | None) -> dict:
-    models = {mode: ReferenceModel(weights, mode) for mode in (Mode.EXACT, Mode.ENGINE, Mode.ORACLE)}
+def trajectories(weights, prompts: list[list[int]]) -> tuple[dict, dict]:
+    """Every mode's whole model over each prompt, teacher-forced: ({mode: [(logits, residual after each
+    layer)] per prompt}, per-projection distances on the first prompt)."""
+    models = {mode: ReferenceModel(weights, mode) for mode in MODES}
     c = weights.config
-    first_attention = min(c.attention_layers)
-    result = {"per_projection": per_projection(models, prompts[0], [0, first_attention])}
+    picked = projection_layers(c)
+    with Recording({i: models[Mode.EXACT].layers[i] for i in picked}, c) as rec:
+        models[Mode.EXACT].forward(models[Mode.EXACT].new_session(len(prompts[0])), prompts[0])
+    projections = score_projections(rec.inputs, {m: {i: models[m].layers[i] for i in picked} for m in MODES}, c)
+    return {mode: [run(models[mode], prompt) for prompt in prompts] for mode in MODES}, projections
+
+
+class LayerWeights:
+    """The tensors one decoder layer reads (model.build_layer's `w`), synthesised for that layer alone."""
+
+    def __init__(self, config, tensors: dict[str, np.ndarray]):
+        self.config, self.tensors = config, tensors
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.tensors[name]
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.tensors
+
+
+def synthesize_all(specs, seed: int, pow2: bool, workers: int) -> dict[str, np.ndarray]:
+    tensors: dict[str, np.ndarray] = {}
+    with ThreadPoolExecutor(max_workers=workers) as pool:  # Philox draws and conversions release the GIL
+        for arrays in pool.map(lambda spec: synthesize(spec, seed, pow2), specs):
+            tensors.update(arrays)
+    return tensors
+
+
+HEAD_ROWS = 16384  # head rows synthesised and multiplied at a time (each row's logit is its own)
+
+
+def streamed_trajectories(c, seed: int, pow2: bool, prompts: list[list[int]], workers: int) -> tuple[dict, dict]:
+    """trajectories() a decoder layer at a time: each layer's weights synthesised, run by the three modes
+    over every prompt and dropped. The same arithmetic (model.build_layer and model.layer_step are
+    forward's own steps, and a linear's or the head's rows are each their own) in the memory of one layer,
+    for a model whose float64 copy does not fit the host (the 27B: ~120 GB)."""
+    specs = {s.name: s for s in tensor_specs(c) if not s.is_scale}
+    rows, sessions, layers_out = {}, {}, {}
+    for mode in MODES:
+        with arithmetic(mode):
+            for n, prompt in enumerate(prompts):
+                embed = np.concatenate([synthesize_rows(specs[EMBED], seed, t, t + 1) for t in prompt])
+                rows[mode, n], sessions[mode, n], layers_out[mode, n] = as_real(embed), empty_session(c, len(prompt)), []
+    picked, projections = projection_layers(c), {}
+
+    def run_mode(mode: Mode, layer: tuple, i: int, record: bool) -> dict | None:
+        """Layer i of `mode` over every prompt (a thread's work: arithmetic() is per thread); with `record`,
+        the exact run's inputs to its linears over the first prompt, as trajectories() records them."""
+        inputs = None
+        with arithmetic(mode):
+            for n, prompt in enumerate(prompts):
+                with Recording({i: layer}, c) if record and n == 0 else contextlib.nullcontext() as rec:
+                    rows[mode, n] = layer_step(layer, i, rows[mode, n], np.arange(len(prompt)), sessions[mode, n],
+                                               c, c.rope_theta)
+                inputs = rec.inputs if rec is not None else inputs
+                layers_out[mode, n].append(rows[mode, n].copy())
+        return inputs
+
+    for i in range(c.num_hidden_layers):
+        t0 = time.time()
+        layer_specs = [spec for name, spec in specs.items() if name.startswith(layer_prefix(i))]
+        w = LayerWeights(c, synthesize_all(layer_specs, seed, pow2, workers))
+        t1 = time.time()
+        with ThreadPoolExecutor(max_workers=len(MODES)) as pool:  # the modes share nothing but w
+            built = dict(zip(MODES, pool.map(build_layer, [w] * len(MODES), [i] * len(MODES), MODES)))
+            t2 = time.time()
+            recorded = dict(zip(MODES, pool.map(run_mode, MODES, [built[m] for m in MODES], [i] * len(MODES),
+                                                [i in picked] * len(MODES))))
+        if i in picked:
+            projections.update(score_projections(recorded[Mode.EXACT], {m: {i: built[m]} for m in MODES}, c))
+        print(f"layer {i}: weights {t1 - t0:.1f} s, builds {t2 - t1:.1f} s, rows {time.time() - t2:.1f} s", flush=True)
+        del built, w
+    logits = head_logits(c, seed, specs, rows, len(prompts))
+    return {mode: [(logits[mode, n], layers_out[mode, n]) for n in range(len(prompts))] for mode in MODES}, projections
+
+
+def head_logits(c, seed: int, specs: dict, rows: dict, prompts: int) -> dict:
+    """(mode, prompt) -> float64 logits over the whole head of each mode's final rows, ReferenceModel.forward's
+    final norm and ReferenceModel.logits over HEAD_ROWS head rows at a time."""
+    norm = synthesize(specs[FINAL_NORM], seed)[FINAL_NORM]
+    hidden, logits = {}, {}
+    for (mode, n), x in rows.items():
+        with arithmetic(mode):
+            hidden[mode, n] = ops.rms_norm_1p(x, norm, c.rms_norm_eps)
+        logits[mode, n] = np.empty((x.shape[0], c.vocab_size), np.float64)
+    slices = plan.slices_by_weight(c)[LM_HEAD]
+    for r0 in range(0, c.vocab_size, HEAD_ROWS):
+        r1 = min(c.vocab_size, r0 + HEAD_ROWS)
+        w = synthesize_rows(specs[LM_HEAD], seed, r0, r1)
+        for mode in MODES:
+            head = ops.Linear(w, None, mode, slices)
+            with arithmetic(mode):
+                for n in range(prompts):
+                    acc = head.accumulate(hidden[mode, n])
+                    logits[mode, n][:, r0:r1] = bf16(acc) if mode == Mode.ORACLE else acc
+    return logits
+
+
+def score(c, runs: dict, projections: dict, goldens: Goldens | None) -> dict:
+    """The three-way figures from each mode's logits and residual rows over the prompts."""
     candidates = (Mode.ENGINE, Mode.ORACLE)
+    prompts = len(runs[Mode.EXACT])
     per_layer = {m.value: np.zeros(c.num_hidden_layers) for m in candidates}
     keys = ["logit_rel_rms", "logit_max_error", "top1_agree_with_exact"] + (["logit_error_at_top32"] if goldens else [])
     ends: dict[str, dict[str, list]] = {m.value: {k: [] for k in keys} for m in candidates}
     if goldens is not None:  # the HF oracle itself, token by token, where the goldens kept its logits
         ends["hf_oracle"] = {"logit_error_at_top32": []}
     vocab = c.defined_vocab
-    for n, prompt in enumerate(prompts):
-        exact_full, exact_layers = run(models[Mode.EXACT], prompt)
+    for n in range(prompts):
+        exact_full, exact_layers = runs[Mode.EXACT][n]
         exact_logits = exact_full[:, :vocab]
         top32 = None if goldens is None else goldens.decode_top(n)[0].astype(np.int64)
         for mode in candidates:
-            full, layers = run(models[mode], prompt)
+            full, layers = runs[mode][n]
             logits = full[:, :vocab]
-            per_layer[mode.value] += [rel_rms(a, b) / len(prompts) for a, b in zip(layers, exact_layers)]
+            per_layer[mode.value] += [rel_rms(a, b) / prompts for a, b in zip(layers, exact_layers)]
             e = ends[mode.value]
             e["logit_rel_rms"].append(rel_rms(logits, exact_logits))
             e["logit_max_error"].append(float(np.abs(logits - exact_logits).max()))
@@ -131,9 +252,9 @@ def measure(weights, prompts: list[list[int]], goldens: Goldens | None) -> dict:
             vals = goldens.decode_top(n)[1]
             ends["hf_oracle"]["logit_error_at_top32"].append(
                 float(np.abs(vals - np.take_along_axis(exact_full, top32, 1)).max()))
-    result["per_layer_rel_rms"] = {k: [float(v) for v in vals] for k, vals in per_layer.items()}
-    result["end_to_end"] = {k: {m: float(np.mean(v)) for m, v in d.items()} for k, d in ends.items()}
-    return result
+    return {"per_projection": projections,
+            "per_layer_rel_rms": {k: [float(v) for v in vals] for k, vals in per_layer.items()},
+            "end_to_end": {k: {m: float(np.mean(v)) for m, v in d.items()} for k, d in ends.items()}}
 
 
 def main() -> None:
@@ -142,38 +263,47 @@ def main() -> None:
                                                       ("oracle_tiny.npz", "oracle_tiny_pow2.npz")))
     parser.add_argument("--seeds", default="1", help="further seeds of the same checkpoints (no HF goldens)")
     parser.add_argument("--prompts", type=int, default=2, help="golden prompts measured per checkpoint")
+    parser.add_argument("--layer-at-a-time", action="store_true",
+                        help="synthesise and run one decoder layer at a time (the 27B: its float64 copy does not fit)")
+    parser.add_argument("--workers", type=int, default=4, help="threads synthesising a layer's weights")
     parser.add_argument("--out", default=os.path.join(HERE, "results"))
     parser.add_argument("--plot", action="store_true")
     parser.add_argument("--replot", metavar="JSON", help="only draw the plot of an earlier run's file")
     args = parser.parse_args()
     if args.replot:
         with open(args.replot) as f:
-            plot(json.load(f)["runs"], os.path.splitext(args.replot)[0] + ".png")
+            d = json.load(f)
+        plot(d["runs"], os.path.splitext(args.replot)[0] + ".png", d["model"])
         return
-    runs = []
+    runs, name = [], None
     for path in args.goldens.split(","):
         goldens = Goldens(path)
         prompts = goldens.prompts[:args.prompts]
         scales = "pow2" if goldens.pow2_scales else "amax"
+        name = goldens.config.name
         for seed in [goldens.seed] + [int(s) for s in args.seeds.split(",") if s and int(s) != goldens.seed]:
             t0 = time.time()
-            weights = synthetic_weights(goldens.config, seed, pow2_scales=goldens.pow2_scales)
-            r = measure(weights, prompts, goldens if seed == goldens.seed else None)
+            if args.layer_at_a_time:
+                trajs, projections = streamed_trajectories(goldens.config, seed, goldens.pow2_scales, prompts,
+                                                           args.workers)
+            else:
+                trajs, projections = trajectories(synthetic_weights(goldens.config, seed, goldens.pow2_scales), prompts)
+            r = score(goldens.config, trajs, projections, goldens if seed == goldens.seed else None)
             r.update({"scales": scales, "seed": seed, "prompts": len(prompts), "seconds": round(time.time() - t0, 1)})
             print(json.dumps({k: r[k] for k in ("scales", "seed", "end_to_end", "seconds")}), flush=True)
             runs.append(r)
     os.makedirs(args.out, exist_ok=True)
-    path = os.path.join(args.out, "exact_distance_tiny.json")
+    path = os.path.join(args.out, f"exact_distance_{name}.json")
     with open(path, "w") as f:
         json.dump({"device": "cpu", "git_commit": git_commit(), "command": "python " + " ".join(sys.argv),
-                   "created": datetime.datetime.now(datetime.UTC).isoformat(), "model": "synthetic:tiny",
-                   "read_bandwidth_gbps": None, "runs": runs}, f, indent=2)
+                   "created": datetime.datetime.now(datetime.UTC).isoformat(), "model": f"synthetic:{name}",
+                   "layer_at_a_time": args.layer_at_a_time, "read_bandwidth_gbps": None, "runs": runs}, f, indent=2)
     print(f"wrote {path}")
     if args.plot:
-        plot(runs, os.path.join(args.out, "exact_distance_tiny.png"))
+        plot(runs, os.path.join(args.out, f"exact_distance_{name}.png"), f"synthetic:{name}")
 
 
-def plot(runs: list[dict], path: str) -> None:
+def plot(runs: list[dict], path: str, model: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -186,7 +316,7 @@ def plot(runs: list[dict], path: str) -> None:
                         label=f"{mode}, {r['scales']} scales, seed {r['seed']}")
     ax.set_xlabel("layer")
     ax.set_ylabel("relative RMS distance from exact")
-    ax.set_title("Residual stream after each layer: distance from float64 (tiny)")
+    ax.set_title(f"Residual stream after each layer: distance from float64 ({model.split(':')[1]})")
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)

@@ -89,3 +89,24 @@ def test_negative_controls_fail_the_exact_verdict(amax, tiny_weights, exact_runs
     report = check_exact(amax, runs, exact_runs)
     failed = {c["name"] for c in report.checks if not c["passed"]}
     assert {"logit_error_mean", "ssm_state_rel_error"} <= failed, report.table()
+
+
+def test_the_27b_path_a_layer_at_a_time_equals_the_whole_model_bit_for_bit():
+    """exact_distance.py's --layer-at-a-time (each layer's weights synthesised, run by the three modes and
+    dropped: how the 27B's three-way fits a host) gives every mode's residual rows after each layer and its
+    logits exactly as the whole model does, and so the same figures."""
+    from checkpoint_tools import micro_config
+    from experiment_tools import load_experiment
+    from megakernel.model.synthetic import synthetic_weights
+
+    ed = load_experiment("exact_distance")
+    c, prompts = micro_config(), [[5, 1707, 9, 77], [12, 3]]
+    whole, whole_projections = ed.trajectories(synthetic_weights(c, seed=2, pow2_scales=False), prompts)
+    streamed, streamed_projections = ed.streamed_trajectories(c, 2, False, prompts, workers=2)
+    for mode in ed.MODES:
+        for (logits, layers), (s_logits, s_layers) in zip(whole[mode], streamed[mode]):
+            assert logits.dtype == s_logits.dtype and np.array_equal(logits, s_logits), mode
+            assert len(layers) == len(s_layers) == c.num_hidden_layers
+            assert all(a.dtype == b.dtype and np.array_equal(a, b) for a, b in zip(layers, s_layers)), mode
+    assert whole_projections == streamed_projections and len(whole_projections) == 15
+    assert ed.score(c, whole, whole_projections, None) == ed.score(c, streamed, streamed_projections, None)

@@ -121,6 +121,15 @@ def synthesize(spec: TensorSpec, seed: int, pow2_scales: bool = False) -> dict[s
     return {spec.name: out.reshape(spec.shape)}
 
 
+def synthesize_rows(spec: TensorSpec, seed: int, r0: int, r1: int) -> np.ndarray:
+    """Rows [r0, r1) of a bf16 tensor (not fp8: its scales cover 128 rows), the same bytes as those rows
+    of ``synthesize``: an embedding lookup or a slice of the head without the whole table."""
+    if spec.is_fp8:
+        raise ValueError(f"{spec.name}: rows of an fp8 tensor come with their block scales; synthesize it whole")
+    cols = spec.numel // spec.shape[0]
+    return _float_values(spec, seed, r0 * cols, (r1 - r0) * cols).astype(fp8.BF16).reshape(r1 - r0, cols)
+
+
 def synthetic_tensors(c: ModelConfig, seed: int = 0, pow2_scales: bool = False) -> Iterator[tuple[str, np.ndarray]]:
     """(name, array) for every tensor of the manifest, in manifest order."""
     for spec in tensor_specs(c):

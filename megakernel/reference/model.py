@@ -123,6 +123,44 @@ def _linear(w: WeightSet, name: str, mode: Mode) -> ops.Linear:
     return ops.Linear(w[name], scale, mode, plan.slices_by_weight(w.config)[name])
 
 
+Layer = tuple  # (input norm weight, mixer, post-attention norm weight, MLP): one decoder layer
+
+
+def build_layer(w: WeightSet, i: int, mode: Mode) -> Layer:
+    """Decoder layer i for `mode`, from the weights it reads alone (w may hold only those: a 27B layer at a
+    time, experiments/exact_distance.py)."""
+    c, p = w.config, layer_prefix(i)
+    mixer = _AttentionLayer(w, p, c, mode) if i in c.attention_layers else _GDNLayer(w, p, c, mode)
+    return w[p + "input_layernorm.weight"], mixer, w[p + "post_attention_layernorm.weight"], _MLP(w, p, mode)
+
+
+def layer_step(layer: Layer, i: int, x: np.ndarray, positions: np.ndarray, session: Session, c: ModelConfig,
+               rope_theta: float, chunked: bool = False) -> np.ndarray:
+    """The residual rows x at `positions` through decoder layer i, reading and updating the layer's cache or
+    state in `session` (whose position is positions[0]); in the caller's arithmetic."""
+    norm_in, mixer, norm_post, mlp = layer
+    h = ops.rms_norm_1p(x, norm_in, c.rms_norm_eps)
+    if isinstance(mixer, _AttentionLayer):
+        h = mixer(h, positions, session.kv[i], rope_theta)
+    else:
+        h, session.ssm[i], session.conv[i] = mixer(h, int(positions[0]), session.ssm[i], session.conv[i], chunked)
+    x = bf16(x + h)
+    return bf16(x + mlp(ops.rms_norm_1p(x, norm_post, c.rms_norm_eps)))
+
+
+def empty_session(c: ModelConfig, capacity: int, mtp: bool = False) -> Session:
+    """A session at position 0 with zeroed caches and states, in the caller's arithmetic."""
+    s = Session(capacity)
+    for i in c.attention_layers:
+        s.kv[i] = KVCache.empty(capacity, c)
+    for i in c.gdn_layers:
+        s.ssm[i] = np.zeros((c.linear_num_value_heads, c.linear_key_head_dim, c.linear_value_head_dim), REAL)
+        s.conv[i] = np.zeros((c.linear_conv_kernel_dim - 1, c.gdn_conv_dim), REAL)
+    if mtp:
+        s.mtp_kv = KVCache.empty(capacity, c)
+    return s
+
+
 def _in_mode(method):
     """Run a ReferenceModel method in its mode's arithmetic (numerics.arithmetic)."""
     @functools.wraps(method)
@@ -141,29 +179,14 @@ class ReferenceModel:
         self.mode = Mode(mode)
         self.rope_theta = c.rope_theta
         self.embed = weights[EMBED]
-        self.layers = []
-        for i in range(c.num_hidden_layers):
-            p = layer_prefix(i)
-            mixer = (_AttentionLayer(weights, p, c, self.mode) if i in c.attention_layers
-                     else _GDNLayer(weights, p, c, self.mode))
-            self.layers.append((weights[p + "input_layernorm.weight"], mixer,
-                                weights[p + "post_attention_layernorm.weight"], _MLP(weights, p, self.mode)))
+        self.layers = [build_layer(weights, i, self.mode) for i in range(c.num_hidden_layers)]
         self.final_norm = weights[FINAL_NORM]
         self.lm_head = _linear(weights, LM_HEAD, self.mode)
         self.mtp = _MTPHead(weights, c, self.mode) if c.mtp_num_hidden_layers else None
 
     @_in_mode
     def new_session(self, capacity: int = 4096) -> Session:
-        c = self.config
-        s = Session(capacity)
-        for i in c.attention_layers:
-            s.kv[i] = KVCache.empty(capacity, c)
-        for i in c.gdn_layers:
-            s.ssm[i] = np.zeros((c.linear_num_value_heads, c.linear_key_head_dim, c.linear_value_head_dim), REAL)
-            s.conv[i] = np.zeros((c.linear_conv_kernel_dim - 1, c.gdn_conv_dim), REAL)
-        if self.mtp is not None:
-            s.mtp_kv = KVCache.empty(capacity, c)
-        return s
+        return empty_session(self.config, capacity, self.mtp is not None)
 
     @_in_mode
     def forward(self, session: Session, tokens, gdn_form: str = "sequential", last_logits_only: bool = False,
@@ -179,15 +202,8 @@ class ReferenceModel:
             raise InputError(f"context_full: position {positions[-1]} is beyond the session capacity "
                              f"{session.capacity}")
         x = as_real(self.embed[tokens])
-        for i, (norm_in, mixer, norm_post, mlp) in enumerate(self.layers):
-            h = ops.rms_norm_1p(x, norm_in, c.rms_norm_eps)
-            if isinstance(mixer, _AttentionLayer):
-                h = mixer(h, positions, session.kv[i], self.rope_theta)
-            else:
-                h, session.ssm[i], session.conv[i] = mixer(h, session.position, session.ssm[i], session.conv[i],
-                                                           gdn_form == "chunked")
-            x = bf16(x + h)
-            x = bf16(x + mlp(ops.rms_norm_1p(x, norm_post, c.rms_norm_eps)))
+        for i, layer in enumerate(self.layers):
+            x = layer_step(layer, i, x, positions, session, c, self.rope_theta, gdn_form == "chunked")
             if layers_out is not None:
                 layers_out.append(x.copy())
         session.position += len(tokens)
