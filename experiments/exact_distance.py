@@ -12,11 +12,13 @@ against Mode.EXACT (float64, weights dequantised exactly, nothing rounded), thre
   oracle itself, its recorded logits at the goldens' top-32 ids against the exact logits there.
 
   python experiments/exact_distance.py [--goldens tests/fixtures/oracle_tiny.npz,...] [--seeds 0,1]
-      [--out experiments/results] [--plot]
+      [--layer-at-a-time [--workers 4]] [--out experiments/results] [--plot]
   python experiments/exact_distance.py --replot experiments/results/exact_distance_tiny.json
 
-Writes exact_distance_tiny.json (docs/RESULTS_FILES.md) and, with --plot, exact_distance_tiny.png (the
-per-layer distance of both candidates).
+Writes exact_distance_<preset>.json (docs/RESULTS_FILES.md; the goldens' model) and, with --plot, the .png
+beside it (the per-layer distance of both candidates). --layer-at-a-time synthesises one decoder layer at a
+time and runs it in the three modes before the next (the same figures, bit for bit, in one layer's memory:
+the 27B's float64 copy does not fit a host).
 """
 
 from __future__ import annotations
@@ -111,7 +113,7 @@ def score_projections(inputs: dict[str, list], layers_by_mode: dict[Mode, dict[i
 
 
 def projection_layers(c) -> list[int]:
-    """The layers whose linears are measured one by one: the first GDN layer and the first attention layer."""
+    """The layers whose linears are measured one by one: layer 0 (GDN in Qwen3.5) and the first attention layer."""
     return [0, min(c.attention_layers)]
 
 
