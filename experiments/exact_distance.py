@@ -36,12 +36,12 @@ import numpy as np
 
 from megakernel.measurement.checker import Goldens
 from megakernel.model import plan
-from megakernel.model.synthetic import synthesize, synthesize_rows, synthetic_weights
+from megakernel.model.synthetic import synthesize, synthesize_rows, synthesize_specs, synthetic_weights
 from megakernel.model.tensors import EMBED, FINAL_NORM, LM_HEAD, layer_prefix, tensor_specs
 from megakernel.provenance import git_commit
 from megakernel.reference import Mode, ReferenceModel
 from megakernel.reference import ops
-from megakernel.reference.model import build_layer, empty_session, layer_step
+from megakernel.reference.model import build_layer, empty_session, head_logits, layer_step
 from megakernel.reference.numerics import arithmetic, as_real, bf16
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -148,14 +148,6 @@ class LayerWeights:
         return name in self.tensors
 
 
-def synthesize_all(specs, seed: int, pow2: bool, workers: int) -> dict[str, np.ndarray]:
-    tensors: dict[str, np.ndarray] = {}
-    with ThreadPoolExecutor(max_workers=workers) as pool:  # Philox draws and conversions release the GIL
-        for arrays in pool.map(lambda spec: synthesize(spec, seed, pow2), specs):
-            tensors.update(arrays)
-    return tensors
-
-
 HEAD_ROWS = 16384  # head rows synthesised and multiplied at a time (each row's logit is its own)
 
 
@@ -189,7 +181,7 @@ def streamed_trajectories(c, seed: int, pow2: bool, prompts: list[list[int]], wo
     for i in range(c.num_hidden_layers):
         t0 = time.time()
         layer_specs = [spec for name, spec in specs.items() if name.startswith(layer_prefix(i))]
-        w = LayerWeights(c, synthesize_all(layer_specs, seed, pow2, workers))
+        w = LayerWeights(c, synthesize_specs(layer_specs, seed, pow2, workers))
         t1 = time.time()
         with ThreadPoolExecutor(max_workers=len(MODES)) as pool:  # the modes share nothing but w
             built = dict(zip(MODES, pool.map(build_layer, [w] * len(MODES), [i] * len(MODES), MODES)))
@@ -200,13 +192,13 @@ def streamed_trajectories(c, seed: int, pow2: bool, prompts: list[list[int]], wo
             projections.update(score_projections(recorded[Mode.EXACT], {m: {i: built[m]} for m in MODES}, c))
         print(f"layer {i}: weights {t1 - t0:.1f} s, builds {t2 - t1:.1f} s, rows {time.time() - t2:.1f} s", flush=True)
         del built, w
-    logits = head_logits(c, seed, specs, rows, len(prompts))
+    logits = head_logits_by_rows(c, seed, specs, rows, len(prompts))
     return {mode: [(logits[mode, n], layers_out[mode, n]) for n in range(len(prompts))] for mode in MODES}, projections
 
 
-def head_logits(c, seed: int, specs: dict, rows: dict, prompts: int) -> dict:
-    """(mode, prompt) -> float64 logits over the whole head of each mode's final rows, ReferenceModel.forward's
-    final norm and ReferenceModel.logits over HEAD_ROWS head rows at a time."""
+def head_logits_by_rows(c, seed: int, specs: dict, rows: dict, prompts: int) -> dict:
+    """(mode, prompt) -> logits over the whole head of each mode's final rows: ReferenceModel.forward's final
+    norm and its head (model.head_logits) over HEAD_ROWS head rows at a time."""
     norm = synthesize(specs[FINAL_NORM], seed)[FINAL_NORM]
     hidden, logits = {}, {}
     for (mode, n), x in rows.items():
@@ -221,8 +213,7 @@ def head_logits(c, seed: int, specs: dict, rows: dict, prompts: int) -> dict:
             head = ops.Linear(w, None, mode, slices)
             with arithmetic(mode):
                 for n in range(prompts):
-                    acc = head.accumulate(hidden[mode, n])
-                    logits[mode, n][:, r0:r1] = bf16(acc) if mode == Mode.ORACLE else acc
+                    logits[mode, n][:, r0:r1] = head_logits(head, hidden[mode, n], mode)
     return logits
 
 

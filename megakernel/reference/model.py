@@ -148,6 +148,13 @@ def layer_step(layer: Layer, i: int, x: np.ndarray, positions: np.ndarray, sessi
     return bf16(x + mlp(ops.rms_norm_1p(x, norm_post, c.rms_norm_eps)))
 
 
+def head_logits(lm_head: ops.Linear, hidden: np.ndarray, mode: Mode) -> np.ndarray:
+    """The head's logits of the post-final-norm rows, in the caller's arithmetic: ORACLE rounds them to bf16;
+    ENGINE keeps the fp32 accumulators (the GPU head takes its argmax before any rounding), EXACT float64."""
+    acc = lm_head.accumulate(hidden)
+    return bf16(acc) if mode == Mode.ORACLE else acc
+
+
 def empty_session(c: ModelConfig, capacity: int, mtp: bool = False) -> Session:
     """A session at position 0 with zeroed caches and states, in the caller's arithmetic."""
     s = Session(capacity)
@@ -212,9 +219,7 @@ class ReferenceModel:
 
     @_in_mode
     def logits(self, hidden: np.ndarray) -> np.ndarray:
-        # ENGINE keeps the fp32 accumulators: the GPU head takes its argmax before any rounding.
-        acc = self.lm_head.accumulate(hidden)
-        return bf16(acc) if self.mode == Mode.ORACLE else acc
+        return head_logits(self.lm_head, hidden, self.mode)
 
     def check_tokens(self, tokens) -> np.ndarray:
         tokens = np.asarray(tokens, dtype=np.int64).reshape(-1)
