@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from megakernel.model import fp8
+from megakernel.model import fp8, plan
 from megakernel.measurement.checker import NEGATIVE_CONTROLS, Goldens, check, check_exact, observe
 from megakernel.reference import Mode, ReferenceModel, ops
 from megakernel.reference.numerics import REAL, arithmetic, bf16
@@ -110,3 +110,57 @@ def test_the_27b_path_a_layer_at_a_time_equals_the_whole_model_bit_for_bit():
             assert all(a.dtype == b.dtype and np.array_equal(a, b) for a, b in zip(layers, s_layers)), mode
     assert whole_projections == streamed_projections and len(whole_projections) == 15
     assert ed.score(c, whole, whole_projections, None) == ed.score(c, streamed, streamed_projections, None)
+
+
+def relative(a: np.ndarray, b: np.ndarray) -> float:
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return float(np.linalg.norm(a - b) / np.linalg.norm(b))
+
+
+@pytest.mark.parametrize("name", ["model.language_model.layers.0.mlp.down_proj.weight",  # fp8, four k-slices
+                                  "model.language_model.layers.0.linear_attn.in_proj_b.weight"])  # bf16
+def test_rows_at_once_multiplies_as_each_mode_does_in_another_sum_order(micro_weights, name):
+    """exact_distance.py's RowsAtOnce (the 27B three-way's linears, all rows in one BLAS product) computes each
+    mode's products of ops.Linear and moves only the order of their sums: float64's last bits in EXACT,
+    float32's in ENGINE and ORACLE, far below what separates the engine's arithmetic from the oracle's."""
+    from experiment_tools import load_experiment
+
+    ed = load_experiment("exact_distance")
+    w = micro_weights[name]
+    s = micro_weights[scale_name(name)] if scale_name(name) in micro_weights else None
+    x = bf16(np.random.default_rng(5).standard_normal((5, w.shape[1])).astype(np.float32))
+    by_row, at_once = {}, {}
+    for mode in ed.MODES:
+        linear = ops.Linear(w, s, mode, plan.slices_by_weight(micro_weights.config)[name])
+        wrapped = ed.RowsAtOnce(linear, mode)
+        with arithmetic(mode):
+            by_row[mode], at_once[mode] = linear.accumulate(x), wrapped.accumulate(x)
+            assert np.array_equal(wrapped(x), bf16(at_once[mode]))
+        assert at_once[mode].dtype == by_row[mode].dtype and at_once[mode].shape == by_row[mode].shape
+        assert relative(at_once[mode], by_row[mode]) < (1e-14 if mode == Mode.EXACT else 1e-6), mode
+    if s is not None:  # the engine's products, not the oracle's: closer to the row path than the oracle is
+        moved = relative(at_once[Mode.ENGINE], by_row[Mode.ENGINE])
+        assert moved * 100 < relative(by_row[Mode.ORACLE], by_row[Mode.ENGINE]), moved
+
+
+def test_rows_at_once_moves_the_three_way_by_less_than_it_separates_the_modes():
+    """The layer-at-a-time three-way with RowsAtOnce (--rows-at-once: the 27B's) against the bit-exact one on the
+    micro config: the same per-projection figures (those keep ops.Linear's own products), the exact run's rows
+    after each layer within float64 noise of the bit-exact run's, and the candidates' per-layer distances within
+    10 % of the bit-exact run's (their rows move where a float32 sum's last bit flips a bf16 rounding; 3.4 % at
+    most here when written)."""
+    from checkpoint_tools import micro_config
+    from experiment_tools import load_experiment
+
+    ed = load_experiment("exact_distance")
+    c, prompts = micro_config(), [[5, 1707, 9, 77], [12, 3]]
+    exact_path, exact_projections = ed.streamed_trajectories(c, 2, False, prompts, workers=2)
+    at_once, at_once_projections = ed.streamed_trajectories(c, 2, False, prompts, workers=2, at_once=True)
+    assert at_once_projections.keys() == exact_projections.keys()  # the inputs are the exact run's: float64 noise
+    assert all(at_once_projections[k] == pytest.approx(v, rel=1e-12) for k, v in exact_projections.items())
+    for (_, layers), (_, o_layers) in zip(exact_path[Mode.EXACT], at_once[Mode.EXACT]):
+        assert max(relative(b, a) for a, b in zip(layers, o_layers)) < 1e-12
+    a, b = (ed.score(c, runs, exact_projections, None) for runs in (exact_path, at_once))
+    for mode in ("engine", "oracle"):
+        per_layer, o_per_layer = np.array(a["per_layer_rel_rms"][mode]), np.array(b["per_layer_rel_rms"][mode])
+        assert np.all(per_layer > 1e-3) and np.all(np.abs(o_per_layer / per_layer - 1) < 0.1), (per_layer, o_per_layer)

@@ -14,7 +14,6 @@ import numpy as np
 from compiler.access import accesses
 from isa import DType, Kind, Program
 from isa.opcodes import CTRL_POSITION
-from megakernel.model import fp8, synthetic
 from megakernel.model.tensors import scale_name, tensor_specs
 
 import device_order
@@ -186,15 +185,8 @@ class HostWeightsFromGpu(dict):
         self.seed = seed
 
     def __missing__(self, name: str) -> np.ndarray:
-        import cupy
-
-        from megakernel.runtime.gpu_synthetic import synthesize_gpu
+        from megakernel.runtime.gpu_synthetic import synthesize_on_host
 
         spec = self.specs[self.weight_of_scale.get(name, name)]
-        if spec.init not in synthetic.NORMAL_INIT:  # a few float64-made values: the CPU generator itself
-            self.update(synthetic.synthesize(spec, self.seed))
-        else:
-            for n, raw in synthesize_gpu(spec, self.seed).items():
-                host = cupy.asnumpy(raw)
-                self[n] = host.view(fp8.E4M3) if host.dtype == np.uint8 else host.view(fp8.BF16)
+        self.update(synthesize_on_host(spec, self.seed))  # a few float64-made values come from the CPU generator
         return self[name]

@@ -125,3 +125,21 @@ def test_every_27b_tensor_generates_on_the_gpu(capsys):
         print(f"\n27B synthetic weights on the GPU: {count} tensors, {total_bytes / 1e9:.2f} GB in "
               f"{seconds:.2f} s = {total_bytes / 1e9 / seconds:.1f} GB/s (checksum {checksum:#x})")
     assert total_bytes > 29e9
+
+
+def test_the_three_way_with_weights_made_on_the_gpu_is_the_same_bit_for_bit():
+    """exact_distance.py --weights-on-gpu (the 27B three-way's layers made by this generator and brought to the
+    host: gpu_synthetic.synthesize_on_host, rows_on_host) gives the figures of the CPU generator's weights, on
+    both scale rules."""
+    from checkpoint_tools import micro_config
+    from experiment_tools import load_experiment
+
+    ed = load_experiment("exact_distance")
+    c, prompts = micro_config(), [[5, 1707, 9, 77], [12, 3]]
+    for pow2 in (False, True):
+        cpu = ed.streamed_trajectories(c, 3, pow2, prompts, workers=2, at_once=True)
+        gpu = ed.streamed_trajectories(c, 3, pow2, prompts, workers=2, at_once=True, on_gpu=True)
+        assert ed.score(c, *gpu, None) == ed.score(c, *cpu, None)
+        for mode in ed.MODES:
+            for (logits, layers), (g_logits, g_layers) in zip(cpu[0][mode], gpu[0][mode]):
+                assert np.array_equal(logits, g_logits) and all(map(np.array_equal, layers, g_layers)), (pow2, mode)
