@@ -456,24 +456,32 @@ def merge(paths: list[str], out: str) -> str:
 
 
 def plot(runs: list[dict], path: str, model: str) -> None:
+    """Left: each candidate's per-layer distance from exact (solid the engine, dashed the oracle, a colour a
+    checkpoint); right: their ratio, engine / oracle, where the curves on the left are too close to tell."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for i, r in enumerate(runs):  # one colour per checkpoint: solid the engine, dashed the oracle
-        for mode, style in (("engine", "-"), ("oracle", "--")):
-            ax.semilogy(r["per_layer_rel_rms"][mode], style, color=f"C{i}", marker="o", markersize=3,
-                        label=f"{mode}, {r['scales']} scales, seed {r['seed']}")
+    fig, (ax, ratio) = plt.subplots(1, 2, figsize=(11, 4))
+    for i, r in enumerate(runs):
+        label = f"{r['scales']} scales, seed {r['seed']}"
+        engine, oracle = (np.array(r["per_layer_rel_rms"][m]) for m in ("engine", "oracle"))
+        ax.semilogy(engine, "-", color=f"C{i}", marker="o", markersize=2, label=f"engine, {label}")
+        ax.semilogy(oracle, "--", color=f"C{i}", label=f"oracle, {label}")
+        ratio.plot(engine / oracle, color=f"C{i}", marker="o", markersize=2, label=label)
     ax.set_xlabel("layer")
     ax.set_ylabel("relative RMS distance from exact")
-    ax.set_title(f"Residual stream after each layer: distance from float64 ({model.split(':')[1]})")
+    ax.set_title(f"Residual stream after each layer vs float64 ({model.split(':')[1]})", fontsize=10)
     ax.legend(fontsize=7)
+    ratio.axhline(1.0, color="grey", linewidth=0.8)
+    ratio.set_xlabel("layer")
+    ratio.set_ylabel("engine distance / oracle distance")
+    ratio.set_title("Below 1: the engine is closer to exact", fontsize=10)
+    ratio.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     print(f"wrote {path}")
-
 
 if __name__ == "__main__":
     main()
