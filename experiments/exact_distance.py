@@ -1,8 +1,7 @@
 """How far the engine's arithmetic and the oracle's are from exact arithmetic (issue 23), on a synthetic
 checkpoint, on the CPU (with --weights-on-gpu the weights are made by the GPU): the NumPy reference in
 Mode.ENGINE (the arithmetic the interpreter equals bit for bit and the GPU builds within their fp32 sums'
-order) and in
-Mode.ORACLE (HF transformers' rounding points; calibrated against the HF goldens), each measured
+order) and in Mode.ORACLE (HF transformers' rounding points; calibrated against the HF goldens), each measured
 against Mode.EXACT (float64, weights dequantised exactly, nothing rounded), three ways:
 
 * per projection: every linear layer of one GDN and one attention layer, fed the same bf16 input (the
