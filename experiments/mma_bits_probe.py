@@ -34,12 +34,14 @@ SOURCE = Path(HERE) / "mma_bits_probe.cu"
 
 def operands(tiles: int, tokens: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """(A [tiles, 64, 128], B [tiles, tokens, 128]) float16: widened e4m3 bytes (NaN codes skipped) and
-    f16 operands with a spread of exponents, each token's largest in [2^15, 2^16)."""
+    f16 operands with a spread of exponents: bf16 values, each token's scaled by a power of two so that its
+    largest sits in [2^15, 2^16) (ops.f16_operand's rule)."""
     rng = np.random.default_rng(seed)
     raw = rng.integers(0, 256, (tiles, ROWS, KB), dtype=np.uint8)
     raw[(raw & 0x7F) == 0x7F] ^= 1  # 0x7F / 0xFF are e4m3fn's NaN
     a = raw.view(fp8.E4M3).astype(np.float32).astype(np.float16)
     x = rng.standard_normal((tiles, tokens, KB)) * np.exp2(rng.uniform(-12, 0, (tiles, tokens, KB)))
+    x = x.astype(np.float32).astype(fp8.BF16).astype(np.float64)  # bf16 inputs: at most 65,280 once scaled
     top = np.floor(np.log2(np.abs(x).max(axis=2, keepdims=True)))
     b = (x * np.exp2(15 - top)).astype(np.float16)
     return a, b
