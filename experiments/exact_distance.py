@@ -32,10 +32,10 @@ import argparse
 import contextlib
 import datetime
 import json
+import multiprocessing
 import os
 import sys
 import time
-import multiprocessing
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
 import numpy as np
@@ -483,6 +483,7 @@ def plot(runs: list[dict], path: str, model: str) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     print(f"wrote {path}")
+
 
 if __name__ == "__main__":
     main()

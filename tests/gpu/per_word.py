@@ -188,5 +188,5 @@ class HostWeightsFromGpu(dict):
         from megakernel.runtime.gpu_synthetic import synthesize_on_host
 
         spec = self.specs[self.weight_of_scale.get(name, name)]
-        self.update(synthesize_on_host(spec, self.seed))  # a few float64-made values come from the CPU generator
+        self.update(synthesize_on_host(spec, self.seed))  # (its few float64-made tensors: the CPU generator's)
         return self[name]
