@@ -1,8 +1,9 @@
 """What the field's libraries give for the prompt's linear layers on this GPU (issue 21's yardstick): cuBLAS
 through PyTorch, bf16 (X @ W^T, weights dequantised: twice the fp8 bytes, HF's arithmetic) and fp8 e4m3
 with one scale a tensor (torch._scaled_mm: weights and activations in fp8, not the engine's arithmetic, an
-upper bound on what fp8 tensor cores give these shapes), for every distinct linear of the 27B at R prompt
-rows, and the dense rates of an 8192^3 product in the same process.
+upper bound on what fp8 tensor cores give these shapes), for every distinct product of the 27B's decoder
+layers (linears that share an input fused, as decode fuses them) at R prompt rows, and the dense rates of an
+8192^3 product in the same process.
 
   python experiments/prompt_gemm_baseline.py [--rows 128,512,1024,4096] [--out experiments/results]
 
