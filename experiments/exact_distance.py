@@ -286,7 +286,8 @@ def streamed_trajectories(c, seed: int, pow2: bool, prompts: list[list[int]], wo
                                                 [i in picked] * len(MODES))))
         if i in picked:
             projections.update(score_projections(recorded[Mode.EXACT], {m: {i: built[m]} for m in MODES}, c))
-        print(f"{tag}layer {i}: weights {t1 - t0:.1f} s, builds {t2 - t1:.1f} s, rows {time.time() - t2:.1f} s", flush=True)
+        print(f"{tag}layer {i}: weights {t1 - t0:.1f} s, builds {t2 - t1:.1f} s, rows {time.time() - t2:.1f} s",
+              flush=True)
         del built, w
     logits = head_logits_by_rows(c, synthesis, specs, rows, len(prompts), at_once)
     return {mode: [(logits[mode, n], layers_out[mode, n]) for n in range(len(prompts))] for mode in MODES}, projections
