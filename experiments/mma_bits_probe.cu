@@ -10,6 +10,14 @@
 // GEMV's partials; if not, bit identity with decode needs mma.sync.
 #include "gemv.cuh"
 
+// wgmma exists only on the sm_90a target; nvcc -arch=sm_90a also makes a compute_90 pass, which gets a trap
+// in its place (NVRTC builds these for sm_90a: cuda_build.py).
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define WGMMA(...) __trap()
+#else
+#define WGMMA(...) __VA_ARGS__
+#endif
+
 using mk::u32;
 
 constexpr int KB = 128;     // one k-block
@@ -99,14 +107,14 @@ extern "C" __global__ void __launch_bounds__(128) wgmma_chain_n8(const __half* a
         a_fragment(a, 16 * w, s, af);
         // one 8-token group: only the k direction's offset is read, so both offsets are 128
         const unsigned long long desc = smem_desc(reinterpret_cast<const char*>(sb) + s * 8 * 32, 128, 128);
-        asm volatile(
+        WGMMA(asm volatile(
             "{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"
             "wgmma.fence.sync.aligned;\n"
             "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%0, %1, %2, %3}, {%4, %5, %6, %7}, %8, p, 1, 1, 0;\n"
             "wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n}\n"
             : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
             : "r"(af[0]), "r"(af[1]), "r"(af[2]), "r"(af[3]), "l"(desc), "r"(1)
-            : "memory");
+            : "memory"));
     }
     float* row = d + (16 * w + g) * 8 + 2 * t;
     row[0] = acc[0];
@@ -131,7 +139,7 @@ extern "C" __global__ void __launch_bounds__(128) wgmma_chain_n64(const __half* 
         a_fragment(a, 16 * w, s, af);
         const char* base = reinterpret_cast<const char*>(sb) + s * 64 * 32;
         const unsigned long long desc = swap ? smem_desc(base, 256, 128) : smem_desc(base, 128, 256);
-        asm volatile(
+        WGMMA(asm volatile(
             "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
             "wgmma.fence.sync.aligned;\n"
             "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
@@ -146,7 +154,7 @@ extern "C" __global__ void __launch_bounds__(128) wgmma_chain_n64(const __half* 
               "+f"(acc[25]), "+f"(acc[26]), "+f"(acc[27]), "+f"(acc[28]), "+f"(acc[29]), "+f"(acc[30]),
               "+f"(acc[31])
             : "r"(af[0]), "r"(af[1]), "r"(af[2]), "r"(af[3]), "l"(desc), "r"(1)
-            : "memory");
+            : "memory"));
     }
     // accumulator i: column 8 (i / 4) + 2t + i % 2, row 16w + g + 8 ((i / 2) % 2)
 #pragma unroll

@@ -12,6 +12,14 @@
 // from shared memory.
 #include "gemv.cuh"
 
+// wgmma exists only on the sm_90a target; nvcc -arch=sm_90a also makes a compute_90 pass, which gets a trap
+// in its place (NVRTC builds these for sm_90a: cuda_build.py).
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define WGMMA(...) __trap()
+#else
+#define WGMMA(...) __VA_ARGS__
+#endif
+
 using mk::u32;
 
 namespace probe {
@@ -35,7 +43,7 @@ __device__ __forceinline__ unsigned long long smem_desc(const void* p, u32 lbo, 
 // A fragment layout) x b (16 x 128 f16, a no-swizzle K-major shared-memory descriptor). Asynchronous: the
 // caller fences before and waits after (wgmma_begin, wgmma_end).
 __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], const u32 (&a)[4], unsigned long long desc) {
-    asm volatile(
+    WGMMA(asm volatile(
         "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
         "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {"
         "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
@@ -52,7 +60,7 @@ __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], const u32 (&a)[
           "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
           "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(1)
-        : "memory");
+        : "memory"));
 }
 
 // k-block b of the block's weights and tokens into slot `stage`: weights row-major (128 bytes a row), tokens
@@ -93,10 +101,10 @@ __device__ __forceinline__ void k_block(const unsigned char* weights, const floa
     float part[64];
 #pragma unroll
     for (int i = 0; i < 64; ++i) part[i] = 0.0f;
-    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+    WGMMA(asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"));
 #pragma unroll
     for (int s = 0; s < KB / 16; ++s) wgmma_m64n128k16(part, af[s], smem_desc(tokens + s * TN * 32, 128, 256));
-    asm volatile("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    WGMMA(asm volatile("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n" ::: "memory"));
     const float sc = scale[(n0 / 128) * blocks + b];
 #pragma unroll
     for (int i = 0; i < 64; ++i) {  // accumulator i: token 8 (i / 4) + 2t + i % 2
