@@ -27,7 +27,7 @@ sys.path.insert(0, HERE)
 
 from megakernel.model import fp8  # noqa: E402
 from megakernel.provenance import git_commit  # noqa: E402
-from prompt_gemm_baseline import PROMPT_TOKENS, products, prompt_linears  # noqa: E402
+from prompt_gemm_baseline import PROMPT_TOKENS, products, prompt_linears, time_us  # noqa: E402
 
 SOURCE = Path(HERE) / "prompt_gemm_probe.cu"
 KB, TM, TN = 128, 64, 128  # prompt_gemm_probe.cu's k-block, weight rows and tokens a block
@@ -66,20 +66,6 @@ def run(mod, kernel: str, stages: int, w, scale, x, unscale, y, n: int, k: int, 
        shared_mem=stages * STAGE_BYTES)
 
 
-def time_us(cupy, fn, reps: int) -> float:
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(reps):
-        start, end = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(start, end) * 1000.0)
-    return sorted(times)[len(times) // 2]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="qwen3.5-27b")
@@ -116,7 +102,8 @@ def main() -> None:
                 run(mod, kernel, stages, w, scale, x, unscale, y, n, k, rows)
                 got = cupy.asnumpy(y)[np.ix_(pick_tokens, pick_rows)].astype(np.float64)
                 error = float(np.max(np.abs(got - want) / magnitude))
-                us = time_us(cupy, lambda: run(mod, kernel, stages, w, scale, x, unscale, y, n, k, rows),
+                # CUDA events on the default stream, which CuPy's launches share with PyTorch's
+                us = time_us(torch, lambda _: run(mod, kernel, stages, w, scale, x, unscale, y, n, k, rows),
                              args.reps)
                 g = {"name": name, "kernel": label, "n": n, "k": k, "rows": rows, "layers": e["layers"], "us": us,
                      "tflops": flop / us / 1e6, "cublas_bf16_us": cublas_us, "time_over_cublas": us / cublas_us,
