@@ -181,10 +181,6 @@ class RowsAtOnce:
         else:
             self.weight = linear.w
 
-    @property
-    def w(self) -> np.ndarray:
-        return self.linear.w
-
     def __call__(self, x: np.ndarray) -> np.ndarray:
         return bf16(self.accumulate(x))
 

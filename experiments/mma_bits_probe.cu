@@ -8,15 +8,7 @@
 //   wgmma_chain:    wgmma m64nNTk16, A from registers, B from shared memory (no swizzle), k order 0..7.
 // If wgmma_chain equals mma_chain bit for bit, a prompt GEMM on wgmma can give every row the decode
 // GEMV's partials; if not, bit identity with decode needs mma.sync.
-#include "gemv.cuh"
-
-// wgmma exists only on the sm_90a target; nvcc -arch=sm_90a also makes a compute_90 pass, which gets a trap
-// in its place (NVRTC builds these for sm_90a: cuda_build.py).
-#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#define WGMMA(...) __trap()
-#else
-#define WGMMA(...) __VA_ARGS__
-#endif
+#include "wgmma_probe.cuh"
 
 using mk::u32;
 
@@ -71,14 +63,6 @@ extern "C" __global__ void __launch_bounds__(128) mma_chain_n8_rev(const __half*
 }
 extern "C" __global__ void __launch_bounds__(128) mma_chain_n64(const __half* a, const __half* b, float* d) {
     mma_chain<64, false>(a, b, d);
-}
-
-// A shared-memory matrix descriptor, no swizzle: start, leading and stride byte offsets (16-byte units).
-__device__ __forceinline__ unsigned long long smem_desc(const void* p, u32 lbo, u32 sbo) {
-    const u32 addr = static_cast<u32>(__cvta_generic_to_shared(p));
-    return static_cast<unsigned long long>((addr & 0x3FFFF) >> 4) |
-           static_cast<unsigned long long>((lbo & 0x3FFFF) >> 4) << 16 |
-           static_cast<unsigned long long>((sbo & 0x3FFFF) >> 4) << 32;
 }
 
 // B of one tile in shared memory as no-swizzle core matrices (8 tokens x 8 k, 16 bytes a token): step s,

@@ -10,15 +10,7 @@
 // k-block's weights (8 KB, row-major) and tokens (32 KB, no-swizzle core matrices) come by cp.async into a
 // ring of STAGES slots; the weights are widened in registers (A from registers), the tokens read by wgmma
 // from shared memory.
-#include "gemv.cuh"
-
-// wgmma exists only on the sm_90a target; nvcc -arch=sm_90a also makes a compute_90 pass, which gets a trap
-// in its place (NVRTC builds these for sm_90a: cuda_build.py).
-#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#define WGMMA(...) __trap()
-#else
-#define WGMMA(...) __VA_ARGS__
-#endif
+#include "wgmma_probe.cuh"
 
 using mk::u32;
 
@@ -32,16 +24,9 @@ constexpr int A_BYTES = TM * KB;
 constexpr int B_BYTES = TN * KB * 2;
 constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
 
-__device__ __forceinline__ unsigned long long smem_desc(const void* p, u32 lbo, u32 sbo) {
-    const u32 addr = mk::smem_addr(p);
-    return static_cast<unsigned long long>((addr & 0x3FFFF) >> 4) |
-           static_cast<unsigned long long>((lbo & 0x3FFFF) >> 4) << 16 |
-           static_cast<unsigned long long>((sbo & 0x3FFFF) >> 4) << 32;
-}
-
 // d (64 x 128, fp32, wgmma's accumulator layout) += a (64 x 16 f16: this warp's 16 rows in mma.m16n8k16's
 // A fragment layout) x b (16 x 128 f16, a no-swizzle K-major shared-memory descriptor). Asynchronous: the
-// caller fences before and waits after (wgmma_begin, wgmma_end).
+// caller fences before and commits and waits after (k_block).
 __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], const u32 (&a)[4], unsigned long long desc) {
     WGMMA(asm volatile(
         "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"

@@ -42,19 +42,21 @@ def module(source: Path, device_id: int, cooperative: bool = False):
 
     props = cupy.cuda.runtime.getDeviceProperties(device_id)
     arch = arch_for(props["major"], props["minor"])
-    # CuPy's on-disk cache keys on the source text and options only, not on included headers: name the
+    # The runtime's headers and the source's own folder's (an experiment's shared header) are on the include
+    # path. CuPy's on-disk cache keys on the source text and options only, not on included headers: name the
     # headers' contents in the text, or an edited header would run a stale binary.
-    headers = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(CUDA_DIR.glob("*.cuh")))).hexdigest()
-    code, base = f"// headers {headers}\n" + source.read_text(), ("-std=c++17", f"-I{CUDA_DIR}")
+    folders = sorted({CUDA_DIR, source.parent})
+    headers = hashlib.sha256(b"".join(p.read_bytes() for d in folders for p in sorted(d.glob("*.cuh")))).hexdigest()
+    code, base = f"// headers {headers}\n" + source.read_text(), ("-std=c++17", *(f"-I{d}" for d in folders))
     if os.environ.get("MEGAKERNEL_LINEINFO"):  # source lines in compute-sanitizer's and profilers' reports
         base += ("-lineinfo",)
     if os.environ.get("MEGAKERNEL_TILE_STAMPS"):  # the GEMV tiles' phase probe (experiments/tile_phases.py)
         base += ("-DMK_TILE_STAMPS",)
     if os.environ.get("MEGAKERNEL_GRAPH_TRACE"):  # the graph build's per-block trace (experiments/graph_trace.py)
         base += ("-DMK_GRAPH_TRACE",)
-    # CuPy appends its own -arch=sm_XY; NVRTC 13 takes both and builds for the "a" target. Nothing
-    # here needs arch-specific features, so if an NVRTC refuses the second arch option, build with
-    # CuPy's alone rather than fail.
+    # CuPy appends its own -arch=sm_XY; NVRTC 13 takes both and builds for the "a" target. The runtime's
+    # sources need no arch-specific feature, so if an NVRTC refuses the second arch option, build with
+    # CuPy's alone rather than fail (the experiments' wgmma kernels then trap: experiments/wgmma_probe.cuh).
     with cupy.cuda.Device(device_id):
         mod = cupy.RawModule(code=code, options=(*base, f"--gpu-architecture={arch}"),
                              enable_cooperative_groups=cooperative)
