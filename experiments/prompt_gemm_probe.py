@@ -1,13 +1,17 @@
 """How fast the engine's fp8 block-scaled arithmetic runs as a GEMM on Hopper's warpgroup products (issue 21,
-after D66): prompt_gemm_probe.cu on the 27B's prompt products at R rows, checked against float64 on sampled rows and
-tokens, and timed against cuBLAS bf16 (prompt_gemm_baseline.products) in the same process.
+after D66): the prompt GEMM kernels on the 27B's prompt products at R rows, checked against float64 on sampled
+rows and tokens, and timed against cuBLAS bf16 (prompt_gemm_baseline.products) in the same process.
 
-  python experiments/prompt_gemm_probe.py [--rows 512,1024] [--reps 20] [--out experiments/results]
+  python experiments/prompt_gemm_probe.py [--rows 512,1024] [--kernels s2,ws3,ws4] [--reps 20] [--out experiments/results]
 
-Writes prompt_gemm_probe.json: per product, R and kernel (`s3`: three slots, a block an SM; `s2`: two slots,
-two blocks an SM), us, TFLOP/s, the fraction of cuBLAS bf16's time on the same product, and the largest error
-over the sum of the terms' magnitudes on the sampled outputs; per R, the 64 layers' products summed for a
-4,096-token prompt. Needs CuPy and PyTorch on the GPU.
+Kernels: `s3`, `s2` (prompt_gemm_probe.cu, the first design: one warpgroup a block, row-major weights, three
+or two ring slots); `ws3`, `ws4` (prompt_gemm_ws.cu: warp-specialised, the arena's 16-row weight units and the
+prepared operand, three or four slots). Each product's weights are timed in enough copies, used in turn, that
+they never sit in L2 (as the cuBLAS figure's are).
+
+Writes prompt_gemm_probe.json: per product and kernel, us, TFLOP/s, the ratio to cuBLAS bf16's time on the same
+product, and the largest error over the sum of the terms' magnitudes on the sampled outputs; per R, the 64
+layers' products summed for a 4,096-token prompt. Needs CuPy and PyTorch on the GPU.
 """
 
 from __future__ import annotations
@@ -27,13 +31,24 @@ sys.path.insert(0, HERE)
 
 from megakernel.model import fp8  # noqa: E402
 from megakernel.provenance import git_commit  # noqa: E402
+from megakernel.runtime.weight_layout import to_units  # noqa: E402
 from prompt_gemm_baseline import PROMPT_TOKENS, products, prompt_linears, time_us  # noqa: E402
 
-SOURCE = Path(HERE) / "prompt_gemm_probe.cu"
-KB, TM, TN = 128, 64, 128  # prompt_gemm_probe.cu's k-block, weight rows and tokens a block
+KB = 128
+TM, TN = 64, 128  # prompt_gemm_probe.cu: weight rows and tokens a block
 STAGE_BYTES = TM * KB + TN * KB * 2
-KERNELS = {"s3": ("prompt_gemm_s3", 3), "s2": ("prompt_gemm_s2", 2)}
+WS_TILE = 128  # prompt_gemm_ws.cu: weight rows and tokens a block
+X_BYTES = WS_TILE * KB * 2
+XU_BYTES = X_BYTES + WS_TILE * 4
+WS_SLOT = -(-(XU_BYTES + WS_TILE * KB) // 1024) * 1024
+KERNELS = {  # label: (source, function, operand layout, threads, shared bytes)
+    "s3": ("prompt_gemm_probe.cu", "prompt_gemm_s3", "row-major", 128, 3 * STAGE_BYTES),
+    "s2": ("prompt_gemm_probe.cu", "prompt_gemm_s2", "row-major", 128, 2 * STAGE_BYTES),
+    "ws3": ("prompt_gemm_ws.cu", "prompt_gemm_ws3", "prepared", 384, 3 * WS_SLOT),
+    "ws4": ("prompt_gemm_ws.cu", "prompt_gemm_ws4", "prepared", 384, 4 * WS_SLOT),
+}
 SAMPLE_ROWS, SAMPLE_TOKENS = 256, 4
+UNCACHED_BYTES = 150 << 20  # weight copies in turn: more than twice the H200's 60 MB of L2
 
 
 def operands(n: int, k: int, rows: int, seed: int) -> tuple[np.ndarray, ...]:
@@ -59,15 +74,44 @@ def expected(w: np.ndarray, scale: np.ndarray, x: np.ndarray, unscale: np.ndarra
     return (partial * factor).sum(axis=2), (magnitude * factor).sum(axis=2)
 
 
-def run(fn, stages: int, w, scale, x, unscale, y, n: int, k: int, rows: int):
-    fn((n // TM, rows // TN), (128,), (w, scale, x, unscale, y, np.int32(n), np.int32(k)),
-       shared_mem=stages * STAGE_BYTES)
+def step_order() -> np.ndarray:
+    """[8, 2, 8]: the k (within a k-block) of mma step s's k half c, slot j, in the decode GEMV's unit order
+    (weight_layout.py: step s = 2 i + h, slot 2 t + e' of half c holds k = 32 i + 8 t + 4 h + 2 c + e')."""
+    s, c, j = np.arange(8)[:, None, None], np.arange(2)[None, :, None], np.arange(8)[None, None, :]
+    return 32 * (s // 2) + 8 * (j // 2) + 4 * (s % 2) + 2 * c + j % 2
+
+
+def prepare(x: np.ndarray, unscale: np.ndarray) -> np.ndarray:
+    """The operand as prompt_gemm_ws.cu reads it: per (128-token tile, k-block), the eight steps' B matrices
+    (step, 8-token group, k half, token, slot: no-swizzle core matrices in step_order) then the tile's 128
+    unscales; bytes [tiles, blocks, XU_BYTES]."""
+    rows, k = x.shape
+    tiles, blocks = rows // WS_TILE, k // KB
+    xb = x.reshape(tiles, WS_TILE // 8, 8, blocks, KB)[..., step_order().reshape(-1)]
+    xb = xb.reshape(tiles, WS_TILE // 8, 8, blocks, 8, 2, 8).transpose(0, 3, 4, 1, 5, 2, 6)
+    out = np.empty((tiles, blocks, XU_BYTES), np.uint8)
+    out[:, :, :X_BYTES] = np.ascontiguousarray(xb).reshape(tiles, blocks, -1).view(np.uint8)
+    u = np.ascontiguousarray(unscale.reshape(tiles, WS_TILE, blocks).transpose(0, 2, 1))
+    out[:, :, X_BYTES:] = u.view(np.uint8).reshape(tiles, blocks, -1)
+    return out
+
+
+def run(label: str, fn, dev: dict, y, n: int, k: int, rows: int, copy: int = 0):
+    _, _, layout, threads, shared = KERNELS[label]
+    if layout == "row-major":
+        fn((n // TM, rows // TN), (threads,), (dev["w"][copy], dev["scale"], dev["x"], dev["unscale"], y, np.int32(n),
+                                                np.int32(k)), shared_mem=shared)
+    else:
+        fn(((rows // WS_TILE) * (n // WS_TILE),), (threads,),
+           (dev["units"][copy], dev["scale"], dev["prepared"], y, np.int32(n), np.int32(k), np.int32(rows)),
+           shared_mem=shared)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="qwen3.5-27b")
     parser.add_argument("--rows", default="512,1024")
+    parser.add_argument("--kernels", default="s2,ws3,ws4")
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--out", default=os.path.join(HERE, "results"))
     args = parser.parse_args()
@@ -76,16 +120,22 @@ def main() -> None:
 
     from megakernel.runtime import cuda_build
 
-    mod = cuda_build.module(SOURCE, cupy.cuda.Device().id)
+    labels = args.kernels.split(",")
+    unknown = sorted(set(labels) - set(KERNELS))
+    if unknown:
+        raise SystemExit(f"unknown kernels {unknown}; known: {sorted(KERNELS)}")
+    device = cupy.cuda.Device().id
     kernels = {}
-    for label, (kernel, stages) in KERNELS.items():  # opted in to their shared memory once, not in the timed loop
-        kernels[label] = mod.get_function(kernel)
-        kernels[label].max_dynamic_shared_size_bytes = stages * STAGE_BYTES
+    for label in labels:  # opted in to their shared memory once, not in the timed loop
+        source, function, _, _, shared = KERNELS[label]
+        kernels[label] = cuda_build.module(Path(HERE) / source, device).get_function(function)
+        kernels[label].max_dynamic_shared_size_bytes = shared
+    layouts = {KERNELS[label][2] for label in labels}
     linears = prompt_linears(args.model)
     gemms, totals = [], []
     for rows in [int(r) for r in args.rows.split(",")]:
         total = {"rows_per_chunk": rows, "prompt_tokens": PROMPT_TOKENS, "cublas_bf16_ms": 0.0}
-        total.update({f"{name}_ms": 0.0 for name in KERNELS})
+        total.update({f"{label}_ms": 0.0 for label in labels})
         for i, (name, e) in enumerate(linears.items()):
             n, k = e["n"], e["k"]
             host = operands(n, k, rows, seed=i)
@@ -93,23 +143,31 @@ def main() -> None:
             pick_tokens = np.linspace(0, rows - 1, SAMPLE_TOKENS).astype(np.int64)
             want, magnitude = expected(host[0][pick_rows], host[1][pick_rows // KB], host[2][pick_tokens],
                                        host[3][pick_tokens])
-            w, scale, x, unscale = (cupy.asarray(a) for a in host)
+            copies = max(1, -(-UNCACHED_BYTES // (n * k)))
+            dev = {"scale": cupy.asarray(host[1])}
+            if "row-major" in layouts:
+                w = cupy.asarray(host[0])
+                dev.update(w=[w] + [w.copy() for _ in range(copies - 1)], x=cupy.asarray(host[2]),
+                           unscale=cupy.asarray(host[3]))
+            if "prepared" in layouts:
+                units = cupy.asarray(to_units(host[0]))
+                dev.update(units=[units] + [units.copy() for _ in range(copies - 1)],
+                           prepared=cupy.asarray(prepare(host[2], host[3])))
             y = cupy.empty((rows, n), dtype=cupy.float32)
             cublas_us, _ = products(torch, n, k, rows, args.reps)
             chunks = -(-PROMPT_TOKENS // rows)
             total["cublas_bf16_ms"] += chunks * e["layers"] * cublas_us / 1000
             flop = 2 * n * k * rows
-            for label, (_, stages) in KERNELS.items():
+            for label in labels:
                 y.fill(np.nan)
-                run(kernels[label], stages, w, scale, x, unscale, y, n, k, rows)
+                run(label, kernels[label], dev, y, n, k, rows)
                 got = cupy.asnumpy(y)[np.ix_(pick_tokens, pick_rows)].astype(np.float64)
                 error = float(np.max(np.abs(got - want) / magnitude))
                 # CUDA events on the default stream, which CuPy's launches share with PyTorch's
-                us = time_us(torch, lambda _: run(kernels[label], stages, w, scale, x, unscale, y, n, k, rows),
-                             args.reps)
+                us = time_us(torch, lambda c: run(label, kernels[label], dev, y, n, k, rows, c % copies), args.reps)
                 g = {"name": name, "kernel": label, "n": n, "k": k, "rows": rows, "layers": e["layers"], "us": us,
                      "tflops": flop / us / 1e6, "cublas_bf16_us": cublas_us, "time_over_cublas": us / cublas_us,
-                     "max_error_over_magnitude": error}
+                     "weight_copies": copies, "max_error_over_magnitude": error}
                 print(json.dumps(g), flush=True)
                 gemms.append(g)
                 total[f"{label}_ms"] += chunks * e["layers"] * us / 1000

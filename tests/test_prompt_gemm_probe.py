@@ -20,3 +20,51 @@ def test_the_expectation_is_the_block_scaled_sum_term_by_term():
                      for b in range(3)]
             assert np.isclose(want[ti, ri], sum(terms), rtol=1e-12, atol=0)
     assert np.all(magnitude >= np.abs(want)) and np.all(magnitude > 0)
+
+
+def _steps_from_layouts(probe, units: np.ndarray, prepared: np.ndarray, row_strip: int, tile: int, block: int):
+    """What prompt_gemm_ws.cu multiplies for one 16-row strip, one 128-token tile and one k-block, read from the two
+    layouts as its lanes and descriptors read them: (A [8 steps, 16 rows, 16 slots], B [8 steps, 16 slots, 128
+    tokens]) as float64."""
+    blocks = prepared.shape[1]
+    unit = units.reshape(-1)[(row_strip * blocks + block) * 2048:][:2048].view(fp8.E4M3).astype(np.float64)
+    a = np.zeros((8, 16, 16))
+    for g in range(8):
+        for t in range(4):
+            for i in range(4):
+                v = unit[512 * i + 16 * (4 * g + t):][:16]
+                for h in range(2):
+                    for r in range(2):  # the word of step 2 i + h, row g + 8 r: slots 2t, 2t + 1, 2t + 8, 2t + 9
+                        word = v[4 * (2 * h + r):][:4]
+                        for e in range(4):
+                            a[2 * i + h, g + 8 * r, 2 * t + e % 2 + 8 * (e // 2)] = word[e]
+    tiles = prepared[tile, block, :probe.X_BYTES].view(np.float16).astype(np.float64)
+    b = tiles.reshape(8, 16, 2, 8, 8).transpose(0, 2, 4, 1, 3).reshape(8, 16, 128)  # [s, c, j, G, n] -> [s, slot, token]
+    return a, b
+
+
+def test_the_units_and_the_prepared_operand_meet_in_the_same_k_order():
+    """prompt_gemm_ws.cu's A (the arena's units) and B (prepare's core matrices) put the same k in every step's
+    slot, so the eight steps sum the true products; the unscales follow the tile's tokens."""
+    from megakernel.runtime.weight_layout import to_units
+
+    probe = load_experiment("prompt_gemm_probe")
+    w, scale, x, unscale = probe.operands(32, 256, 256, seed=5)
+    units, prepared = to_units(w), probe.prepare(x, unscale)
+    assert prepared.shape == (2, 2, probe.XU_BYTES)
+    assert sorted(probe.step_order().reshape(-1)) == list(range(128))
+    wf, xf = w.view(fp8.E4M3).astype(np.float64), x.astype(np.float64)
+    for strip, tile, block in [(0, 0, 0), (1, 1, 1), (1, 0, 1)]:
+        a, b = _steps_from_layouts(probe, units, prepared, strip, tile, block)
+        got = np.einsum("srj,sjn->rn", a, b)
+        want = wf[16 * strip:16 * strip + 16, 128 * block:128 * block + 128] @ \
+            xf[128 * tile:128 * tile + 128, 128 * block:128 * block + 128].T
+        assert np.allclose(got, want, rtol=1e-12, atol=0)
+        u = prepared[tile, block, probe.X_BYTES:].view(np.float32)
+        assert np.array_equal(u, unscale[128 * tile:128 * tile + 128, block])
+    # the control: the natural k order in place of step_order does not meet the units
+    natural = x.reshape(2, 16, 8, 2, 8, 2, 8).transpose(0, 3, 4, 1, 5, 2, 6)
+    wrong = prepared.copy()
+    wrong[:, :, :probe.X_BYTES] = np.ascontiguousarray(natural).reshape(2, 2, -1).view(np.uint8)
+    a, b = _steps_from_layouts(probe, units, wrong, 0, 0, 0)
+    assert not np.allclose(np.einsum("srj,sjn->rn", a, b), wf[:16, :128] @ xf[:128, :128].T, rtol=1e-6)

@@ -1,0 +1,186 @@
+// The prompt GEMM, second design (issue 21, after prompt_gemm_probe.cu measured ~110 TFLOP/s): warp-specialised,
+// operands in the layouts the decode path already has or a prepare step writes once, so that every load is one
+// bulk copy and no lane touches device memory until it stores its results.
+//
+// y [R][N] (fp32) = per token r and weight row n, sum over k-blocks b in order of (scale[n / 128][b] x partial)
+// x unscale[r][b], rounded as the decode GEMV rounds (mul_rn, mul_rn, add_rn). partial is the fp32 sum of the
+// k-block's 128 products of widened e4m3 weights and the f16 operand (ops.f16_operand), eight wgmma k16 steps
+// chained in the decode GEMV's k order: the weights are the arena's 16-row units (weight_layout.py), each warp's
+// A fragment widened straight from a unit, and the operand is prepared per (128-token tile, k-block) as the
+// eight steps' B matrices in that same k order (no-swizzle core matrices, D66's descriptor) followed by the
+// tile's 128 unscales, 33,280 bytes, one bulk copy. By D66 each k-block's partial then has the decode GEMV's
+// bits; only the order the k-blocks are added in is this kernel's own (one accumulator, blocks in order).
+//
+// A block: 128 weight rows x 128 tokens. Warps 0-7 are two consumer warpgroups (64 weight rows each, sharing
+// the token tile); warp 8's lane 0 is the producer, filling a ring of STAGES slots (operand tile + the block's
+// eight units of the k-block) by cp.async.bulk on `full` mbarriers; consumers free a slot on `empty`.
+#include "wgmma_probe.cuh"
+
+using mk::u32;
+
+namespace ws {
+
+constexpr int KB = 128;
+constexpr int TOK = 128;                       // tokens a block (wgmma N)
+constexpr int ROWS = 128;                      // weight rows a block: two warpgroups x 64
+constexpr int X_BYTES = TOK * KB * 2;          // the eight steps' B matrices
+constexpr int XU_BYTES = X_BYTES + TOK * 4;    // and the tile's unscales: one prepared (tile, k-block)
+constexpr int UNIT = 16 * KB;                  // a 16-row unit
+constexpr int W_BYTES = ROWS * KB;             // the block's eight units of one k-block
+constexpr int SLOT = (XU_BYTES + W_BYTES + 1023) / 1024 * 1024;
+constexpr int CONSUMER_WARPS = 8;
+constexpr int THREADS = 32 * (CONSUMER_WARPS + 4);  // a whole producer warpgroup, for setmaxnreg
+
+__device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], const u32 (&a)[4], unsigned long long desc,
+                                                 int accumulate) {
+    WGMMA(asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+        "}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate)
+        : "memory"));
+}
+
+// Keeps the compiler from touching a register that an in-flight wgmma writes or reads (CUTLASS's
+// warpgroup_fence_operand).
+__device__ __forceinline__ void fence_operand(float& r) { asm volatile("" : "+f"(r)::"memory"); }
+__device__ __forceinline__ void fence_operand(u32& r) { asm volatile("" : "+r"(r)::"memory"); }
+
+__device__ __forceinline__ void bar_init(u32 bar, int count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void bar_wait(u32 bar, u32 parity) {
+    asm volatile(
+        "{\n.reg .pred done;\nWAIT:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+        "@!done bra WAIT;\n}\n" ::"r"(bar),
+        "r"(parity)
+        : "memory");
+}
+__device__ __forceinline__ void bar_arrive(u32 bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void bar_expect(u32 bar, u32 bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void bulk_copy(u32 dst, const void* src, u32 bytes, u32 bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                     dst),
+                 "l"(src), "r"(bytes), "r"(bar)
+                 : "memory");
+}
+
+template <int STAGES>
+__device__ void gemm(const unsigned char* units, const float* scale, const unsigned char* prepared, float* y, int n,
+                     int k, int rows) {
+    extern __shared__ __align__(1024) unsigned char smem[];
+    __shared__ __align__(8) unsigned long long full[STAGES], empty[STAGES];
+    const int blocks = k / KB, tiles = rows / TOK;
+    const int tile = blockIdx.x % tiles, row_tile = blockIdx.x / tiles;  // a row tile's token tiles run together
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            bar_init(mk::smem_addr(&full[s]), 1);
+            bar_init(mk::smem_addr(&empty[s]), CONSUMER_WARPS);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+
+    // 12 warps put three on an SM sub-partition's 16,384 registers: 168 each at launch; the producer warpgroup
+    // gives its share to the two consumer warpgroups (2 x 232 + 40 = 504 a sub-partition's lane)
+    if (warp >= CONSUMER_WARPS) {  // the producer
+        WGMMA(asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n"));
+        if (warp != CONSUMER_WARPS || lane != 0) return;
+        const unsigned char* operand = prepared + static_cast<size_t>(tile) * blocks * XU_BYTES;
+        const unsigned char* strips = units + static_cast<size_t>(row_tile) * (ROWS / 16) * blocks * UNIT;
+        for (int b = 0; b < blocks; ++b) {
+            const int s = b % STAGES;
+            if (b >= STAGES) bar_wait(mk::smem_addr(&empty[s]), (b / STAGES + 1) & 1);
+            const u32 slot = mk::smem_addr(smem + s * SLOT), bar = mk::smem_addr(&full[s]);
+            bar_expect(bar, XU_BYTES + W_BYTES);
+            bulk_copy(slot, operand + static_cast<size_t>(b) * XU_BYTES, XU_BYTES, bar);
+            for (int st = 0; st < ROWS / 16; ++st)
+                bulk_copy(slot + XU_BYTES + st * UNIT, strips + (static_cast<size_t>(st) * blocks + b) * UNIT, UNIT,
+                          bar);
+        }
+        return;
+    }
+
+    WGMMA(asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n"));
+    // a consumer: warpgroup wg's warp j has strip 4 wg + j (rows 16 (4 wg + j) + g, + 8 of the block's 128)
+    const int g = lane / 4, t = lane % 4;
+    float acc[64], part[64];
+#pragma unroll
+    for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
+    const float* scales = scale + static_cast<size_t>(row_tile) * blocks;
+    for (int b = 0; b < blocks; ++b) {
+        const int s = b % STAGES;
+        bar_wait(mk::smem_addr(&full[s]), (b / STAGES) & 1);
+        const unsigned char* slot = smem + s * SLOT;
+        const u32 unit = mk::smem_addr(slot + XU_BYTES + warp * UNIT + 16 * lane);
+        u32 af[8][4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {  // vector i: steps 2i, 2i + 1 (gemv.cuh unit_steps)
+            const uint4 v = mk::load_shared16(unit + 512 * i);
+            mk::e4m3x4_to_f16x2(v.x, af[2 * i][0], af[2 * i][2]);
+            mk::e4m3x4_to_f16x2(v.y, af[2 * i][1], af[2 * i][3]);
+            mk::e4m3x4_to_f16x2(v.z, af[2 * i + 1][0], af[2 * i + 1][2]);
+            mk::e4m3x4_to_f16x2(v.w, af[2 * i + 1][1], af[2 * i + 1][3]);
+        }
+        const float sc = __ldg(scales + b);
+        WGMMA(asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"));
+#pragma unroll
+        for (int st = 0; st < 8; ++st) wgmma_m64n128k16(part, af[st], smem_desc(slot + st * 4096, 128, 256), st);
+        WGMMA(asm volatile("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n" ::: "memory"));
+#pragma unroll
+        for (int i = 0; i < 64; ++i) fence_operand(part[i]);
+#pragma unroll
+        for (int st = 0; st < 8; ++st)
+#pragma unroll
+            for (int q = 0; q < 4; ++q) fence_operand(af[st][q]);
+        const float* unscale = reinterpret_cast<const float*>(slot + X_BYTES);
+#pragma unroll
+        for (int j = 0; j < 16; ++j) {  // accumulators 4j .. 4j + 3: tokens 8j + 2t, + 1 (rows g, g + 8)
+            const float2 u = *reinterpret_cast<const float2*>(unscale + 8 * j + 2 * t);
+            acc[4 * j] = mk::add_rn(acc[4 * j], mk::mul_rn(mk::mul_rn(sc, part[4 * j]), u.x));
+            acc[4 * j + 1] = mk::add_rn(acc[4 * j + 1], mk::mul_rn(mk::mul_rn(sc, part[4 * j + 1]), u.y));
+            acc[4 * j + 2] = mk::add_rn(acc[4 * j + 2], mk::mul_rn(mk::mul_rn(sc, part[4 * j + 2]), u.x));
+            acc[4 * j + 3] = mk::add_rn(acc[4 * j + 3], mk::mul_rn(mk::mul_rn(sc, part[4 * j + 3]), u.y));
+        }
+        __syncwarp();
+        if (lane == 0) bar_arrive(mk::smem_addr(&empty[s]));
+    }
+    const int row0 = row_tile * ROWS + 16 * warp + g, tok0 = tile * TOK + 2 * t;
+#pragma unroll
+    for (int i = 0; i < 64; ++i) {  // accumulator i: row + 8 ((i / 2) % 2), token 8 (i / 4) + i % 2
+        const int row = row0 + 8 * (i / 2 % 2), tok = tok0 + 8 * (i / 4) + i % 2;
+        y[static_cast<size_t>(tok) * n + row] = acc[i];
+    }
+}
+
+}  // namespace ws
+
+extern "C" __global__ void __launch_bounds__(ws::THREADS, 1)
+    prompt_gemm_ws4(const unsigned char* units, const float* scale, const unsigned char* prepared, float* y, int n,
+                    int k, int rows) {
+    ws::gemm<4>(units, scale, prepared, y, n, k, rows);
+}
+
+extern "C" __global__ void __launch_bounds__(ws::THREADS, 1)
+    prompt_gemm_ws3(const unsigned char* units, const float* scale, const unsigned char* prepared, float* y, int n,
+                    int k, int rows) {
+    ws::gemm<3>(units, scale, prepared, y, n, k, rows);
+}
