@@ -2,7 +2,7 @@
 after D66): the prompt GEMM kernels on the 27B's prompt products at R rows, checked against float64 on sampled
 rows and tokens, and timed against cuBLAS bf16 (prompt_gemm_baseline.products) in the same process.
 
-  python experiments/prompt_gemm_probe.py [--rows 512,1024] [--kernels s2,ws3,ws4] [--reps 20] [--out experiments/results]
+  python experiments/prompt_gemm_probe.py [--rows 512,1024] [--kernels s2,ws3,ws4] [--products mlp.gate_up] [--reps 20] [--out experiments/results]
 
 Kernels: `s3`, `s2` (prompt_gemm_probe.cu, the first design: one warpgroup a block, row-major weights, three
 or two ring slots); `ws3`, `ws4` (prompt_gemm_ws.cu: warp-specialised, the arena's 16-row weight units and the
@@ -112,6 +112,7 @@ def main() -> None:
     parser.add_argument("--model", default="qwen3.5-27b")
     parser.add_argument("--rows", default="512,1024")
     parser.add_argument("--kernels", default="s2,ws3,ws4")
+    parser.add_argument("--products", default="", help="comma-separated product names (default: all)")
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--out", default=os.path.join(HERE, "results"))
     args = parser.parse_args()
@@ -132,13 +133,16 @@ def main() -> None:
         kernels[label].max_dynamic_shared_size_bytes = shared
     layouts = {KERNELS[label][2] for label in labels}
     linears = prompt_linears(args.model)
+    seeds = {name: i for i, name in enumerate(linears)}  # the same operands whichever products are picked
+    if args.products:
+        linears = {name: linears[name] for name in args.products.split(",")}
     gemms, totals = [], []
     for rows in [int(r) for r in args.rows.split(",")]:
         total = {"rows_per_chunk": rows, "prompt_tokens": PROMPT_TOKENS, "cublas_bf16_ms": 0.0}
         total.update({f"{label}_ms": 0.0 for label in labels})
-        for i, (name, e) in enumerate(linears.items()):
+        for name, e in linears.items():
             n, k = e["n"], e["k"]
-            host = operands(n, k, rows, seed=i)
+            host = operands(n, k, rows, seed=seeds[name])
             pick_rows = np.linspace(0, n - 1, SAMPLE_ROWS).astype(np.int64)
             pick_tokens = np.linspace(0, rows - 1, SAMPLE_TOKENS).astype(np.int64)
             want, magnitude = expected(host[0][pick_rows], host[1][pick_rows // KB], host[2][pick_tokens],
