@@ -44,6 +44,7 @@ WS_SLOT = -(-(XU_BYTES + WS_TILE * KB) // 1024) * 1024
 KERNELS = {  # label: (source, function, operand layout, threads, shared bytes)
     "s3": ("prompt_gemm_probe.cu", "prompt_gemm_s3", "row-major", 128, 3 * STAGE_BYTES),
     "s2": ("prompt_gemm_probe.cu", "prompt_gemm_s2", "row-major", 128, 2 * STAGE_BYTES),
+    "ws2": ("prompt_gemm_ws.cu", "prompt_gemm_ws2", "prepared", 384, 2 * WS_SLOT),
     "ws3": ("prompt_gemm_ws.cu", "prompt_gemm_ws3", "prepared", 384, 3 * WS_SLOT),
     "ws4": ("prompt_gemm_ws.cu", "prompt_gemm_ws4", "prepared", 384, 4 * WS_SLOT),
 }

@@ -184,3 +184,9 @@ extern "C" __global__ void __launch_bounds__(ws::THREADS, 1)
                     int k, int rows) {
     ws::gemm<3>(units, scale, prepared, y, n, k, rows);
 }
+
+extern "C" __global__ void __launch_bounds__(ws::THREADS, 1)
+    prompt_gemm_ws2(const unsigned char* units, const float* scale, const unsigned char* prepared, float* y, int n,
+                    int k, int rows) {
+    ws::gemm<2>(units, scale, prepared, y, n, k, rows);
+}
