@@ -53,6 +53,22 @@ __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], const u32 (&a)[
         : "memory"));
 }
 
+__device__ __forceinline__ void wgmma_m64n64k16(float (&d)[32], const u32 (&a)[4], unsigned long long desc,
+                                                int accumulate) {
+    WGMMA(asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+        "}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate)
+        : "memory"));
+}
+
 // Keeps the compiler from touching a register that an in-flight wgmma writes or reads (CUTLASS's
 // warpgroup_fence_operand).
 __device__ __forceinline__ void fence_operand(float& r) { asm volatile("" : "+f"(r)::"memory"); }
@@ -82,7 +98,61 @@ __device__ __forceinline__ void bulk_copy(u32 dst, const void* src, u32 bytes, u
                  : "memory");
 }
 
-template <int STAGES>
+// This warp's A fragments of the eight steps, widened from its unit in the slot (gemv.cuh unit_steps' order:
+// vector i holds steps 2i and 2i + 1).
+__device__ __forceinline__ void widen(u32 (&af)[8][4], const unsigned char* slot, int warp, int lane) {
+    const u32 unit = mk::smem_addr(slot + XU_BYTES + warp * UNIT + 16 * lane);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const uint4 v = mk::load_shared16(unit + 512 * i);
+        mk::e4m3x4_to_f16x2(v.x, af[2 * i][0], af[2 * i][2]);
+        mk::e4m3x4_to_f16x2(v.y, af[2 * i][1], af[2 * i][3]);
+        mk::e4m3x4_to_f16x2(v.z, af[2 * i + 1][0], af[2 * i + 1][2]);
+        mk::e4m3x4_to_f16x2(v.w, af[2 * i + 1][1], af[2 * i + 1][3]);
+    }
+}
+
+// acc[4j ..] += (sc x part[4j ..]) x unscale of tokens 8j + 2t, + 1 (rows g, g + 8), for the J token octets of
+// `part`, the first at token 8 j0 (mul_rn, mul_rn, add_rn: the decode GEMV's rounding).
+template <int J>
+__device__ __forceinline__ void promote(float* acc, const float (&part)[4 * J], float sc, const float* unscale, int j0,
+                                        int t) {
+#pragma unroll
+    for (int j = 0; j < J; ++j) {
+        const float2 u = *reinterpret_cast<const float2*>(unscale + 8 * (j0 + j) + 2 * t);
+        acc[4 * j] = mk::add_rn(acc[4 * j], mk::mul_rn(mk::mul_rn(sc, part[4 * j]), u.x));
+        acc[4 * j + 1] = mk::add_rn(acc[4 * j + 1], mk::mul_rn(mk::mul_rn(sc, part[4 * j + 1]), u.y));
+        acc[4 * j + 2] = mk::add_rn(acc[4 * j + 2], mk::mul_rn(mk::mul_rn(sc, part[4 * j + 2]), u.x));
+        acc[4 * j + 3] = mk::add_rn(acc[4 * j + 3], mk::mul_rn(mk::mul_rn(sc, part[4 * j + 3]), u.y));
+    }
+}
+
+template <int N>
+__device__ __forceinline__ void fence_all(float (&r)[N]) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) fence_operand(r[i]);
+}
+__device__ __forceinline__ void fence_all(u32 (&af)[8][4]) {
+#pragma unroll
+    for (int st = 0; st < 8; ++st)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) fence_operand(af[st][q]);
+}
+
+// A slot's eight steps for tokens 64 h .. 64 h + 63 into `part`, one commit group.
+__device__ __forceinline__ void issue_half(float (&part)[32], const u32 (&af)[8][4], const unsigned char* slot, int h) {
+    WGMMA(asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"));
+#pragma unroll
+    for (int st = 0; st < 8; ++st) wgmma_m64n64k16(part, af[st], smem_desc(slot + st * 4096 + h * 2048, 128, 256), st);
+    WGMMA(asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"));
+}
+
+template <int PENDING>
+__device__ __forceinline__ void wait_groups() {
+    WGMMA(asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(PENDING) : "memory"));
+}
+
+template <int STAGES, bool HALVES>
 __device__ void gemm(const unsigned char* units, const float* scale, const unsigned char* prepared, float* y, int n,
                      int k, int rows) {
     extern __shared__ __align__(1024) unsigned char smem[];
@@ -122,46 +192,59 @@ __device__ void gemm(const unsigned char* units, const float* scale, const unsig
     WGMMA(asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n"));
     // a consumer: warpgroup wg's warp j has strip 4 wg + j (rows 16 (4 wg + j) + g, + 8 of the block's 128)
     const int g = lane / 4, t = lane % 4;
-    float acc[64], part[64];
+    float acc[64];
 #pragma unroll
     for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
     const float* scales = scale + static_cast<size_t>(row_tile) * blocks;
-    for (int b = 0; b < blocks; ++b) {
-        const int s = b % STAGES;
-        bar_wait(mk::smem_addr(&full[s]), (b / STAGES) & 1);
-        const unsigned char* slot = smem + s * SLOT;
-        const u32 unit = mk::smem_addr(slot + XU_BYTES + warp * UNIT + 16 * lane);
-        u32 af[8][4];
+    u32 af[8][4];
+    if (!HALVES) {  // the eight n128 steps, then their promotion: the warpgroup's products wait for it
+        float part[64];
+        for (int b = 0; b < blocks; ++b) {
+            const int s = b % STAGES;
+            bar_wait(mk::smem_addr(&full[s]), (b / STAGES) & 1);
+            const unsigned char* slot = smem + s * SLOT;
+            widen(af, slot, warp, lane);
+            const float sc = __ldg(scales + b);
+            WGMMA(asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"));
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {  // vector i: steps 2i, 2i + 1 (gemv.cuh unit_steps)
-            const uint4 v = mk::load_shared16(unit + 512 * i);
-            mk::e4m3x4_to_f16x2(v.x, af[2 * i][0], af[2 * i][2]);
-            mk::e4m3x4_to_f16x2(v.y, af[2 * i][1], af[2 * i][3]);
-            mk::e4m3x4_to_f16x2(v.z, af[2 * i + 1][0], af[2 * i + 1][2]);
-            mk::e4m3x4_to_f16x2(v.w, af[2 * i + 1][1], af[2 * i + 1][3]);
+            for (int st = 0; st < 8; ++st) wgmma_m64n128k16(part, af[st], smem_desc(slot + st * 4096, 128, 256), st);
+            WGMMA(asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"));
+            wait_groups<0>();
+            fence_all(part);
+            fence_all(af);
+            promote<16>(acc, part, sc, reinterpret_cast<const float*>(slot + X_BYTES), 0, t);
+            __syncwarp();
+            if (lane == 0) bar_arrive(mk::smem_addr(&empty[s]));
         }
-        const float sc = __ldg(scales + b);
-        WGMMA(asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"));
-#pragma unroll
-        for (int st = 0; st < 8; ++st) wgmma_m64n128k16(part, af[st], smem_desc(slot + st * 4096, 128, 256), st);
-        WGMMA(asm volatile("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n" ::: "memory"));
-#pragma unroll
-        for (int i = 0; i < 64; ++i) fence_operand(part[i]);
-#pragma unroll
-        for (int st = 0; st < 8; ++st)
-#pragma unroll
-            for (int q = 0; q < 4; ++q) fence_operand(af[st][q]);
-        const float* unscale = reinterpret_cast<const float*>(slot + X_BYTES);
-#pragma unroll
-        for (int j = 0; j < 16; ++j) {  // accumulators 4j .. 4j + 3: tokens 8j + 2t, + 1 (rows g, g + 8)
-            const float2 u = *reinterpret_cast<const float2*>(unscale + 8 * j + 2 * t);
-            acc[4 * j] = mk::add_rn(acc[4 * j], mk::mul_rn(mk::mul_rn(sc, part[4 * j]), u.x));
-            acc[4 * j + 1] = mk::add_rn(acc[4 * j + 1], mk::mul_rn(mk::mul_rn(sc, part[4 * j + 1]), u.y));
-            acc[4 * j + 2] = mk::add_rn(acc[4 * j + 2], mk::mul_rn(mk::mul_rn(sc, part[4 * j + 2]), u.x));
-            acc[4 * j + 3] = mk::add_rn(acc[4 * j + 3], mk::mul_rn(mk::mul_rn(sc, part[4 * j + 3]), u.y));
+    } else {  // the token halves as two n64 groups, each promoted while the other's products run
+        float pa[32], pb[32];
+        bar_wait(mk::smem_addr(&full[0]), 0);
+        widen(af, smem, warp, lane);
+        issue_half(pa, af, smem, 0);
+        issue_half(pb, af, smem, 1);
+        for (int b = 0; b < blocks; ++b) {
+            const int s = b % STAGES;
+            const unsigned char* slot = smem + s * SLOT;
+            const float* unscale = reinterpret_cast<const float*>(slot + X_BYTES);
+            const float sc = __ldg(scales + b);
+            wait_groups<1>();
+            fence_all(pa);
+            promote<8>(acc, pa, sc, unscale, 0, t);
+            wait_groups<0>();
+            fence_all(pb);
+            fence_all(af);
+            const int s1 = (b + 1) % STAGES;
+            const unsigned char* next = smem + s1 * SLOT;
+            if (b + 1 < blocks) {
+                bar_wait(mk::smem_addr(&full[s1]), ((b + 1) / STAGES) & 1);
+                widen(af, next, warp, lane);
+                issue_half(pa, af, next, 0);
+            }
+            promote<8>(acc + 32, pb, sc, unscale, 8, t);
+            __syncwarp();
+            if (lane == 0) bar_arrive(mk::smem_addr(&empty[s]));
+            if (b + 1 < blocks) issue_half(pb, af, next, 1);
         }
-        __syncwarp();
-        if (lane == 0) bar_arrive(mk::smem_addr(&empty[s]));
     }
     const int row0 = row_tile * ROWS + 16 * warp + g, tok0 = tile * TOK + 2 * t;
 #pragma unroll
@@ -173,20 +256,15 @@ __device__ void gemm(const unsigned char* units, const float* scale, const unsig
 
 }  // namespace ws
 
-extern "C" __global__ void __launch_bounds__(ws::THREADS, 1)
-    prompt_gemm_ws4(const unsigned char* units, const float* scale, const unsigned char* prepared, float* y, int n,
-                    int k, int rows) {
-    ws::gemm<4>(units, scale, prepared, y, n, k, rows);
-}
+#define PROMPT_GEMM(NAME, STAGES, HALVES)                                                                      \
+    extern "C" __global__ void __launch_bounds__(ws::THREADS, 1)                                                  \
+        NAME(const unsigned char* units, const float* scale, const unsigned char* prepared, float* y, int n, int k, \
+             int rows) {                                                                                          \
+        ws::gemm<STAGES, HALVES>(units, scale, prepared, y, n, k, rows);                                          \
+    }
 
-extern "C" __global__ void __launch_bounds__(ws::THREADS, 1)
-    prompt_gemm_ws3(const unsigned char* units, const float* scale, const unsigned char* prepared, float* y, int n,
-                    int k, int rows) {
-    ws::gemm<3>(units, scale, prepared, y, n, k, rows);
-}
-
-extern "C" __global__ void __launch_bounds__(ws::THREADS, 1)
-    prompt_gemm_ws2(const unsigned char* units, const float* scale, const unsigned char* prepared, float* y, int n,
-                    int k, int rows) {
-    ws::gemm<2>(units, scale, prepared, y, n, k, rows);
-}
+PROMPT_GEMM(prompt_gemm_ws2, 2, false)
+PROMPT_GEMM(prompt_gemm_ws3, 3, false)
+PROMPT_GEMM(prompt_gemm_ws4, 4, false)
+PROMPT_GEMM(prompt_gemm_ws3h, 3, true)
+PROMPT_GEMM(prompt_gemm_ws4h, 4, true)
