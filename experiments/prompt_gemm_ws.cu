@@ -152,7 +152,11 @@ __device__ __forceinline__ void wait_groups() {
     WGMMA(asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(PENDING) : "memory"));
 }
 
-template <int STAGES, bool HALVES>
+// MODE: FULL computes y; the diagnostics leave stages out to see what the time is made of (their y is wrong):
+// MMA_ONLY chains every k-block's products into one accumulator (no promotion), FIXED_A also widens only once.
+enum Mode { FULL, MMA_ONLY, FIXED_A };
+
+template <int STAGES, bool HALVES, Mode MODE = FULL>
 __device__ void gemm(const unsigned char* units, const float* scale, const unsigned char* prepared, float* y, int n,
                      int k, int rows) {
     extern __shared__ __align__(1024) unsigned char smem[];
@@ -203,18 +207,31 @@ __device__ void gemm(const unsigned char* units, const float* scale, const unsig
             const int s = b % STAGES;
             bar_wait(mk::smem_addr(&full[s]), (b / STAGES) & 1);
             const unsigned char* slot = smem + s * SLOT;
-            widen(af, slot, warp, lane);
+            if (MODE != FIXED_A || b == 0) widen(af, slot, warp, lane);
             const float sc = __ldg(scales + b);
             WGMMA(asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"));
+            if constexpr (MODE != FULL) {
 #pragma unroll
-            for (int st = 0; st < 8; ++st) wgmma_m64n128k16(part, af[st], smem_desc(slot + st * 4096, 128, 256), st);
-            WGMMA(asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"));
-            wait_groups<0>();
-            fence_all(part);
-            fence_all(af);
-            promote<16>(acc, part, sc, reinterpret_cast<const float*>(slot + X_BYTES), 0, t);
-            __syncwarp();
-            if (lane == 0) bar_arrive(mk::smem_addr(&empty[s]));
+                for (int st = 0; st < 8; ++st)
+                    wgmma_m64n128k16(acc, af[st], smem_desc(slot + st * 4096, 128, 256), b + st > 0);
+                WGMMA(asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"));
+                wait_groups<0>();
+                fence_all(acc);
+                fence_all(af);
+                __syncwarp();
+                if (lane == 0) bar_arrive(mk::smem_addr(&empty[s]));
+            } else {
+#pragma unroll
+                for (int st = 0; st < 8; ++st)
+                    wgmma_m64n128k16(part, af[st], smem_desc(slot + st * 4096, 128, 256), st);
+                WGMMA(asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"));
+                wait_groups<0>();
+                fence_all(part);
+                fence_all(af);
+                promote<16>(acc, part, sc, reinterpret_cast<const float*>(slot + X_BYTES), 0, t);
+                __syncwarp();
+                if (lane == 0) bar_arrive(mk::smem_addr(&empty[s]));
+            }
         }
     } else {  // the token halves as two n64 groups, each promoted while the other's products run
         float pa[32], pb[32];
@@ -256,11 +273,11 @@ __device__ void gemm(const unsigned char* units, const float* scale, const unsig
 
 }  // namespace ws
 
-#define PROMPT_GEMM(NAME, STAGES, HALVES)                                                                      \
+#define PROMPT_GEMM(NAME, STAGES, ...)                                                                      \
     extern "C" __global__ void __launch_bounds__(ws::THREADS, 1)                                                  \
         NAME(const unsigned char* units, const float* scale, const unsigned char* prepared, float* y, int n, int k, \
              int rows) {                                                                                          \
-        ws::gemm<STAGES, HALVES>(units, scale, prepared, y, n, k, rows);                                          \
+        ws::gemm<STAGES, __VA_ARGS__>(units, scale, prepared, y, n, k, rows);                                          \
     }
 
 PROMPT_GEMM(prompt_gemm_ws2, 2, false)
@@ -268,3 +285,5 @@ PROMPT_GEMM(prompt_gemm_ws3, 3, false)
 PROMPT_GEMM(prompt_gemm_ws4, 4, false)
 PROMPT_GEMM(prompt_gemm_ws3h, 3, true)
 PROMPT_GEMM(prompt_gemm_ws4h, 4, true)
+PROMPT_GEMM(prompt_gemm_ws3_mma_only, 3, false, ws::MMA_ONLY)
+PROMPT_GEMM(prompt_gemm_ws3_fixed_a, 3, false, ws::FIXED_A)
