@@ -49,6 +49,8 @@ KERNELS = {  # label: (source, function, operand layout, threads, shared bytes)
     "ws4": ("prompt_gemm_ws.cu", "prompt_gemm_ws4", "prepared", 384, 4 * WS_SLOT),
     "ws3h": ("prompt_gemm_ws.cu", "prompt_gemm_ws3h", "prepared", 384, 3 * WS_SLOT),
     "ws4h": ("prompt_gemm_ws.cu", "prompt_gemm_ws4h", "prepared", 384, 4 * WS_SLOT),
+    "ws3p": ("prompt_gemm_ws.cu", "prompt_gemm_ws3p", "prepared", 384, 3 * WS_SLOT),
+    "ws4p": ("prompt_gemm_ws.cu", "prompt_gemm_ws4p", "prepared", 384, 4 * WS_SLOT),
     "ws3_mma_only": ("prompt_gemm_ws.cu", "prompt_gemm_ws3_mma_only", "prepared", 384, 3 * WS_SLOT),
     "ws3_fixed_a": ("prompt_gemm_ws.cu", "prompt_gemm_ws3_fixed_a", "prepared", 384, 3 * WS_SLOT),
 }

@@ -112,6 +112,29 @@ __device__ __forceinline__ void widen(u32 (&af)[8][4], const unsigned char* slot
     }
 }
 
+// Steps 4 h .. 4 h + 3 of this warp's A fragments (vectors 2 h, 2 h + 1 of its unit).
+__device__ __forceinline__ void widen_half(u32 (&af)[4][4], const unsigned char* slot, int warp, int lane, int h) {
+    const u32 unit = mk::smem_addr(slot + XU_BYTES + warp * UNIT + 16 * lane);
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+        const uint4 v = mk::load_shared16(unit + 512 * (2 * h + i));
+        mk::e4m3x4_to_f16x2(v.x, af[2 * i][0], af[2 * i][2]);
+        mk::e4m3x4_to_f16x2(v.y, af[2 * i][1], af[2 * i][3]);
+        mk::e4m3x4_to_f16x2(v.z, af[2 * i + 1][0], af[2 * i + 1][2]);
+        mk::e4m3x4_to_f16x2(v.w, af[2 * i + 1][1], af[2 * i + 1][3]);
+    }
+}
+
+// Steps 4 h .. 4 h + 3 of a slot (all 128 tokens) into `part` (fresh at step 0), one commit group.
+__device__ __forceinline__ void issue_steps(float (&part)[64], const u32 (&af)[4][4], const unsigned char* slot,
+                                            int h) {
+    WGMMA(asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"));
+#pragma unroll
+    for (int q = 0; q < 4; ++q)
+        wgmma_m64n128k16(part, af[q], smem_desc(slot + (4 * h + q) * 4096, 128, 256), h + q > 0);
+    WGMMA(asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"));
+}
+
 // acc[4j ..] += (sc x part[4j ..]) x unscale of tokens 8j + 2t, + 1 (rows g, g + 8), for the J token octets of
 // `part`, the first at token 8 j0 (mul_rn, mul_rn, add_rn: the decode GEMV's rounding).
 template <int J>
@@ -131,6 +154,12 @@ template <int N>
 __device__ __forceinline__ void fence_all(float (&r)[N]) {
 #pragma unroll
     for (int i = 0; i < N; ++i) fence_operand(r[i]);
+}
+__device__ __forceinline__ void fence_all(u32 (&af)[4][4]) {
+#pragma unroll
+    for (int st = 0; st < 4; ++st)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) fence_operand(af[st][q]);
 }
 __device__ __forceinline__ void fence_all(u32 (&af)[8][4]) {
 #pragma unroll
@@ -152,11 +181,42 @@ __device__ __forceinline__ void wait_groups() {
     WGMMA(asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(PENDING) : "memory"));
 }
 
+// PIPELINED: k-block b + 1's first four steps run on the tensor cores while k-block b is promoted (two
+// partials, the A fragments four steps at a time).
 // MODE: FULL computes y; the diagnostics leave stages out to see what the time is made of (their y is wrong):
 // MMA_ONLY chains every k-block's products into one accumulator (no promotion), FIXED_A also widens only once.
 enum Mode { FULL, MMA_ONLY, FIXED_A };
 
-template <int STAGES, bool HALVES, Mode MODE = FULL>
+// k-block b's products (all in `cur`) done: start b + 1's first four steps into `next`, promote `cur`, free b's
+// slot, then b + 1's last four steps.
+template <int STAGES>
+__device__ __forceinline__ void pipelined_step(float (&acc)[64], float (&cur)[64], float (&next)[64], u32 (&a4)[4][4],
+                                               int b, int blocks, const float* scales, unsigned char* smem,
+                                               unsigned long long* full, unsigned long long* empty, int warp, int lane,
+                                               int t) {
+    wait_groups<0>();
+    fence_all(cur);
+    fence_all(a4);
+    const unsigned char* slot = smem + (b % STAGES) * SLOT;
+    const unsigned char* later = smem + ((b + 1) % STAGES) * SLOT;
+    const bool more = b + 1 < blocks;
+    if (more) {
+        bar_wait(mk::smem_addr(&full[(b + 1) % STAGES]), ((b + 1) / STAGES) & 1);
+        widen_half(a4, later, warp, lane, 0);
+        issue_steps(next, a4, later, 0);
+    }
+    promote<16>(acc, cur, __ldg(scales + b), reinterpret_cast<const float*>(slot + X_BYTES), 0, t);
+    __syncwarp();
+    if (lane == 0) bar_arrive(mk::smem_addr(&empty[b % STAGES]));
+    if (more) {
+        wait_groups<0>();
+        fence_all(a4);
+        widen_half(a4, later, warp, lane, 1);
+        issue_steps(next, a4, later, 1);
+    }
+}
+
+template <int STAGES, bool HALVES, Mode MODE = FULL, bool PIPELINED = false>
 __device__ void gemm(const unsigned char* units, const float* scale, const unsigned char* prepared, float* y, int n,
                      int k, int rows) {
     extern __shared__ __align__(1024) unsigned char smem[];
@@ -200,6 +260,22 @@ __device__ void gemm(const unsigned char* units, const float* scale, const unsig
 #pragma unroll
     for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
     const float* scales = scale + static_cast<size_t>(row_tile) * blocks;
+    if (PIPELINED) {
+        float p0[64], p1[64];
+        u32 a4[4][4];
+        bar_wait(mk::smem_addr(&full[0]), 0);
+        widen_half(a4, smem, warp, lane, 0);
+        issue_steps(p0, a4, smem, 0);
+        wait_groups<0>();
+        fence_all(a4);
+        widen_half(a4, smem, warp, lane, 1);
+        issue_steps(p0, a4, smem, 1);
+        for (int b = 0; b < blocks; b += 2) {
+            pipelined_step<STAGES>(acc, p0, p1, a4, b, blocks, scales, smem, full, empty, warp, lane, t);
+            if (b + 1 < blocks)
+                pipelined_step<STAGES>(acc, p1, p0, a4, b + 1, blocks, scales, smem, full, empty, warp, lane, t);
+        }
+    } else {
     u32 af[8][4];
     if (!HALVES) {  // the eight n128 steps, then their promotion: the warpgroup's products wait for it
         float part[64];
@@ -263,6 +339,7 @@ __device__ void gemm(const unsigned char* units, const float* scale, const unsig
             if (b + 1 < blocks) issue_half(pb, af, next, 1);
         }
     }
+    }
     const int row0 = row_tile * ROWS + 16 * warp + g, tok0 = tile * TOK + 2 * t;
 #pragma unroll
     for (int i = 0; i < 64; ++i) {  // accumulator i: row + 8 ((i / 2) % 2), token 8 (i / 4) + i % 2
@@ -285,5 +362,7 @@ PROMPT_GEMM(prompt_gemm_ws3, 3, false)
 PROMPT_GEMM(prompt_gemm_ws4, 4, false)
 PROMPT_GEMM(prompt_gemm_ws3h, 3, true)
 PROMPT_GEMM(prompt_gemm_ws4h, 4, true)
+PROMPT_GEMM(prompt_gemm_ws3p, 3, false, ws::FULL, true)
+PROMPT_GEMM(prompt_gemm_ws4p, 4, false, ws::FULL, true)
 PROMPT_GEMM(prompt_gemm_ws3_mma_only, 3, false, ws::MMA_ONLY)
 PROMPT_GEMM(prompt_gemm_ws3_fixed_a, 3, false, ws::FIXED_A)
