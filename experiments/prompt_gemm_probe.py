@@ -53,6 +53,9 @@ KERNELS = {  # label: (source, function, operand layout, threads, shared bytes)
     "ws4p": ("prompt_gemm_ws.cu", "prompt_gemm_ws4p", "prepared", 384, 4 * WS_SLOT),
     "ws3_mma_only": ("prompt_gemm_ws.cu", "prompt_gemm_ws3_mma_only", "prepared", 384, 3 * WS_SLOT),
     "ws3_fixed_a": ("prompt_gemm_ws.cu", "prompt_gemm_ws3_fixed_a", "prepared", 384, 3 * WS_SLOT),
+    "ws3_add_only": ("prompt_gemm_ws.cu", "prompt_gemm_ws3_add_only", "prepared", 384, 3 * WS_SLOT),
+    "ws3_premul": ("prompt_gemm_ws.cu", "prompt_gemm_ws3_premul", "prepared", 384, 3 * WS_SLOT),
+    "ws3_fma": ("prompt_gemm_ws.cu", "prompt_gemm_ws3_fma", "prepared", 384, 3 * WS_SLOT),
 }
 SAMPLE_ROWS, SAMPLE_TOKENS = 256, 4
 UNCACHED_BYTES = 150 << 20  # weight copies in turn: more than twice the H200's 60 MB of L2

@@ -135,18 +135,34 @@ __device__ __forceinline__ void issue_steps(float (&part)[64], const u32 (&af)[4
     WGMMA(asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"));
 }
 
+// MODE: FULL computes y; the diagnostics leave stages out or change the promotion's arithmetic, to see what the
+// time is made of (only FULL's y is the engine's): MMA_ONLY chains every k-block's products into one accumulator
+// (no promotion), FIXED_A also widens only once; ADD_ONLY promotes by one add (acc += part), PREMUL by a
+// multiply and an add (acc += part x (sc x u)), FMA by one fused multiply-add (acc = part x (sc x u) + acc).
+enum Mode { FULL, MMA_ONLY, FIXED_A, ADD_ONLY, PREMUL, FMA };
+
+__device__ __forceinline__ float promote_one(float acc, float part, float sc, float u, float f, Mode mode) {
+    switch (mode) {
+        case ADD_ONLY: return mk::add_rn(acc, part);
+        case PREMUL: return mk::add_rn(acc, mk::mul_rn(part, f));
+        case FMA: return __fmaf_rn(part, f, acc);
+        default: return mk::add_rn(acc, mk::mul_rn(mk::mul_rn(sc, part), u));  // the decode GEMV's rounding
+    }
+}
+
 // acc[4j ..] += (sc x part[4j ..]) x unscale of tokens 8j + 2t, + 1 (rows g, g + 8), for the J token octets of
 // `part`, the first at token 8 j0 (mul_rn, mul_rn, add_rn: the decode GEMV's rounding).
-template <int J>
+template <int J, Mode MODE = FULL>
 __device__ __forceinline__ void promote(float* acc, const float (&part)[4 * J], float sc, const float* unscale, int j0,
                                         int t) {
 #pragma unroll
     for (int j = 0; j < J; ++j) {
         const float2 u = *reinterpret_cast<const float2*>(unscale + 8 * (j0 + j) + 2 * t);
-        acc[4 * j] = mk::add_rn(acc[4 * j], mk::mul_rn(mk::mul_rn(sc, part[4 * j]), u.x));
-        acc[4 * j + 1] = mk::add_rn(acc[4 * j + 1], mk::mul_rn(mk::mul_rn(sc, part[4 * j + 1]), u.y));
-        acc[4 * j + 2] = mk::add_rn(acc[4 * j + 2], mk::mul_rn(mk::mul_rn(sc, part[4 * j + 2]), u.x));
-        acc[4 * j + 3] = mk::add_rn(acc[4 * j + 3], mk::mul_rn(mk::mul_rn(sc, part[4 * j + 3]), u.y));
+        const float fx = mk::mul_rn(sc, u.x), fy = mk::mul_rn(sc, u.y);
+        acc[4 * j] = promote_one(acc[4 * j], part[4 * j], sc, u.x, fx, MODE);
+        acc[4 * j + 1] = promote_one(acc[4 * j + 1], part[4 * j + 1], sc, u.y, fy, MODE);
+        acc[4 * j + 2] = promote_one(acc[4 * j + 2], part[4 * j + 2], sc, u.x, fx, MODE);
+        acc[4 * j + 3] = promote_one(acc[4 * j + 3], part[4 * j + 3], sc, u.y, fy, MODE);
     }
 }
 
@@ -183,9 +199,6 @@ __device__ __forceinline__ void wait_groups() {
 
 // PIPELINED: k-block b + 1's first four steps run on the tensor cores while k-block b is promoted (two
 // partials, the A fragments four steps at a time).
-// MODE: FULL computes y; the diagnostics leave stages out to see what the time is made of (their y is wrong):
-// MMA_ONLY chains every k-block's products into one accumulator (no promotion), FIXED_A also widens only once.
-enum Mode { FULL, MMA_ONLY, FIXED_A };
 
 // k-block b's products (all in `cur`) done: start b + 1's first four steps into `next`, promote `cur`, free b's
 // slot, then b + 1's last four steps.
@@ -286,7 +299,7 @@ __device__ void gemm(const unsigned char* units, const float* scale, const unsig
             if (MODE != FIXED_A || b == 0) widen(af, slot, warp, lane);
             const float sc = __ldg(scales + b);
             WGMMA(asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"));
-            if constexpr (MODE != FULL) {
+            if constexpr (MODE == MMA_ONLY || MODE == FIXED_A) {
 #pragma unroll
                 for (int st = 0; st < 8; ++st)
                     wgmma_m64n128k16(acc, af[st], smem_desc(slot + st * 4096, 128, 256), b + st > 0);
@@ -304,7 +317,7 @@ __device__ void gemm(const unsigned char* units, const float* scale, const unsig
                 wait_groups<0>();
                 fence_all(part);
                 fence_all(af);
-                promote<16>(acc, part, sc, reinterpret_cast<const float*>(slot + X_BYTES), 0, t);
+                promote<16, MODE>(acc, part, sc, reinterpret_cast<const float*>(slot + X_BYTES), 0, t);
                 __syncwarp();
                 if (lane == 0) bar_arrive(mk::smem_addr(&empty[s]));
             }
@@ -366,3 +379,6 @@ PROMPT_GEMM(prompt_gemm_ws3p, 3, false, ws::FULL, true)
 PROMPT_GEMM(prompt_gemm_ws4p, 4, false, ws::FULL, true)
 PROMPT_GEMM(prompt_gemm_ws3_mma_only, 3, false, ws::MMA_ONLY)
 PROMPT_GEMM(prompt_gemm_ws3_fixed_a, 3, false, ws::FIXED_A)
+PROMPT_GEMM(prompt_gemm_ws3_add_only, 3, false, ws::ADD_ONLY)
+PROMPT_GEMM(prompt_gemm_ws3_premul, 3, false, ws::PREMUL)
+PROMPT_GEMM(prompt_gemm_ws3_fma, 3, false, ws::FMA)
