@@ -9,7 +9,10 @@ or two ring slots); `ws3`, `ws4` (prompt_gemm_ws.cu: warp-specialised, the arena
 prepared operand, three or four slots). Each product's weights are timed in enough copies, used in turn, that
 they never sit in L2 (as the cuBLAS figure's are).
 
-Writes prompt_gemm_probe.json: per product and kernel, us, TFLOP/s, the ratio to cuBLAS bf16's time on the same
+First `prompt_prepare` (the prepare step: bf16 rows to the prepared operand) is checked byte for byte against
+the reference's f16 operand in that layout (`prepared_from_bf16`) and timed, for each distinct k.
+
+Writes prompt_gemm_probe.json: `prepare` (bytes differing, us, GB/s moved); per product and kernel, us, TFLOP/s, the ratio to cuBLAS bf16's time on the same
 product, and the largest error over the sum of the terms' magnitudes on the sampled outputs; per R, the 64
 layers' products summed for a 4,096-token prompt. Needs CuPy and PyTorch on the GPU.
 """
@@ -23,6 +26,7 @@ import os
 import sys
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -31,6 +35,7 @@ sys.path.insert(0, HERE)
 
 from megakernel.model import fp8  # noqa: E402
 from megakernel.provenance import git_commit  # noqa: E402
+from megakernel.reference import ops  # noqa: E402
 from megakernel.runtime.weight_layout import to_units  # noqa: E402
 from prompt_gemm_baseline import PROMPT_TOKENS, products, prompt_linears, time_us  # noqa: E402
 
@@ -106,6 +111,23 @@ def prepare(x: np.ndarray, unscale: np.ndarray) -> np.ndarray:
     return out
 
 
+def bf16_activations(rows: int, k: int, seed: int) -> np.ndarray:
+    """bf16 values (as float32) [rows, k] whose 128-wide blocks sit at binades 2^-60 .. 2^20 and spread 2^40
+    inside a block, so that the f16 operand's scaling and its subnormal grid are both exercised."""
+    rng = np.random.default_rng(seed)
+    top = rng.integers(-60, 20, (rows, k // KB, 1))
+    spread = rng.integers(-40, 1, (rows, k // KB, KB))
+    v = rng.standard_normal((rows, k // KB, KB)) * np.exp2(top + spread)
+    return v.reshape(rows, k).astype(ml_dtypes.bfloat16).astype(np.float32)
+
+
+def prepared_from_bf16(x: np.ndarray) -> np.ndarray:
+    """What prompt_gemm_ws.cu's prompt_prepare must write for bf16 rows x: the reference's f16 operand
+    (ops.f16_operand, per row and k-block) in `prepare`'s layout."""
+    x16, unscale = ops.f16_operand(x)
+    return prepare(x16.reshape(x.shape).astype(np.float16), unscale.reshape(x.shape[0], -1))
+
+
 def run(label: str, fn, dev: dict, y, n: int, k: int, rows: int, copy: int = 0):
     _, _, layout, threads, shared = KERNELS[label]
     if layout == "row-major":
@@ -115,6 +137,28 @@ def run(label: str, fn, dev: dict, y, n: int, k: int, rows: int, copy: int = 0):
         fn(((rows // WS_TILE) * (n // WS_TILE),), (threads,),
            (dev["units"][copy], dev["scale"], dev["prepared"], y, np.int32(n), np.int32(k), np.int32(rows)),
            shared_mem=shared)
+
+
+def check_prepare(cupy, torch, fn, linears: dict, reps: int) -> list[dict]:
+    """prompt_prepare against prepared_from_bf16, byte for byte, and its time, for each distinct k at 1,024
+    rows."""
+    out = []
+    for k in sorted({e["k"] for e in linears.values()}):
+        rows = 1024
+        x = bf16_activations(rows, k, seed=k)
+        want = prepared_from_bf16(x)
+        bits = cupy.asarray((x.view(np.uint32) >> 16).astype(np.uint16))
+        got = cupy.zeros(want.shape, dtype=cupy.uint8)
+        grid = ((rows // WS_TILE) * (k // KB),)
+        fn(grid, (256,), (bits, got, np.int32(k)))
+        differ = int(np.count_nonzero(cupy.asnumpy(got) != want))
+        us = time_us(torch, lambda _: fn(grid, (256,), (bits, got, np.int32(k))), reps)
+        moved = rows * k * 2 + want.size
+        r = {"k": k, "rows": rows, "bytes_differing": differ, "bytes": int(want.size), "us": us,
+             "gbps": moved / us / 1e3}
+        print(json.dumps(r), flush=True)
+        out.append(r)
+    return out
 
 
 def main() -> None:
@@ -141,6 +185,8 @@ def main() -> None:
         source, function, _, _, shared = KERNELS[label]
         kernels[label] = cuda_build.module(Path(HERE) / source, device).get_function(function)
         kernels[label].max_dynamic_shared_size_bytes = shared
+    prepares = check_prepare(cupy, torch, cuda_build.module(Path(HERE) / "prompt_gemm_ws.cu", device)
+                             .get_function("prompt_prepare"), prompt_linears(args.model), args.reps)
     layouts = {KERNELS[label][2] for label in labels}
     linears = prompt_linears(args.model)
     seeds = {name: i for i, name in enumerate(linears)}  # the same operands whichever products are picked
@@ -193,7 +239,8 @@ def main() -> None:
         json.dump({"device": torch.cuda.get_device_name(), "git_commit": git_commit(),
                    "command": "python " + " ".join(sys.argv),
                    "created": datetime.datetime.now(datetime.UTC).isoformat(), "model": f"synthetic:{args.model}",
-                   "read_bandwidth_gbps": None, "gemms": gemms, "prompt_linears": totals}, f, indent=2)
+                   "read_bandwidth_gbps": None, "prepare": prepares, "gemms": gemms, "prompt_linears": totals},
+                  f, indent=2)
     print(f"wrote {path}")
 
 

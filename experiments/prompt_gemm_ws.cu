@@ -363,6 +363,36 @@ __device__ void gemm(const unsigned char* units, const float* scale, const unsig
 
 }  // namespace ws
 
+// The prepare step: bf16 activations x [R][K] -> the operand as the GEMM reads it, per (128-token tile, k-block)
+// the f16 operand (gemv.cuh f16_operand's rule: one power of two 2^P per row and k-block, x' = f16(x 2^P)) in
+// the eight steps' core matrices, then the tile's 2^-P. A block per (tile, k-block), 256 threads: a half-warp
+// holds one token's 128 values (a lane 8), and drops each of its four k pairs at its slot in shared memory
+// (the pair k = 8 p + 2 q .. + 1 of piece p = 4 i + t is step 2 i + q / 2, half q % 2, slot 2 t); then
+// the block copies its 33,280 bytes out in 16-byte stores.
+extern "C" __global__ void __launch_bounds__(256) prompt_prepare(const __nv_bfloat16* x, unsigned char* prepared,
+                                                                 int k) {
+    __shared__ __align__(16) unsigned char tile[ws::XU_BYTES];
+    const int blocks = k / ws::KB, t_index = blockIdx.x / blocks, b = blockIdx.x % blocks;
+    const int half = threadIdx.x / 16, p = threadIdx.x % 16, i = p / 4, t = p % 4;
+    const u32 lanes = 0xFFFFu << (threadIdx.x & 16);
+    for (int n = half; n < ws::TOK; n += 16) {
+        const size_t row = static_cast<size_t>(t_index) * ws::TOK + n;
+        const uint4 v = reinterpret_cast<const uint4*>(x + row * k + static_cast<size_t>(b) * ws::KB)[p];
+        const int P = mk::block_p(mk::piece_top(v), lanes);
+        const uint4 h = mk::f16_piece(v, mk::two_to(P));
+        const u32 pairs[4] = {h.x, h.y, h.z, h.w};
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {  // element offset: step 2048, 8-token group 128, half 64, token 8, slot
+            const int at = (2 * i + q / 2) * 2048 + (n / 8) * 128 + (q % 2) * 64 + (n % 8) * 8 + 2 * t;
+            *reinterpret_cast<u32*>(tile + 2 * at) = pairs[q];
+        }
+        if (p == 0) reinterpret_cast<float*>(tile + ws::X_BYTES)[n] = mk::two_to(-P);
+    }
+    __syncthreads();
+    uint4* out = reinterpret_cast<uint4*>(prepared + static_cast<size_t>(blockIdx.x) * ws::XU_BYTES);
+    for (int j = threadIdx.x; j < ws::XU_BYTES / 16; j += blockDim.x) out[j] = reinterpret_cast<const uint4*>(tile)[j];
+}
+
 #define PROMPT_GEMM(NAME, STAGES, ...)                                                                      \
     extern "C" __global__ void __launch_bounds__(ws::THREADS, 1)                                                  \
         NAME(const unsigned char* units, const float* scale, const unsigned char* prepared, float* y, int n, int k, \

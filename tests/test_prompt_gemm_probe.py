@@ -38,9 +38,13 @@ def _steps_from_layouts(probe, units: np.ndarray, prepared: np.ndarray, row_stri
                         word = v[4 * (2 * h + r):][:4]
                         for e in range(4):
                             a[2 * i + h, g + 8 * r, 2 * t + e % 2 + 8 * (e // 2)] = word[e]
+    return a, _operand_steps(probe, prepared, tile, block)
+
+
+def _operand_steps(probe, prepared: np.ndarray, tile: int, block: int) -> np.ndarray:
+    """B [8 steps, 16 slots, 128 tokens] (float64) of one prepared (tile, k-block), as the descriptors read it."""
     tiles = prepared[tile, block, :probe.X_BYTES].view(np.float16).astype(np.float64)
-    b = tiles.reshape(8, 16, 2, 8, 8).transpose(0, 2, 4, 1, 3).reshape(8, 16, 128)  # [s, c, j, G, n] -> [s, slot, token]
-    return a, b
+    return tiles.reshape(8, 16, 2, 8, 8).transpose(0, 2, 4, 1, 3).reshape(8, 16, 128)  # [s, c, j, G, n] -> [s, slot, n]
 
 
 def test_the_units_and_the_prepared_operand_meet_in_the_same_k_order():
@@ -68,3 +72,23 @@ def test_the_units_and_the_prepared_operand_meet_in_the_same_k_order():
     wrong[:, :, :probe.X_BYTES] = np.ascontiguousarray(natural).reshape(2, 2, -1).view(np.uint8)
     a, b = _steps_from_layouts(probe, units, wrong, 0, 0, 0)
     assert not np.allclose(np.einsum("srj,sjn->rn", a, b), wf[:16, :128] @ xf[:128, :128].T, rtol=1e-6)
+
+
+def test_the_prepare_kernels_expectation_is_the_reference_f16_operand():
+    """prepared_from_bf16 (what prompt_prepare must write) holds ops.f16_operand's x' in step order and its 2^-P;
+    the activations reach f16's subnormal grid, so the check covers the rounding NUMERICS.md describes."""
+    from megakernel.reference import ops
+
+    probe = load_experiment("prompt_gemm_probe")
+    x = probe.bf16_activations(256, 256, seed=1)
+    prepared = probe.prepared_from_bf16(x)
+    x16, unscale = ops.f16_operand(x)
+    x16, unscale = x16.reshape(x.shape), unscale.reshape(256, 2)
+    assert np.any((np.abs(x16) < 2.0 ** -14) & (x16 != 0))
+    order = probe.step_order().reshape(8, 16)
+    for tile, block in [(0, 0), (1, 1), (0, 1)]:
+        b = _operand_steps(probe, prepared, tile, block)
+        tokens = x16[128 * tile:128 * tile + 128, 128 * block:128 * block + 128]
+        assert np.array_equal(b, tokens[:, order].transpose(1, 2, 0))
+        assert np.array_equal(prepared[tile, block, probe.X_BYTES:].view(np.float32),
+                              unscale[128 * tile:128 * tile + 128, block])
