@@ -197,39 +197,133 @@ __device__ __forceinline__ void wait_groups() {
     WGMMA(asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(PENDING) : "memory"));
 }
 
-// PIPELINED: k-block b + 1's first four steps run on the tensor cores while k-block b is promoted (two
-// partials, the A fragments four steps at a time).
+// The consumers' view of the ring: k-block b sits in slot b % STAGES, filled in round b / STAGES.
+template <int STAGES>
+struct Ring {
+    unsigned char* smem;
+    unsigned long long* full;
+    unsigned long long* empty;
+
+    __device__ const unsigned char* slot(int b) const { return smem + (b % STAGES) * SLOT; }
+    __device__ const float* unscale(int b) const { return reinterpret_cast<const float*>(slot(b) + X_BYTES); }
+    __device__ void wait(int b) const { bar_wait(mk::smem_addr(&full[b % STAGES]), (b / STAGES) & 1); }
+    __device__ void release(int b, int lane) const {  // one arrive a warp, after all its lanes' reads
+        __syncwarp();
+        if (lane == 0) bar_arrive(mk::smem_addr(&empty[b % STAGES]));
+    }
+};
+
+// How a consumer warpgroup orders its products and promotions:
+// WHOLE: per k-block the eight n128 steps, a wait, the promotion (the warpgroup's products wait for it);
+// HALVES: the tokens as two n64 groups, each promoted while the other's products run;
+// PIPELINED: k-block b + 1's first four steps run while b is promoted (two partials, A four steps at a time).
+enum Schedule { WHOLE, HALVES, PIPELINED };
+
+template <int STAGES, Mode MODE>
+__device__ void consume_whole(float (&acc)[64], const Ring<STAGES>& ring, const float* scales, int blocks, int warp,
+                              int lane, int t) {
+    u32 af[8][4];
+    float part[64];
+    for (int b = 0; b < blocks; ++b) {
+        ring.wait(b);
+        const unsigned char* slot = ring.slot(b);
+        if (MODE != FIXED_A || b == 0) widen(af, slot, warp, lane);
+        const float sc = __ldg(scales + b);
+        WGMMA(asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"));
+        if constexpr (MODE == MMA_ONLY || MODE == FIXED_A) {  // every k-block chained into acc
+#pragma unroll
+            for (int st = 0; st < 8; ++st)
+                wgmma_m64n128k16(acc, af[st], smem_desc(slot + st * 4096, 128, 256), b + st > 0);
+        } else {
+#pragma unroll
+            for (int st = 0; st < 8; ++st) wgmma_m64n128k16(part, af[st], smem_desc(slot + st * 4096, 128, 256), st);
+        }
+        WGMMA(asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"));
+        wait_groups<0>();
+        if constexpr (MODE == MMA_ONLY || MODE == FIXED_A) {
+            fence_all(acc);
+            fence_all(af);
+        } else {
+            fence_all(part);
+            fence_all(af);
+            promote<16, MODE>(acc, part, sc, ring.unscale(b), 0, t);
+        }
+        ring.release(b, lane);
+    }
+}
+
+template <int STAGES>
+__device__ void consume_halves(float (&acc)[64], const Ring<STAGES>& ring, const float* scales, int blocks, int warp,
+                               int lane, int t) {
+    u32 af[8][4];
+    float pa[32], pb[32];
+    ring.wait(0);
+    widen(af, ring.slot(0), warp, lane);
+    issue_half(pa, af, ring.slot(0), 0);
+    issue_half(pb, af, ring.slot(0), 1);
+    for (int b = 0; b < blocks; ++b) {
+        const float sc = __ldg(scales + b);
+        wait_groups<1>();
+        fence_all(pa);
+        promote<8>(acc, pa, sc, ring.unscale(b), 0, t);
+        wait_groups<0>();
+        fence_all(pb);
+        fence_all(af);
+        if (b + 1 < blocks) {
+            ring.wait(b + 1);
+            widen(af, ring.slot(b + 1), warp, lane);
+            issue_half(pa, af, ring.slot(b + 1), 0);
+        }
+        promote<8>(acc + 32, pb, sc, ring.unscale(b), 8, t);
+        ring.release(b, lane);
+        if (b + 1 < blocks) issue_half(pb, af, ring.slot(b + 1), 1);
+    }
+}
 
 // k-block b's products (all in `cur`) done: start b + 1's first four steps into `next`, promote `cur`, free b's
 // slot, then b + 1's last four steps.
 template <int STAGES>
 __device__ __forceinline__ void pipelined_step(float (&acc)[64], float (&cur)[64], float (&next)[64], u32 (&a4)[4][4],
-                                               int b, int blocks, const float* scales, unsigned char* smem,
-                                               unsigned long long* full, unsigned long long* empty, int warp, int lane,
-                                               int t) {
+                                               const Ring<STAGES>& ring, const float* scales, int b, int blocks,
+                                               int warp, int lane, int t) {
     wait_groups<0>();
     fence_all(cur);
     fence_all(a4);
-    const unsigned char* slot = smem + (b % STAGES) * SLOT;
-    const unsigned char* later = smem + ((b + 1) % STAGES) * SLOT;
     const bool more = b + 1 < blocks;
     if (more) {
-        bar_wait(mk::smem_addr(&full[(b + 1) % STAGES]), ((b + 1) / STAGES) & 1);
-        widen_half(a4, later, warp, lane, 0);
-        issue_steps(next, a4, later, 0);
+        ring.wait(b + 1);
+        widen_half(a4, ring.slot(b + 1), warp, lane, 0);
+        issue_steps(next, a4, ring.slot(b + 1), 0);
     }
-    promote<16>(acc, cur, __ldg(scales + b), reinterpret_cast<const float*>(slot + X_BYTES), 0, t);
-    __syncwarp();
-    if (lane == 0) bar_arrive(mk::smem_addr(&empty[b % STAGES]));
+    promote<16>(acc, cur, __ldg(scales + b), ring.unscale(b), 0, t);
+    ring.release(b, lane);
     if (more) {
         wait_groups<0>();
         fence_all(a4);
-        widen_half(a4, later, warp, lane, 1);
-        issue_steps(next, a4, later, 1);
+        widen_half(a4, ring.slot(b + 1), warp, lane, 1);
+        issue_steps(next, a4, ring.slot(b + 1), 1);
     }
 }
 
-template <int STAGES, bool HALVES, Mode MODE = FULL, bool PIPELINED = false>
+template <int STAGES>
+__device__ void consume_pipelined(float (&acc)[64], const Ring<STAGES>& ring, const float* scales, int blocks,
+                                  int warp, int lane, int t) {
+    float p0[64], p1[64];
+    u32 a4[4][4];
+    ring.wait(0);
+    widen_half(a4, ring.slot(0), warp, lane, 0);
+    issue_steps(p0, a4, ring.slot(0), 0);
+    wait_groups<0>();
+    fence_all(a4);
+    widen_half(a4, ring.slot(0), warp, lane, 1);
+    issue_steps(p0, a4, ring.slot(0), 1);
+    for (int b = 0; b < blocks; b += 2) {  // two steps a trip, so that p0 and p1 keep static names
+        pipelined_step(acc, p0, p1, a4, ring, scales, b, blocks, warp, lane, t);
+        if (b + 1 < blocks) pipelined_step(acc, p1, p0, a4, ring, scales, b + 1, blocks, warp, lane, t);
+    }
+}
+
+template <int STAGES, Schedule SCHEDULE, Mode MODE = FULL>
 __device__ void gemm(const unsigned char* units, const float* scale, const unsigned char* prepared, float* y, int n,
                      int k, int rows) {
     extern __shared__ __align__(1024) unsigned char smem[];
@@ -272,87 +366,14 @@ __device__ void gemm(const unsigned char* units, const float* scale, const unsig
     float acc[64];
 #pragma unroll
     for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
+    const Ring<STAGES> ring{smem, full, empty};
     const float* scales = scale + static_cast<size_t>(row_tile) * blocks;
-    if (PIPELINED) {
-        float p0[64], p1[64];
-        u32 a4[4][4];
-        bar_wait(mk::smem_addr(&full[0]), 0);
-        widen_half(a4, smem, warp, lane, 0);
-        issue_steps(p0, a4, smem, 0);
-        wait_groups<0>();
-        fence_all(a4);
-        widen_half(a4, smem, warp, lane, 1);
-        issue_steps(p0, a4, smem, 1);
-        for (int b = 0; b < blocks; b += 2) {
-            pipelined_step<STAGES>(acc, p0, p1, a4, b, blocks, scales, smem, full, empty, warp, lane, t);
-            if (b + 1 < blocks)
-                pipelined_step<STAGES>(acc, p1, p0, a4, b + 1, blocks, scales, smem, full, empty, warp, lane, t);
-        }
-    } else {
-    u32 af[8][4];
-    if (!HALVES) {  // the eight n128 steps, then their promotion: the warpgroup's products wait for it
-        float part[64];
-        for (int b = 0; b < blocks; ++b) {
-            const int s = b % STAGES;
-            bar_wait(mk::smem_addr(&full[s]), (b / STAGES) & 1);
-            const unsigned char* slot = smem + s * SLOT;
-            if (MODE != FIXED_A || b == 0) widen(af, slot, warp, lane);
-            const float sc = __ldg(scales + b);
-            WGMMA(asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"));
-            if constexpr (MODE == MMA_ONLY || MODE == FIXED_A) {
-#pragma unroll
-                for (int st = 0; st < 8; ++st)
-                    wgmma_m64n128k16(acc, af[st], smem_desc(slot + st * 4096, 128, 256), b + st > 0);
-                WGMMA(asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"));
-                wait_groups<0>();
-                fence_all(acc);
-                fence_all(af);
-                __syncwarp();
-                if (lane == 0) bar_arrive(mk::smem_addr(&empty[s]));
-            } else {
-#pragma unroll
-                for (int st = 0; st < 8; ++st)
-                    wgmma_m64n128k16(part, af[st], smem_desc(slot + st * 4096, 128, 256), st);
-                WGMMA(asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"));
-                wait_groups<0>();
-                fence_all(part);
-                fence_all(af);
-                promote<16, MODE>(acc, part, sc, reinterpret_cast<const float*>(slot + X_BYTES), 0, t);
-                __syncwarp();
-                if (lane == 0) bar_arrive(mk::smem_addr(&empty[s]));
-            }
-        }
-    } else {  // the token halves as two n64 groups, each promoted while the other's products run
-        float pa[32], pb[32];
-        bar_wait(mk::smem_addr(&full[0]), 0);
-        widen(af, smem, warp, lane);
-        issue_half(pa, af, smem, 0);
-        issue_half(pb, af, smem, 1);
-        for (int b = 0; b < blocks; ++b) {
-            const int s = b % STAGES;
-            const unsigned char* slot = smem + s * SLOT;
-            const float* unscale = reinterpret_cast<const float*>(slot + X_BYTES);
-            const float sc = __ldg(scales + b);
-            wait_groups<1>();
-            fence_all(pa);
-            promote<8>(acc, pa, sc, unscale, 0, t);
-            wait_groups<0>();
-            fence_all(pb);
-            fence_all(af);
-            const int s1 = (b + 1) % STAGES;
-            const unsigned char* next = smem + s1 * SLOT;
-            if (b + 1 < blocks) {
-                bar_wait(mk::smem_addr(&full[s1]), ((b + 1) / STAGES) & 1);
-                widen(af, next, warp, lane);
-                issue_half(pa, af, next, 0);
-            }
-            promote<8>(acc + 32, pb, sc, unscale, 8, t);
-            __syncwarp();
-            if (lane == 0) bar_arrive(mk::smem_addr(&empty[s]));
-            if (b + 1 < blocks) issue_half(pb, af, next, 1);
-        }
-    }
-    }
+    if constexpr (SCHEDULE == PIPELINED)
+        consume_pipelined(acc, ring, scales, blocks, warp, lane, t);
+    else if constexpr (SCHEDULE == HALVES)
+        consume_halves(acc, ring, scales, blocks, warp, lane, t);
+    else
+        consume_whole<STAGES, MODE>(acc, ring, scales, blocks, warp, lane, t);
     const int row0 = row_tile * ROWS + 16 * warp + g, tok0 = tile * TOK + 2 * t;
 #pragma unroll
     for (int i = 0; i < 64; ++i) {  // accumulator i: row + 8 ((i / 2) % 2), token 8 (i / 4) + i % 2
@@ -400,15 +421,15 @@ extern "C" __global__ void __launch_bounds__(256) prompt_prepare(const __nv_bflo
         ws::gemm<STAGES, __VA_ARGS__>(units, scale, prepared, y, n, k, rows);                                          \
     }
 
-PROMPT_GEMM(prompt_gemm_ws2, 2, false)
-PROMPT_GEMM(prompt_gemm_ws3, 3, false)
-PROMPT_GEMM(prompt_gemm_ws4, 4, false)
-PROMPT_GEMM(prompt_gemm_ws3h, 3, true)
-PROMPT_GEMM(prompt_gemm_ws4h, 4, true)
-PROMPT_GEMM(prompt_gemm_ws3p, 3, false, ws::FULL, true)
-PROMPT_GEMM(prompt_gemm_ws4p, 4, false, ws::FULL, true)
-PROMPT_GEMM(prompt_gemm_ws3_mma_only, 3, false, ws::MMA_ONLY)
-PROMPT_GEMM(prompt_gemm_ws3_fixed_a, 3, false, ws::FIXED_A)
-PROMPT_GEMM(prompt_gemm_ws3_add_only, 3, false, ws::ADD_ONLY)
-PROMPT_GEMM(prompt_gemm_ws3_premul, 3, false, ws::PREMUL)
-PROMPT_GEMM(prompt_gemm_ws3_fma, 3, false, ws::FMA)
+PROMPT_GEMM(prompt_gemm_ws2, 2, ws::WHOLE)
+PROMPT_GEMM(prompt_gemm_ws3, 3, ws::WHOLE)
+PROMPT_GEMM(prompt_gemm_ws4, 4, ws::WHOLE)
+PROMPT_GEMM(prompt_gemm_ws3h, 3, ws::HALVES)
+PROMPT_GEMM(prompt_gemm_ws4h, 4, ws::HALVES)
+PROMPT_GEMM(prompt_gemm_ws3p, 3, ws::PIPELINED)
+PROMPT_GEMM(prompt_gemm_ws4p, 4, ws::PIPELINED)
+PROMPT_GEMM(prompt_gemm_ws3_mma_only, 3, ws::WHOLE, ws::MMA_ONLY)
+PROMPT_GEMM(prompt_gemm_ws3_fixed_a, 3, ws::WHOLE, ws::FIXED_A)
+PROMPT_GEMM(prompt_gemm_ws3_add_only, 3, ws::WHOLE, ws::ADD_ONLY)
+PROMPT_GEMM(prompt_gemm_ws3_premul, 3, ws::WHOLE, ws::PREMUL)
+PROMPT_GEMM(prompt_gemm_ws3_fma, 3, ws::WHOLE, ws::FMA)
