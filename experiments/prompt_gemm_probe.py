@@ -5,9 +5,12 @@ rows and tokens, and timed against cuBLAS bf16 (prompt_gemm_baseline.products) i
   python experiments/prompt_gemm_probe.py [--rows 512,1024] [--kernels s2,ws3,ws4] [--products mlp.gate_up] [--reps 20] [--out experiments/results]
 
 Kernels: `s3`, `s2` (prompt_gemm_probe.cu, the first design: one warpgroup a block, row-major weights, three
-or two ring slots); `ws3`, `ws4` (prompt_gemm_ws.cu: warp-specialised, the arena's 16-row weight units and the
-prepared operand, three or four slots). Each product's weights are timed in enough copies, used in turn, that
-they never sit in L2 (as the cuBLAS figure's are).
+or two ring slots); `ws2`, `ws3`, `ws4` (prompt_gemm_ws.cu: warp-specialised, the arena's 16-row weight units
+and the prepared operand, two to four slots), `ws3h`, `ws4h`, `ws3p`, `ws4p` (other consumer schedules),
+`ws3_persistent` (a block an SM walking the tiles) and the diagnostics `ws3_mma_only`, `ws3_fixed_a`,
+`ws3_add_only`, `ws3_premul`, `ws3_fma` (stages left out or another promotion: not the engine's y). Each
+product's weights are timed in enough copies, used in turn, that they never sit in L2 (as the cuBLAS
+figure's are).
 
 First `prompt_prepare` (the prepare step: bf16 rows to the prepared operand) is checked byte for byte against
 the reference's f16 operand in that layout (`prepared_from_bf16`) and timed, for each distinct k.
@@ -61,7 +64,9 @@ KERNELS = {  # label: (source, function, operand layout, threads, shared bytes)
     "ws3_add_only": ("prompt_gemm_ws.cu", "prompt_gemm_ws3_add_only", "prepared", 384, 3 * WS_SLOT),
     "ws3_premul": ("prompt_gemm_ws.cu", "prompt_gemm_ws3_premul", "prepared", 384, 3 * WS_SLOT),
     "ws3_fma": ("prompt_gemm_ws.cu", "prompt_gemm_ws3_fma", "prepared", 384, 3 * WS_SLOT),
+    "ws3_persistent": ("prompt_gemm_ws.cu", "prompt_gemm_ws3_persistent", "prepared", 384, 3 * WS_SLOT),
 }
+PERSISTENT = {"ws3_persistent"}  # a block an SM, walking the tiles
 SAMPLE_ROWS, SAMPLE_TOKENS = 256, 4
 UNCACHED_BYTES = 150 << 20  # weight copies in turn: more than twice the H200's 60 MB of L2
 
@@ -134,7 +139,9 @@ def run(label: str, fn, dev: dict, y, n: int, k: int, rows: int, copy: int = 0):
         fn((n // TM, rows // TN), (threads,), (dev["w"][copy], dev["scale"], dev["x"], dev["unscale"], y, np.int32(n),
                                                 np.int32(k)), shared_mem=shared)
     else:
-        fn(((rows // WS_TILE) * (n // WS_TILE),), (threads,),
+        tiles = (rows // WS_TILE) * (n // WS_TILE)
+        grid = min(tiles, dev["sms"]) if label in PERSISTENT else tiles
+        fn((grid,), (threads,),
            (dev["units"][copy], dev["scale"], dev["prepared"], y, np.int32(n), np.int32(k), np.int32(rows)),
            shared_mem=shared)
 
@@ -180,6 +187,7 @@ def main() -> None:
     if unknown:
         raise SystemExit(f"unknown kernels {unknown}; known: {sorted(KERNELS)}")
     device = cupy.cuda.Device().id
+    sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
     kernels = {}
     for label in labels:  # opted in to their shared memory once, not in the timed loop
         source, function, _, _, shared = KERNELS[label]
@@ -204,7 +212,7 @@ def main() -> None:
             want, magnitude = expected(host[0][pick_rows], host[1][pick_rows // KB], host[2][pick_tokens],
                                        host[3][pick_tokens])
             copies = max(1, -(-UNCACHED_BYTES // (n * k)))
-            dev = {"scale": cupy.asarray(host[1])}
+            dev = {"scale": cupy.asarray(host[1]), "sms": sms}
             if "row-major" in layouts:
                 w = cupy.asarray(host[0])
                 dev.update(w=[w] + [w.copy() for _ in range(copies - 1)], x=cupy.asarray(host[2]),

@@ -197,21 +197,67 @@ __device__ __forceinline__ void wait_groups() {
     WGMMA(asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(PENDING) : "memory"));
 }
 
-// The consumers' view of the ring: k-block b sits in slot b % STAGES, filled in round b / STAGES.
+// The consumers' view of the ring: the tile's k-block b is the ring's load c = base + b (base: the loads of the
+// block's earlier tiles), in slot c % STAGES, filled in round c / STAGES.
 template <int STAGES>
 struct Ring {
     unsigned char* smem;
     unsigned long long* full;
     unsigned long long* empty;
+    int base;
 
-    __device__ const unsigned char* slot(int b) const { return smem + (b % STAGES) * SLOT; }
+    __device__ const unsigned char* slot(int b) const { return smem + ((base + b) % STAGES) * SLOT; }
     __device__ const float* unscale(int b) const { return reinterpret_cast<const float*>(slot(b) + X_BYTES); }
-    __device__ void wait(int b) const { bar_wait(mk::smem_addr(&full[b % STAGES]), (b / STAGES) & 1); }
+    __device__ void wait(int b) const {
+        bar_wait(mk::smem_addr(&full[(base + b) % STAGES]), ((base + b) / STAGES) & 1);
+    }
     __device__ void release(int b, int lane) const {  // one arrive a warp, after all its lanes' reads
         __syncwarp();
-        if (lane == 0) bar_arrive(mk::smem_addr(&empty[b % STAGES]));
+        if (lane == 0) bar_arrive(mk::smem_addr(&empty[(base + b) % STAGES]));
     }
 };
+
+template <int STAGES>
+__device__ void init_ring(unsigned long long* full, unsigned long long* empty) {
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            bar_init(mk::smem_addr(&full[s]), 1);
+            bar_init(mk::smem_addr(&empty[s]), CONSUMER_WARPS);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+}
+
+// The producer's loads of one tile: k-block b is the ring's load c = base + b; a slot is refilled once the
+// consumers have released its previous round.
+template <int STAGES>
+__device__ void produce_tile(unsigned char* smem, unsigned long long* full, unsigned long long* empty,
+                             const unsigned char* units, const unsigned char* prepared, int tile, int row_tile,
+                             int blocks, int base) {
+    const unsigned char* operand = prepared + static_cast<size_t>(tile) * blocks * XU_BYTES;
+    const unsigned char* strips = units + static_cast<size_t>(row_tile) * (ROWS / 16) * blocks * UNIT;
+    for (int b = 0; b < blocks; ++b) {
+        const int c = base + b, s = c % STAGES;
+        if (c >= STAGES) bar_wait(mk::smem_addr(&empty[s]), (c / STAGES + 1) & 1);
+        const u32 slot = mk::smem_addr(smem + s * SLOT), bar = mk::smem_addr(&full[s]);
+        bar_expect(bar, XU_BYTES + W_BYTES);
+        bulk_copy(slot, operand + static_cast<size_t>(b) * XU_BYTES, XU_BYTES, bar);
+        for (int st = 0; st < ROWS / 16; ++st)
+            bulk_copy(slot + XU_BYTES + st * UNIT, strips + (static_cast<size_t>(st) * blocks + b) * UNIT, UNIT, bar);
+    }
+}
+
+// This thread's 64 accumulators to y (accumulator i: row + 8 ((i / 2) % 2), token 8 (i / 4) + i % 2).
+__device__ __forceinline__ void store_tile(float* y, const float (&acc)[64], int n, int tile, int row_tile, int warp,
+                                           int g, int t) {
+    const int row0 = row_tile * ROWS + 16 * warp + g, tok0 = tile * TOK + 2 * t;
+#pragma unroll
+    for (int i = 0; i < 64; ++i) {
+        const int row = row0 + 8 * (i / 2 % 2), tok = tok0 + 8 * (i / 4) + i % 2;
+        y[static_cast<size_t>(tok) * n + row] = acc[i];
+    }
+}
 
 // How a consumer warpgroup orders its products and promotions:
 // WHOLE: per k-block the eight n128 steps, a wait, the promotion (the warpgroup's products wait for it);
@@ -323,40 +369,23 @@ __device__ void consume_pipelined(float (&acc)[64], const Ring<STAGES>& ring, co
     }
 }
 
+// One tile a block (the grid is the tiles, a row tile's token tiles adjacent so that they share its weights in L2).
 template <int STAGES, Schedule SCHEDULE, Mode MODE = FULL>
 __device__ void gemm(const unsigned char* units, const float* scale, const unsigned char* prepared, float* y, int n,
                      int k, int rows) {
     extern __shared__ __align__(1024) unsigned char smem[];
     __shared__ __align__(8) unsigned long long full[STAGES], empty[STAGES];
     const int blocks = k / KB, tiles = rows / TOK;
-    const int tile = blockIdx.x % tiles, row_tile = blockIdx.x / tiles;  // a row tile's token tiles run together
+    const int tile = blockIdx.x % tiles, row_tile = blockIdx.x / tiles;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; ++s) {
-            bar_init(mk::smem_addr(&full[s]), 1);
-            bar_init(mk::smem_addr(&empty[s]), CONSUMER_WARPS);
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
-    __syncthreads();
+    init_ring<STAGES>(full, empty);
 
     // 12 warps put three on an SM sub-partition's 16,384 registers: 168 each at launch; the producer warpgroup
     // gives its share to the two consumer warpgroups (2 x 232 + 40 = 504 a sub-partition's lane)
     if (warp >= CONSUMER_WARPS) {  // the producer
         WGMMA(asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n"));
-        if (warp != CONSUMER_WARPS || lane != 0) return;
-        const unsigned char* operand = prepared + static_cast<size_t>(tile) * blocks * XU_BYTES;
-        const unsigned char* strips = units + static_cast<size_t>(row_tile) * (ROWS / 16) * blocks * UNIT;
-        for (int b = 0; b < blocks; ++b) {
-            const int s = b % STAGES;
-            if (b >= STAGES) bar_wait(mk::smem_addr(&empty[s]), (b / STAGES + 1) & 1);
-            const u32 slot = mk::smem_addr(smem + s * SLOT), bar = mk::smem_addr(&full[s]);
-            bar_expect(bar, XU_BYTES + W_BYTES);
-            bulk_copy(slot, operand + static_cast<size_t>(b) * XU_BYTES, XU_BYTES, bar);
-            for (int st = 0; st < ROWS / 16; ++st)
-                bulk_copy(slot + XU_BYTES + st * UNIT, strips + (static_cast<size_t>(st) * blocks + b) * UNIT, UNIT,
-                          bar);
-        }
+        if (warp == CONSUMER_WARPS && lane == 0)
+            produce_tile<STAGES>(smem, full, empty, units, prepared, tile, row_tile, blocks, 0);
         return;
     }
 
@@ -366,7 +395,7 @@ __device__ void gemm(const unsigned char* units, const float* scale, const unsig
     float acc[64];
 #pragma unroll
     for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
-    const Ring<STAGES> ring{smem, full, empty};
+    const Ring<STAGES> ring{smem, full, empty, 0};
     const float* scales = scale + static_cast<size_t>(row_tile) * blocks;
     if constexpr (SCHEDULE == PIPELINED)
         consume_pipelined(acc, ring, scales, blocks, warp, lane, t);
@@ -374,11 +403,35 @@ __device__ void gemm(const unsigned char* units, const float* scale, const unsig
         consume_halves(acc, ring, scales, blocks, warp, lane, t);
     else
         consume_whole<STAGES, MODE>(acc, ring, scales, blocks, warp, lane, t);
-    const int row0 = row_tile * ROWS + 16 * warp + g, tok0 = tile * TOK + 2 * t;
+    store_tile(y, acc, n, tile, row_tile, warp, g, t);
+}
+
+// Persistent: a block an SM walks the tiles i = blockIdx.x, + gridDim.x, ...; the ring runs on across tiles, so
+// the producer loads the next tile's first k-blocks while the consumers promote and store the last ones.
+template <int STAGES>
+__device__ void gemm_persistent(const unsigned char* units, const float* scale, const unsigned char* prepared,
+                                float* y, int n, int k, int rows) {
+    extern __shared__ __align__(1024) unsigned char smem[];
+    __shared__ __align__(8) unsigned long long full[STAGES], empty[STAGES];
+    const int blocks = k / KB, tiles = rows / TOK, count = tiles * (n / ROWS);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    init_ring<STAGES>(full, empty);
+    if (warp >= CONSUMER_WARPS) {
+        WGMMA(asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n"));
+        if (warp == CONSUMER_WARPS && lane == 0)
+            for (int i = blockIdx.x, base = 0; i < count; i += gridDim.x, base += blocks)
+                produce_tile<STAGES>(smem, full, empty, units, prepared, i % tiles, i / tiles, blocks, base);
+        return;
+    }
+    WGMMA(asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n"));
+    const int g = lane / 4, t = lane % 4;
+    for (int i = blockIdx.x, base = 0; i < count; i += gridDim.x, base += blocks) {
+        float acc[64];
 #pragma unroll
-    for (int i = 0; i < 64; ++i) {  // accumulator i: row + 8 ((i / 2) % 2), token 8 (i / 4) + i % 2
-        const int row = row0 + 8 * (i / 2 % 2), tok = tok0 + 8 * (i / 4) + i % 2;
-        y[static_cast<size_t>(tok) * n + row] = acc[i];
+        for (int j = 0; j < 64; ++j) acc[j] = 0.0f;
+        const Ring<STAGES> ring{smem, full, empty, base};
+        consume_whole<STAGES, FULL>(acc, ring, scale + static_cast<size_t>(i / tiles) * blocks, blocks, warp, lane, t);
+        store_tile(y, acc, n, i % tiles, i / tiles, warp, g, t);
     }
 }
 
@@ -433,3 +486,10 @@ PROMPT_GEMM(prompt_gemm_ws3_fixed_a, 3, ws::WHOLE, ws::FIXED_A)
 PROMPT_GEMM(prompt_gemm_ws3_add_only, 3, ws::WHOLE, ws::ADD_ONLY)
 PROMPT_GEMM(prompt_gemm_ws3_premul, 3, ws::WHOLE, ws::PREMUL)
 PROMPT_GEMM(prompt_gemm_ws3_fma, 3, ws::WHOLE, ws::FMA)
+
+// ws3 on a persistent grid (one block an SM: prompt_gemm_probe.py launches the SM count).
+extern "C" __global__ void __launch_bounds__(ws::THREADS, 1)
+    prompt_gemm_ws3_persistent(const unsigned char* units, const float* scale, const unsigned char* prepared, float* y,
+                               int n, int k, int rows) {
+    ws::gemm_persistent<3>(units, scale, prepared, y, n, k, rows);
+}

@@ -92,3 +92,14 @@ def test_the_prepare_kernels_expectation_is_the_reference_f16_operand():
         assert np.array_equal(b, tokens[:, order].transpose(1, 2, 0))
         assert np.array_equal(prepared[tile, block, probe.X_BYTES:].view(np.float32),
                               unscale[128 * tile:128 * tile + 128, block])
+
+
+def test_every_kernel_the_probe_names_is_defined_in_its_source():
+    from pathlib import Path
+
+    probe = load_experiment("prompt_gemm_probe")
+    for label, (source, function, layout, threads, shared) in probe.KERNELS.items():
+        text = (Path(probe.HERE) / source).read_text()
+        assert f"PROMPT_GEMM({function}," in text or f"{function}(" in text, label
+        assert layout in ("row-major", "prepared") and shared <= 227 * 1024, label
+    assert probe.PERSISTENT <= set(probe.KERNELS)
