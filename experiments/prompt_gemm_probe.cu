@@ -24,30 +24,6 @@ constexpr int A_BYTES = TM * KB;
 constexpr int B_BYTES = TN * KB * 2;
 constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
 
-// d (64 x 128, fp32, wgmma's accumulator layout) += a (64 x 16 f16: this warp's 16 rows in mma.m16n8k16's
-// A fragment layout) x b (16 x 128 f16, a no-swizzle K-major shared-memory descriptor). Asynchronous: the
-// caller fences before and commits and waits after (k_block).
-__device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], const u32 (&a)[4], unsigned long long desc) {
-    WGMMA(asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {"
-        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-        "}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(1)
-        : "memory"));
-}
-
 // k-block b of the block's weights and tokens into slot `stage`: weights row-major (128 bytes a row), tokens
 // as core matrices (k16 step s, 8-token group, k half c at s * TN * 32 + group * 256 + c * 128, a token's 8
 // values 16 bytes), the layout D66's descriptor reads (leading offset 128: k halves; stride 256: groups).
@@ -88,7 +64,7 @@ __device__ __forceinline__ void k_block(const unsigned char* weights, const floa
     for (int i = 0; i < 64; ++i) part[i] = 0.0f;
     WGMMA(asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"));
 #pragma unroll
-    for (int s = 0; s < KB / 16; ++s) wgmma_m64n128k16(part, af[s], smem_desc(tokens + s * TN * 32, 128, 256));
+    for (int s = 0; s < KB / 16; ++s) wgmma_m64n128k16(part, af[s], smem_desc(tokens + s * TN * 32, 128, 256), 1);
     WGMMA(asm volatile("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n" ::: "memory"));
     const float sc = scale[(n0 / 128) * blocks + b];
 #pragma unroll
