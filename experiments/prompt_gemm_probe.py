@@ -2,7 +2,8 @@
 after D66): the prompt GEMM kernels on the 27B's prompt products at R rows, checked against float64 on sampled
 rows and tokens, and timed against cuBLAS bf16 (prompt_gemm_baseline.products) in the same process.
 
-  python experiments/prompt_gemm_probe.py [--rows 512,1024] [--kernels s2,ws3,ws4] [--products mlp.gate_up] [--reps 20] [--out experiments/results]
+  python experiments/prompt_gemm_probe.py [--rows 512,1024] [--kernels s2,ws3,ws4] [--products mlp.gate_up]
+                                          [--reps 20] [--out experiments/results]
 
 Kernels: `s3`, `s2` (prompt_gemm_probe.cu, the first design: one warpgroup a block, row-major weights, three
 or two ring slots); `ws2`, `ws3`, `ws4` (prompt_gemm_ws.cu: warp-specialised, the arena's 16-row weight units
@@ -15,9 +16,10 @@ figure's are).
 First `prompt_prepare` (the prepare step: bf16 rows to the prepared operand) is checked byte for byte against
 the reference's f16 operand in that layout (`prepared_from_bf16`) and timed, for each distinct k.
 
-Writes prompt_gemm_probe.json: `prepare` (bytes differing, us, GB/s moved); per product and kernel, us, TFLOP/s, the ratio to cuBLAS bf16's time on the same
-product, and the largest error over the sum of the terms' magnitudes on the sampled outputs; per R, the 64
-layers' products summed for a 4,096-token prompt. Needs CuPy and PyTorch on the GPU.
+Writes prompt_gemm_probe.json: `prepare` (bytes differing, us, GB/s moved); per product and kernel, us,
+TFLOP/s, the ratio to cuBLAS bf16's time on the same product, and the largest error over the sum of the
+terms' magnitudes on the sampled outputs; per R, the 64 layers' products summed for a 4,096-token prompt.
+Needs CuPy and PyTorch on the GPU.
 """
 
 from __future__ import annotations
@@ -199,6 +201,9 @@ def main() -> None:
     linears = prompt_linears(args.model)
     seeds = {name: i for i, name in enumerate(linears)}  # the same operands whichever products are picked
     if args.products:
+        missing = sorted(set(args.products.split(",")) - set(linears))
+        if missing:
+            raise SystemExit(f"unknown products {missing}; known: {sorted(linears)}")
         linears = {name: linears[name] for name in args.products.split(",")}
     gemms, totals = [], []
     for rows in [int(r) for r in args.rows.split(",")]:
