@@ -117,14 +117,19 @@ def main() -> None:
         total.update(bf16_tflops=flop / total["bf16_ms"] / 1e9, fp8_tflops=flop / total["fp8_ms"] / 1e9)
         print(json.dumps(total), flush=True)
         totals.append(total)
+    write_results(torch, args, "prompt_gemm_baseline.json",
+                  {"torch": torch.__version__, "dense": dense, "gemms": gemms, "prompt_linears": totals})
+
+
+def write_results(torch, args, name: str, body: dict) -> None:
+    """args.out/name: the results header (device, commit, command, time, model) then `body`."""
     os.makedirs(args.out, exist_ok=True)
-    path = os.path.join(args.out, "prompt_gemm_baseline.json")
+    path = os.path.join(args.out, name)
     with open(path, "w") as f:
         json.dump({"device": torch.cuda.get_device_name(), "git_commit": git_commit(),
                    "command": "python " + " ".join(sys.argv),
                    "created": datetime.datetime.now(datetime.UTC).isoformat(), "model": f"synthetic:{args.model}",
-                   "read_bandwidth_gbps": None, "torch": torch.__version__, "dense": dense, "gemms": gemms,
-                   "prompt_linears": totals}, f, indent=2)
+                   "read_bandwidth_gbps": None, **body}, f, indent=2)
     print(f"wrote {path}")
 
 

@@ -25,7 +25,6 @@ Needs CuPy and PyTorch on the GPU.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
 import sys
@@ -39,10 +38,9 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
 
 from megakernel.model import fp8  # noqa: E402
-from megakernel.provenance import git_commit  # noqa: E402
 from megakernel.reference import ops  # noqa: E402
 from megakernel.runtime.weight_layout import to_units  # noqa: E402
-from prompt_gemm_baseline import PROMPT_TOKENS, products, prompt_linears, time_us  # noqa: E402
+from prompt_gemm_baseline import PROMPT_TOKENS, products, prompt_linears, time_us, write_results  # noqa: E402
 
 KB = 128
 TM, TN = 64, 128  # prompt_gemm_probe.cu: weight rows and tokens a block
@@ -195,10 +193,10 @@ def main() -> None:
         source, function, _, _, shared = KERNELS[label]
         kernels[label] = cuda_build.module(Path(HERE) / source, device).get_function(function)
         kernels[label].max_dynamic_shared_size_bytes = shared
-    prepares = check_prepare(cupy, torch, cuda_build.module(Path(HERE) / "prompt_gemm_ws.cu", device)
-                             .get_function("prompt_prepare"), prompt_linears(args.model), args.reps)
-    layouts = {KERNELS[label][2] for label in labels}
     linears = prompt_linears(args.model)
+    prepares = check_prepare(cupy, torch, cuda_build.module(Path(HERE) / "prompt_gemm_ws.cu", device)
+                             .get_function("prompt_prepare"), linears, args.reps)
+    layouts = {KERNELS[label][2] for label in labels}
     seeds = {name: i for i, name in enumerate(linears)}  # the same operands whichever products are picked
     if args.products:
         missing = sorted(set(args.products.split(",")) - set(linears))
@@ -246,15 +244,8 @@ def main() -> None:
                 total[f"{label}_ms"] += chunks * e["layers"] * us / 1000
         print(json.dumps(total), flush=True)
         totals.append(total)
-    os.makedirs(args.out, exist_ok=True)
-    path = os.path.join(args.out, "prompt_gemm_probe.json")
-    with open(path, "w") as f:
-        json.dump({"device": torch.cuda.get_device_name(), "git_commit": git_commit(),
-                   "command": "python " + " ".join(sys.argv),
-                   "created": datetime.datetime.now(datetime.UTC).isoformat(), "model": f"synthetic:{args.model}",
-                   "read_bandwidth_gbps": None, "prepare": prepares, "gemms": gemms, "prompt_linears": totals},
-                  f, indent=2)
-    print(f"wrote {path}")
+    write_results(torch, args, "prompt_gemm_probe.json",
+                  {"prepare": prepares, "gemms": gemms, "prompt_linears": totals})
 
 
 if __name__ == "__main__":

@@ -149,15 +149,10 @@ __device__ __forceinline__ void fence_all(float (&r)[N]) {
 #pragma unroll
     for (int i = 0; i < N; ++i) fence_operand(r[i]);
 }
-__device__ __forceinline__ void fence_all(u32 (&af)[4][4]) {
+template <int STEPS>
+__device__ __forceinline__ void fence_all(u32 (&af)[STEPS][4]) {
 #pragma unroll
-    for (int st = 0; st < 4; ++st)
-#pragma unroll
-        for (int q = 0; q < 4; ++q) fence_operand(af[st][q]);
-}
-__device__ __forceinline__ void fence_all(u32 (&af)[8][4]) {
-#pragma unroll
-    for (int st = 0; st < 8; ++st)
+    for (int st = 0; st < STEPS; ++st)
 #pragma unroll
         for (int q = 0; q < 4; ++q) fence_operand(af[st][q]);
 }
