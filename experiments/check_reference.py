@@ -45,7 +45,7 @@ def main() -> None:
     candidates = {
         "reference_oracle_mode": (models[Mode.ORACLE], observe, NO_CONTROL),
         "reference_engine_mode": (models[Mode.ENGINE], observe, NO_CONTROL),
-        "reference_oracle_mode_chunked_prompt": (models[Mode.ORACLE], functools.partial(observe, gdn_form="chunked"),
+        "reference_oracle_mode_chunked_prompt": (models[Mode.ORACLE], functools.partial(observe, form="chunked"),
                                                  NO_CONTROL),
         **{f"negative_control_{name}": (models[Mode.ORACLE], observe, control)
            for name, control in NEGATIVE_CONTROLS.items()},

@@ -49,7 +49,7 @@ def main() -> None:
     diffs, agree = [], []
     for ids in goldens.prompts:
         seq = model.forward(model.new_session(len(ids)), ids).logits
-        chunked = model.forward(model.new_session(len(ids)), ids, gdn_form="chunked").logits
+        chunked = model.forward(model.new_session(len(ids)), ids, form="chunked").logits
         diffs.append(np.abs(seq - chunked).max(axis=1))
         agree.append(seq[:, :vocab].argmax(1) == chunked[:, :vocab].argmax(1))  # padding ids never win
     d, a = np.concatenate(diffs), np.concatenate(agree)

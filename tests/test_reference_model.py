@@ -66,10 +66,74 @@ def test_chunked_prompt_path_is_close_to_sequential(weights):
     prompt = [(7919 * i) % 248000 for i in range(70)]  # crosses the chunk boundary at 64
     a, b = model.new_session(80), model.new_session(80)
     seq = model.forward(a, prompt).logits
-    chunked = model.forward(b, prompt, gdn_form="chunked").logits
+    chunked = model.forward(b, prompt, form="chunked").logits
     assert np.abs(seq - chunked).max() < 0.1  # NUMERICS.md: measured 0.03-0.04, the oracle's own 0.04
     assert not np.array_equal(seq, chunked)  # it really is the other form
     assert (seq.argmax(1) == chunked.argmax(1)).mean() > 0.8
+
+
+LONG_PROMPT = [(7919 * i) % 248000 for i in range(150)]  # GDN chunks and attention key tiles of 64: 3 each
+
+
+@pytest.fixture(scope="module")
+def engine(weights):
+    return ReferenceModel(weights, Mode.ENGINE)
+
+
+@pytest.fixture(scope="module")
+def prompt_in_one_call(engine):
+    session = engine.new_session(160)
+    return session, engine.forward(session, LONG_PROMPT, form="prompt")
+
+
+def test_the_prompt_form_in_chunks_of_64k_rows_is_the_prompt_in_one_call(engine, prompt_in_one_call):
+    """A prompt path may chunk a prompt anywhere on a 64-row boundary and keep every bit (NUMERICS.md "The
+    prompt path"): linears and attention compute each row on its own, the GDN's WY chunks sit at absolute
+    multiples of 64 and hand the fp32 state on."""
+    whole_session, whole = prompt_in_one_call
+    chunked = engine.new_session(160)
+    for lo, hi in ((0, 64), (64, 128), (128, 150)):
+        last = engine.forward(chunked, LONG_PROMPT[lo:hi], form="prompt")
+    assert np.array_equal(last.logits[-1], whole.logits[-1])
+    assert_same_state(chunked, whole_session)
+    # the control: a split off the 64-row grid moves the GDN state's bits
+    odd = engine.new_session(160)
+    engine.forward(odd, LONG_PROMPT[:40], form="prompt")
+    engine.forward(odd, LONG_PROMPT[40:], form="prompt")
+    assert not all(np.array_equal(odd.ssm[i], whole_session.ssm[i]) for i in odd.ssm)
+
+
+def test_the_prompt_form_is_close_to_decode_and_is_its_own(engine, prompt_in_one_call):
+    """The prompt form reassociates the linears' k-block sums (one slice), attention's statistics (key
+    tiles) and the GDN recurrence (WY chunks): close to the decode form, not equal."""
+    session, prompt = prompt_in_one_call
+    decode_session = engine.new_session(160)
+    decode = engine.forward(decode_session, LONG_PROMPT)
+    assert np.abs(prompt.logits - decode.logits).max() < 0.1
+    assert (prompt.logits.argmax(1) == decode.logits.argmax(1)).mean() > 0.8
+    for i in session.ssm:
+        s, d = session.ssm[i], decode_session.ssm[i]
+        assert np.abs(s - d).max() <= 0.05 * np.abs(d).max()
+    for i in session.kv:  # bf16 keys: a few ulps apart where they differ at all
+        k, d = session.kv[i].keys[:150], decode_session.kv[i].keys[:150]
+        assert np.abs(k - d).max() <= 0.05 * np.abs(d).max()
+    assert not np.array_equal(prompt.logits, decode.logits)
+    # the GDN's WY form alone is not the whole difference: the engine's prompt arithmetic is its own
+    chunked = engine.forward(engine.new_session(160), LONG_PROMPT, form="chunked")
+    assert not np.array_equal(prompt.logits, chunked.logits)
+
+
+def test_the_prompt_form_in_oracle_mode_is_the_chunked_form(weights):
+    """k-slices and key tiles are engine orders: the oracle's prompt form is its chunked GDN alone."""
+    model = ReferenceModel(weights, Mode.ORACLE)
+    a = model.forward(model.new_session(80), LONG_PROMPT[:70], form="prompt").logits
+    b = model.forward(model.new_session(80), LONG_PROMPT[:70], form="chunked").logits
+    assert np.array_equal(a, b)
+
+
+def test_an_unknown_form_is_one_clear_error(engine):
+    with pytest.raises(InputError, match="unknown form 'batched'"):
+        engine.forward(engine.new_session(8), PROMPT, form="batched")
 
 
 def test_capacity_and_token_range_errors(weights):

@@ -279,3 +279,27 @@ def test_partitioned_attention_matches_attend_closely_and_handles_short_rows(rng
         b = ops.attend_partitioned(q, keys, values, d ** -0.5)
         assert np.isfinite(b).all()
         assert np.abs(a - b).max() <= 2 * bf16_ulp(np.abs(a).max()), T
+
+
+def test_tiled_attention_is_the_one_partition_form_when_one_tile_covers_the_row(rng):
+    heads, kv_heads, d = 12, 2, 256
+    for T in (1, 40, 64):
+        q, keys, values = rand_bf16(rng, heads, d), rand_bf16(rng, T, kv_heads, d), rand_bf16(rng, T, kv_heads, d)
+        one = ops.attend_partitioned(q, keys, values, d ** -0.5, partitions=1)
+        assert np.array_equal(ops.attend_tiled(q, keys, values, d ** -0.5, tile=64), one), T
+
+
+def test_tiled_attention_folds_its_tiles_in_key_order_close_to_attend(rng):
+    heads, kv_heads, d = 12, 2, 256
+    q, keys, values = rand_bf16(rng, heads, d), rand_bf16(rng, 200, kv_heads, d, scale=4.0), rand_bf16(rng, 200, kv_heads, d)
+    a = ops.attend(q, keys, values, d ** -0.5)
+    b = ops.attend_tiled(q, keys, values, d ** -0.5)
+    assert np.abs(a - b).max() <= 2 * bf16_ulp(np.abs(a).max())
+    scores = ops.attention_scores(q[:6], keys[:, 0, :], d ** -0.5)
+    m, total = ops.online_stats(scores, 64)
+    assert np.array_equal(m, scores.max(axis=1))
+    exact = np.exp(scores.astype(np.float64) - m[:, None]).sum(axis=1)
+    assert np.abs(total - exact).max() <= 1e-5 * exact.max()
+    # the fold is an order of its own: the tile size shows in the sums' last bits
+    sums = [ops.online_stats(scores, t)[1] for t in (8, 64, 200)]
+    assert not (np.array_equal(sums[0], sums[1]) and np.array_equal(sums[1], sums[2]))

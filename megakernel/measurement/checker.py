@@ -128,10 +128,11 @@ class Observation:
                     self.keys if has_kv else None, self.values if has_kv else None)
 
 
-def observe(model: ReferenceModel, ids: list[int], gdn_form: str = "sequential") -> Observation:
-    """Teacher-force the reference over a prompt in one call (sequential GDN: exact with decode)."""
+def observe(model: ReferenceModel, ids: list[int], form: str = "sequential") -> Observation:
+    """Teacher-force the reference over a prompt in one call, in `form` (model.FORMS; sequential: exact with
+    decode)."""
     session = model.new_session(len(ids))
-    logits = model.forward(session, ids, gdn_form).logits
+    logits = model.forward(session, ids, form).logits
     c = model.config
     T = len(ids)
     return Observation(

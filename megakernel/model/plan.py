@@ -31,6 +31,10 @@ STRIP_ROWS = 16  # rows of one warp's mma tile (gemv.cuh WARP_ROWS): row groups 
 MAX_TILE_ROWS = 256  # gemv_tile.cuh: the rows one GEMV tile keeps in shared memory
 HEAD_TILE_ROWS = ROW_BLOCK  # the head's row groups: one argmax candidate per this many vocabulary rows (ISA.md)
 ATTENTION_PARTITIONS = 32  # x 4 KV heads = 128 attention tiles on the 27B
+# The prompt path (issue 21): softmax statistics over key tiles of this many keys from position 0, combined
+# online in key order (ops.attend_tiled); every linear in one k-slice (the prompt GEMM's promotion order).
+PROMPT_KEY_TILE = 64
+PROMPT_SLICES = 1
 
 
 def row_groups(segment_rows: tuple[int, ...], tile_rows: int, paired: bool = False) -> int:

@@ -3,7 +3,10 @@
 `ReferenceModel.forward(session, tokens)` runs M rows layer by layer (as the GPU's verify pass will),
 and is exactly M sequential one-token steps: every op computes each row with the same code, the
 GDN recurrence and the conv ring walk the rows in order, and row m attends to the cache up to its
-own position. With `gdn="chunked"` the GDN core uses the WY form over the rows instead (prompts).
+own position. Its `form` picks how the rows are computed (FORMS): "sequential" as above; "chunked" the
+GDN core in the WY form over the rows; "prompt" the prompt path's arithmetic (issue 21, NUMERICS.md
+"The prompt path"): chunked GDN, and in engine mode every linear in one k-slice and attention statistics
+over fixed key tiles.
 """
 
 from __future__ import annotations
@@ -52,28 +55,41 @@ class StepOutput:
     hidden: np.ndarray  # [M, hidden] post-final-norm hidden (what lm_head and the MTP head read)
 
 
+SEQUENTIAL, CHUNKED, PROMPT = FORMS = ("sequential", "chunked", "prompt")
+
+
+def _slices(form: str) -> int | None:
+    """The k-slices of every linear in `form`: the prompt GEMM's, else each layer's own (plan.py)."""
+    return plan.PROMPT_SLICES if form == PROMPT else None
+
+
 class _AttentionLayer:
     def __init__(self, w: WeightSet, p: str, c: ModelConfig, mode: Mode):
-        self.c = c
-        self.attend = ops.attend_partitioned if mode == Mode.ENGINE else ops.attend
+        self.c, self.engine = c, mode == Mode.ENGINE
         self.q_proj, self.k_proj, self.v_proj, self.o_proj = (
             _linear(w, p + f"self_attn.{n}_proj.weight", mode) for n in "qkvo")
         self.q_norm, self.k_norm = w[p + "self_attn.q_norm.weight"], w[p + "self_attn.k_norm.weight"]
 
-    def __call__(self, h: np.ndarray, positions: np.ndarray, cache: KVCache, rope_theta: float) -> np.ndarray:
-        c = self.c
-        q, gate = ops.split_query_gate(self.q_proj(h), c.num_attention_heads, c.head_dim)
+    def _attend(self, form: str):
+        if not self.engine:
+            return ops.attend
+        return ops.attend_tiled if form == PROMPT else ops.attend_partitioned
+
+    def __call__(self, h: np.ndarray, positions: np.ndarray, cache: KVCache, rope_theta: float,
+                 form: str = SEQUENTIAL) -> np.ndarray:
+        c, slices = self.c, _slices(form)
+        q, gate = ops.split_query_gate(self.q_proj(h, slices), c.num_attention_heads, c.head_dim)
         q = ops.rms_norm_1p(q, self.q_norm, c.rms_norm_eps)
-        k = ops.rms_norm_1p(self.k_proj(h).reshape(-1, c.num_key_value_heads, c.head_dim), self.k_norm,
+        k = ops.rms_norm_1p(self.k_proj(h, slices).reshape(-1, c.num_key_value_heads, c.head_dim), self.k_norm,
                             c.rms_norm_eps)
-        v = self.v_proj(h).reshape(-1, c.num_key_value_heads, c.head_dim)
+        v = self.v_proj(h, slices).reshape(-1, c.num_key_value_heads, c.head_dim)
         cos, sin = ops.rope_tables(positions, c.rotary_dim, rope_theta)
         q, k = ops.apply_rope(q, cos, sin), ops.apply_rope(k, cos, sin)
         cache.keys[positions], cache.values[positions] = k, v
-        scale = c.head_dim ** -0.5
-        o = np.stack([self.attend(q[m], cache.keys[:p + 1], cache.values[:p + 1], scale)
+        scale, attend = c.head_dim ** -0.5, self._attend(form)
+        o = np.stack([attend(q[m], cache.keys[:p + 1], cache.values[:p + 1], scale)
                       for m, p in enumerate(positions)])
-        return self.o_proj(ops.output_gate(o.reshape(len(positions), -1), gate))
+        return self.o_proj(ops.output_gate(o.reshape(len(positions), -1), gate), slices)
 
 
 class _GDNLayer:
@@ -87,12 +103,12 @@ class _GDNLayer:
         self.norm_weight = w[p + "norm.weight"]
 
     def __call__(self, h: np.ndarray, first_position: int, ssm: np.ndarray, conv: np.ndarray,
-                 chunked: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        c = self.c
+                 form: str = SEQUENTIAL) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        c, slices = self.c, _slices(form)
         rows = h.shape[0]
-        mixed = self.in_proj_qkv(h)
-        z = self.in_proj_z(h).reshape(rows, c.linear_num_value_heads, c.linear_value_head_dim)
-        beta, g = gdn.gates(self.in_proj_b(h), self.in_proj_a(h), self.a_log, self.dt_bias)
+        mixed = self.in_proj_qkv(h, slices)
+        z = self.in_proj_z(h, slices).reshape(rows, c.linear_num_value_heads, c.linear_value_head_dim)
+        beta, g = gdn.gates(self.in_proj_b(h, slices), self.in_proj_a(h, slices), self.a_log, self.dt_bias)
         convolved = np.empty_like(mixed)
         for m in range(rows):
             convolved[m], conv = gdn.conv_step(mixed[m], conv, self.conv_weight)
@@ -100,22 +116,23 @@ class _GDNLayer:
         shape = (rows, -1, c.linear_key_head_dim)
         q, k = gdn.prepare_qk(q.reshape(shape), k.reshape(shape), c.linear_num_value_heads)
         v = v.reshape(rows, c.linear_num_value_heads, c.linear_value_head_dim)
-        if chunked:
+        if form in (CHUNKED, PROMPT):
             o, ssm = gdn.chunked(ssm, q, k, v, g, beta, first_position)
         else:
             o = np.empty_like(v)
             for m in range(rows):
                 o[m], ssm = gdn.recurrent_step(ssm, q[m], k[m], v[m], g[m], beta[m])
         out = ops.gated_rms_norm(o, z, self.norm_weight, c.rms_norm_eps)
-        return self.out_proj(out.reshape(rows, -1)), ssm, conv
+        return self.out_proj(out.reshape(rows, -1), slices), ssm, conv
 
 
 class _MLP:
     def __init__(self, w: WeightSet, p: str, mode: Mode):
         self.gate, self.up, self.down = (_linear(w, p + f"mlp.{n}_proj.weight", mode) for n in ("gate", "up", "down"))
 
-    def __call__(self, h: np.ndarray) -> np.ndarray:
-        return self.down(ops.swiglu(self.gate(h), self.up(h)))
+    def __call__(self, h: np.ndarray, form: str = SEQUENTIAL) -> np.ndarray:
+        slices = _slices(form)
+        return self.down(ops.swiglu(self.gate(h, slices), self.up(h, slices)), slices)
 
 
 def _linear(w: WeightSet, name: str, mode: Mode) -> ops.Linear:
@@ -135,17 +152,17 @@ def build_layer(w: WeightSet, i: int, mode: Mode) -> Layer:
 
 
 def layer_step(layer: Layer, i: int, x: np.ndarray, positions: np.ndarray, session: Session, c: ModelConfig,
-               rope_theta: float, chunked: bool = False) -> np.ndarray:
+               rope_theta: float, form: str = SEQUENTIAL) -> np.ndarray:
     """The residual rows x at `positions` through decoder layer i, reading and updating the layer's cache or
-    state in `session` (whose position is positions[0]); in the caller's arithmetic."""
+    state in `session` (whose position is positions[0]); in the caller's arithmetic and `form` (FORMS)."""
     norm_in, mixer, norm_post, mlp = layer
     h = ops.rms_norm_1p(x, norm_in, c.rms_norm_eps)
     if isinstance(mixer, _AttentionLayer):
-        h = mixer(h, positions, session.kv[i], rope_theta)
+        h = mixer(h, positions, session.kv[i], rope_theta, form)
     else:
-        h, session.ssm[i], session.conv[i] = mixer(h, int(positions[0]), session.ssm[i], session.conv[i], chunked)
+        h, session.ssm[i], session.conv[i] = mixer(h, int(positions[0]), session.ssm[i], session.conv[i], form)
     x = bf16(x + h)
-    return bf16(x + mlp(ops.rms_norm_1p(x, norm_post, c.rms_norm_eps)))
+    return bf16(x + mlp(ops.rms_norm_1p(x, norm_post, c.rms_norm_eps), form))
 
 
 def head_logits(lm_head: ops.Linear, hidden: np.ndarray, mode: Mode) -> np.ndarray:
@@ -196,13 +213,16 @@ class ReferenceModel:
         return empty_session(self.config, capacity, self.mtp is not None)
 
     @_in_mode
-    def forward(self, session: Session, tokens, gdn_form: str = "sequential", last_logits_only: bool = False,
+    def forward(self, session: Session, tokens, form: str = SEQUENTIAL, last_logits_only: bool = False,
                 layers_out: list | None = None) -> StepOutput:
-        """Process len(tokens) rows at positions session.position..; advances the session. last_logits_only:
+        """Process len(tokens) rows at positions session.position..; advances the session. form: FORMS (the
+        head is the decode head's in every form). last_logits_only:
         the head runs on the last row alone (a prompt needs no more; each row's logits are its own, so that
         row's bits are the same), logits [1, vocab]. layers_out: gets each layer's output rows (the
         residual stream after the layer, [M, hidden]), in layer order."""
         c = self.config
+        if form not in FORMS:
+            raise InputError(f"unknown form {form!r}: one of {', '.join(FORMS)}")
         tokens = self.check_tokens(tokens)
         positions = np.arange(session.position, session.position + len(tokens))
         if positions[-1] >= session.capacity:
@@ -210,7 +230,7 @@ class ReferenceModel:
                              f"{session.capacity}")
         x = as_real(self.embed[tokens])
         for i, layer in enumerate(self.layers):
-            x = layer_step(layer, i, x, positions, session, c, self.rope_theta, gdn_form == "chunked")
+            x = layer_step(layer, i, x, positions, session, c, self.rope_theta, form)
             if layers_out is not None:
                 layers_out.append(x.copy())
         session.position += len(tokens)

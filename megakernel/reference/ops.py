@@ -110,22 +110,24 @@ class Linear:
         else:
             self.w = bf16(fp8.dequantize(weight, scale))
 
-    def accumulate(self, x: np.ndarray) -> np.ndarray:
-        """fp32 results [M, N] before the output rounding (rows computed one by one)."""
+    def accumulate(self, x: np.ndarray, slices: int | None = None) -> np.ndarray:
+        """fp32 results [M, N] before the output rounding (rows computed one by one). slices: the engine's
+        k-slices for this call instead of the layer's own (the prompt path's GEMM: plan.PROMPT_SLICES)."""
         x = as_real(x).reshape(-1, self.in_features)
         w = self.w.astype(REAL.dtype, copy=False)  # EXACT: one float64 copy a call, not one a row
-        return np.stack([self._row(row, w) for row in x])
+        slices = self.slices if slices is None else slices
+        return np.stack([self._row(row, w, slices) for row in x])
 
-    def __call__(self, x: np.ndarray) -> np.ndarray:
-        return bf16(self.accumulate(x))
+    def __call__(self, x: np.ndarray, slices: int | None = None) -> np.ndarray:
+        return bf16(self.accumulate(x, slices))
 
-    def _row(self, x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    def _row(self, x: np.ndarray, w: np.ndarray, slices: int) -> np.ndarray:
         x = np.ascontiguousarray(x)
         if not self.engine:
             return w @ x
         sums = []
-        for s in range(self.slices):
-            b0, b1 = plan.slice_blocks(self.in_features, self.slices, s)
+        for s in range(slices):
+            b0, b1 = plan.slice_blocks(self.in_features, slices, s)
             sums.append(engine_slice_sum(self.w[:, b0:b1], x[b0 * K_BLOCK:b1 * K_BLOCK],
                                          None if self.scale is None else self.scale[:, b0:b1]))
         return combine_slices(sums)
@@ -221,6 +223,37 @@ def partition_output(scores: np.ndarray, m: np.ndarray, total: np.ndarray, value
 def merge_partitions(parts: np.ndarray) -> np.ndarray:
     """[P, heads, d] partition outputs -> bf16 attention output, added in order."""
     return bf16(combine_slices(list(parts)))
+
+
+def online_stats(scores: np.ndarray, tile: int) -> tuple[np.ndarray, np.ndarray]:
+    """scores [heads, T] -> global (max, sum of exp(s - max)) per head, from each tile's statistics
+    (partition_stats of keys [t * tile, (t + 1) * tile)) folded in key order as a streaming kernel keeps them:
+    m' = max(m, m_t), l' = l exp(m - m') + l_t exp(m_t - m')."""
+    m = np.full(scores.shape[0], -np.inf, REAL)
+    total = np.zeros(scores.shape[0], REAL)
+    for lo in range(0, scores.shape[1], tile):
+        tile_max, tile_sum = partition_stats(scores[:, lo:lo + tile])
+        new = np.maximum(m, tile_max)
+        total = total * np.exp(m - new, dtype=REAL) + tile_sum * np.exp(tile_max - new, dtype=REAL)
+        m = new
+    return m, total
+
+
+def attend_tiled(q: np.ndarray, keys: np.ndarray, values: np.ndarray, scale: float,
+                 tile: int = plan.PROMPT_KEY_TILE) -> np.ndarray:
+    """The prompt path's attention for one query row (issue 21): the rounding points of `attend`, the softmax
+    statistics folded over key tiles anchored at key 0 (online_stats: a row's bits depend on its own length
+    only, not on the chunk it sits in), then P = bf16(exp(s - max) / sum) and P.V over all of the row's keys
+    in one fp32 sum, rounded to bf16. One tile covering the row is attend_partitioned with one partition."""
+    heads, d = q.shape
+    group = heads // keys.shape[1]
+    out = np.empty((heads, d), dtype=REAL)
+    for kv in range(keys.shape[1]):
+        rows = slice(kv * group, (kv + 1) * group)
+        scores = attention_scores(q[rows], keys[:, kv, :], scale)
+        m, total = online_stats(scores, tile)
+        out[rows] = bf16(partition_output(scores, m, total, values[:, kv, :]))
+    return out
 
 
 def attend_partitioned(q: np.ndarray, keys: np.ndarray, values: np.ndarray, scale: float,
