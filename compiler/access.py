@@ -22,6 +22,7 @@ from isa.opcodes import (
     CONTROL_BUFFER,
     CTRL_PENDING,
     CTRL_POSITION,
+    CTRL_ROWS,
     CTRL_SPECULATIVE,
     CTRL_STEP,
     CTRL_TOKENS_IN,
@@ -31,7 +32,7 @@ from isa.opcodes import (
 )
 from megakernel.model import plan
 
-from .tiling import main_tile, params, row_groups, tile_meaning
+from .tiling import gemm_tile, main_tile, params, query_tile, row_groups, tile_meaning
 
 HIST, NEW = "hist", "new"
 
@@ -274,6 +275,80 @@ def _handoff(program, w, stage, tile):
             write(CONTROL_BUFFER, 0, 1, base + CTRL_TOKENS_IN, base + CTRL_TOKENS_IN + 1)]
 
 
+# --- the prompt program: rows [0, chunk_rows) declared, the chunk's rows r <= chunk_rows run -------------------
+def chunk_read(w) -> Access:
+    """The chunk's position and rows (CTRL_POSITION, CTRL_ROWS)."""
+    return read(CONTROL_BUFFER, 0, 1, CTRL_POSITION, CTRL_ROWS + 1)
+
+
+def _prompt_embed(program, w, stage, tile):
+    c0, c1 = tile_meaning(program, w, stage, tile)["cols"]
+    return [chunk_read(w), read(w.buf_in, 0, 1, 0, w.chunk_rows), write(w.buf_out, 0, w.chunk_rows, c0, c1)]
+
+
+def _gemm(program, w, stage, tile):
+    rg, (t0, t1) = gemm_tile(program, w, tile)
+    out = [chunk_read(w), read(w.buf_in, t0, t1, 0, w.k)]  # a GEMM_RESIDUAL's input, or the residual to normalise
+    if w.opcode == Op.GEMM_RESIDUAL:
+        out.append(read(w.buf_aux0, t0, t1, rg.r0, rg.r1))
+    return out + [write(w.buf_out, t0, t1, rg.r0, rg.r1)]
+
+
+def _prompt_qkv(program, w, stage, tile):
+    p, R = params(w), w.chunk_rows
+    hd = p["head_dim"]
+    if tile < p["heads"]:  # query head: [query | gate] in, q and gate out
+        return [chunk_read(w), read(w.buf_in, 0, R, 2 * tile * hd, 2 * (tile + 1) * hd),
+                write(w.buf_out, 0, R, tile * hd, (tile + 1) * hd), write(w.buf_aux0, 0, R, tile * hd, (tile + 1) * hd)]
+    kv, q_rows, kv_dim = tile - p["heads"], 2 * p["heads"] * hd, p["kv_heads"] * hd
+    cols = (kv * hd, (kv + 1) * hd)
+    return [chunk_read(w), read(w.buf_in, 0, R, q_rows + cols[0], q_rows + cols[1]),
+            read(w.buf_in, 0, R, q_rows + kv_dim + cols[0], q_rows + kv_dim + cols[1]),
+            write(w.buf_aux1, 0, _rows(program, w.buf_aux1), *cols), write(w.buf_aux2, 0, _rows(program, w.buf_aux2), *cols)]
+
+
+def _attn_causal(program, w, stage, tile):
+    p = params(w)
+    kv, (r0, r1) = query_tile(w, tile)
+    hd, group = p["head_dim"], p["heads"] // p["kv_heads"]
+    heads = (kv * group * hd, (kv + 1) * group * hd)
+    return [chunk_read(w), read(w.buf_in, r0, r1, *heads), read(w.buf_aux2, r0, r1, *heads),
+            read(w.buf_aux0, 0, _rows(program, w.buf_aux0), kv * hd, (kv + 1) * hd),
+            read(w.buf_aux1, 0, _rows(program, w.buf_aux1), kv * hd, (kv + 1) * hd),
+            write(w.buf_out, r0, r1, *heads)]
+
+
+def _prompt_conv(program, w, stage, tile):
+    c0, c1 = tile_meaning(program, w, stage, tile)["cols"]
+    ring = _rows(program, w.buf_aux1)
+    return [chunk_read(w), read(w.buf_in, 0, w.chunk_rows, c0, c1), read(w.buf_aux1, 0, ring, c0, c1, tag=HIST),
+            write(w.buf_aux1, 0, ring, c0, c1, tag=NEW), write(w.buf_out, 0, w.chunk_rows, c0, c1)]
+
+
+def gdn_chunk_columns(p, j: int) -> dict[str, tuple[int, int]]:
+    """Value head j's columns: q, k (its key head's) and v of the convolved rows; z, b, a of in_proj's."""
+    dk, dv, hv = p["key_dim"], p["value_dim"], p["value_heads"]
+    key_dim, kh = p["key_heads"] * dk, j // (hv // p["key_heads"])
+    conv_dim = 2 * key_dim + hv * dv  # in_proj's output: [q | k | v | z | b | a]
+    return {"q": (kh * dk, (kh + 1) * dk), "k": (key_dim + kh * dk, key_dim + (kh + 1) * dk),
+            "v": (2 * key_dim + j * dv, 2 * key_dim + (j + 1) * dv), "z": (conv_dim + j * dv, conv_dim + (j + 1) * dv),
+            "b": (conv_dim + hv * dv + j, conv_dim + hv * dv + j + 1),
+            "a": (conv_dim + hv * dv + hv + j, conv_dim + hv * dv + hv + j + 1)}
+
+
+def _gdn_chunk(program, w, stage, tile):
+    p, R = params(w), w.chunk_rows
+    cols, dk, dv = gdn_chunk_columns(p, tile), p["key_dim"], p["value_dim"]
+    return [chunk_read(w), *(read(w.buf_in, 0, R, *cols[n]) for n in "qkv"),
+            *(read(w.buf_aux1, 0, R, *cols[n]) for n in "zba"),
+            read(w.buf_aux0, tile, tile + 1, 0, dv * dk), write(w.buf_aux0, tile, tile + 1, 0, dv * dk),
+            write(w.buf_out, 0, R, tile * dv, (tile + 1) * dv)]
+
+
+def _prompt_advance(program, w, stage, tile):
+    return [chunk_read(w), write(CONTROL_BUFFER, 0, 1, CTRL_POSITION, CTRL_POSITION + 1)]
+
+
 _VECTOR_RULES = {op: _gemv_table for op in (Op.NORM_GEMV, Op.NORM_GATE_UP, Op.GEMV_RESIDUAL, Op.NORM_HEAD,
                                             Op.MTP_FC)}
 
@@ -281,4 +356,7 @@ _RULES = {
     Op.EMBED: _embed, Op.NORM_GEMV_QKV: _qkv, Op.GDN_CORE: _gdn_core,
     Op.ATTN_SCORES: _attn_scores, Op.ATTN_PV: _attn_pv, Op.ATTN_MERGE: _attn_merge, Op.ARGMAX: _argmax,
     Op.HANDOFF: _handoff,
+    Op.PROMPT_EMBED: _prompt_embed, Op.NORM_GEMM: _gemm, Op.NORM_GEMM_GATE_UP: _gemm, Op.GEMM_RESIDUAL: _gemm,
+    Op.PROMPT_QKV: _prompt_qkv, Op.ATTN_CAUSAL: _attn_causal, Op.PROMPT_CONV: _prompt_conv,
+    Op.GDN_CHUNK: _gdn_chunk, Op.PROMPT_ADVANCE: _prompt_advance,
 }

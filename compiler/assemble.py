@@ -5,7 +5,7 @@ Waits and counters are left empty here; compiler/dependencies.py fills them in.
 
 from __future__ import annotations
 
-from isa import GEMV_OPS, NO_BUFFER, NO_LAYER, BufferEntry, DType, Program, WeightEntry, Word
+from isa import GEMM_OPS, GEMV_OPS, NO_BUFFER, NO_LAYER, PROMPT_OPS, BufferEntry, DType, Program, WeightEntry, Word
 from isa.opcodes import PARAMS
 from isa.word import BUFFER_ROLES, f32_bits
 from megakernel.model.config import ModelConfig
@@ -56,14 +56,15 @@ def assemble(low: Lowered, c: ModelConfig, offsets: dict[str, int], sms: int, me
                 raise ValueError(f"{ins.name}: parameter {name} ({kind!r}) = {value!r}: weights by name, nothing else")
             param_values.append(weight_id[value] if kind == "w" else f32_bits(value) if kind == "f" else int(value))
         words.append(Word(
-            ins.op, flags=int(ins.flags), layer=NO_LAYER if ins.layer < 0 else ins.layer, rows=low.rows,
+            ins.op, flags=int(ins.flags), layer=NO_LAYER if ins.layer < 0 else ins.layer,
+            rows=0 if ins.op in PROMPT_OPS else low.rows, chunk_rows=low.rows if ins.op in PROMPT_OPS else 0,
             n=ins.n, k=ins.k, tile_rows=ins.tile_rows, k_slices=ins.k_slices, tiles=ins.tiles,
             arrival_count=ins.split_groups,
             weight_first=weight_id[ins.weights[0]] if ins.weights else 0, weight_count=len(ins.weights),
             **{f"buf_{role}": ids.get(role, NO_BUFFER) for role in BUFFER_ROLES},
             params=tuple(param_values)))
     for w, ins in zip(words, low.instrs, strict=True):
-        if w.opcode in GEMV_OPS and single_segment(w):  # the device takes the segment's rows from n
+        if w.opcode in GEMV_OPS | GEMM_OPS and single_segment(w):  # the device takes the segment's rows from n
             rows = weights[w.weight_first].rows if w.weight_count else low.buffers[ins.bufs["aux2"]].rows
             if rows != w.n:
                 raise ValueError(f"{ins.name}: n = {w.n}, but its one weight segment has {rows} rows")

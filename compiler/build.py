@@ -14,6 +14,7 @@ from .dependencies import add_dependencies
 from .ir import Lowered
 from .lowering import lower as lower_forward
 from .lowering import lower_mtp as lower_mtp_pass
+from .lowering import lower_prompt as lower_prompt_chunk
 from .partition import partition
 
 DEFAULT_CAPACITY = 4096
@@ -35,6 +36,13 @@ def lower_mtp(config: ModelConfig, rows: int = 1, sms: int = 132, capacity: int 
     return _finish(lower_mtp_pass(config, rows, capacity, chained, debug_logits, working_vocab), config, sms, t0,
                    {"program": "mtp-chained" if chained else "mtp", "debug_logits": debug_logits,
                     "working_vocab": working_vocab})
+
+
+def lower_prompt(config: ModelConfig, rows: int = 512, sms: int = 132, capacity: int = DEFAULT_CAPACITY) -> Program:
+    """A prompt chunk of up to `rows` rows through every decoder layer in the prompt path's arithmetic
+    (docs/ISA.md "Prompt programs"); it shares the decode Programs' session layout and weight table."""
+    t0 = time.perf_counter()
+    return _finish(lower_prompt_chunk(config, rows, capacity), config, sms, t0, {"program": "prompt"})
 
 
 @functools.lru_cache(maxsize=8)

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa import GEMV_OPS, NO_BUFFER, DType, Flag, Kind, Op, Program
+from isa import GEMM_OPS, GEMV_OPS, NO_BUFFER, DType, Flag, Kind, Op, Program
 from isa.opcodes import (
     CTRL_LANE,
     CTRL_PENDING,
     CTRL_POSITION,
+    CTRL_ROWS,
     CTRL_SPECULATIVE,
     CTRL_STEP,
     CTRL_TOKENS_IN,
@@ -35,9 +36,9 @@ from megakernel.reference.numerics import F32, bf16
 from megakernel.model.tensors import scale_name
 from megakernel.model.weights import WeightSet
 
-from .access import Access, accesses
+from .access import Access, accesses, gdn_chunk_columns
 from .hb import signals, waits_of
-from .tiling import block_range, main_tile, params, row_groups, tile_meaning
+from .tiling import block_range, gemm_tile, main_tile, params, query_tile, row_groups, tile_meaning
 
 NUMPY = {DType.BF16: BF16, DType.F32: np.float32, DType.I32: np.int32}
 
@@ -154,6 +155,29 @@ class Interpreter:
         first = self._lane() + CTRL_TOKENS_IN
         self.view(0)[0, first:first + len(tokens)] = tokens
 
+    def set_prompt_chunk(self, tokens: list[int]) -> None:
+        """A prompt program's next chunk: its tokens into prompt_tokens and its rows into the control block
+        (checked: 1..chunk_rows ids in the vocabulary, room in the session, no speculative rows pending: the
+        prompt words fold none)."""
+        rows = self.program.words[0].chunk_rows
+        if not 1 <= len(tokens) <= rows:
+            raise InputError(f"a prompt chunk of {len(tokens)} tokens: this program takes 1..{rows}")
+        vocab = self.weights.config.vocab_size
+        bad = [t for t in tokens if not 0 <= t < vocab]
+        if bad:
+            raise InputError(f"token ids {bad[:8]} outside the vocabulary [0, {vocab})")
+        capacity = self.program.meta["capacity"]
+        if self.position + len(tokens) > capacity:
+            raise InputError(f"context_full: a {len(tokens)}-token chunk at position {self.position} passes the "
+                             f"session capacity {capacity}")
+        if self.view(0)[0, CTRL_PENDING] or self.view(0)[0, CTRL_SPECULATIVE]:
+            raise InputError("a prompt chunk after a speculative pass: its pending rows must be folded first")
+        self.buffer_view("prompt_tokens")[0, :len(tokens)] = tokens
+        self.view(0)[0, CTRL_ROWS] = len(tokens)
+
+    def buffer_view(self, name: str) -> np.ndarray:
+        return self.view(next(i for i, b in enumerate(self.program.buffers) if b.name == name))
+
     def tokens_out(self) -> list[int]:
         first = self._lane() + CTRL_TOKENS_OUT
         return self.view(0)[0, first:first + self.program.rows].tolist()
@@ -221,6 +245,8 @@ class Interpreter:
         ctx = _Tile(self, index, stage, tile)
         if w.opcode in GEMV_OPS:
             self._gemv(ctx, index, w, stage, tile)
+        elif w.opcode in GEMM_OPS:
+            self._gemm(ctx, w, tile)
         else:
             getattr(self, "_" + w.opcode.name.lower())(ctx, w, tile)
 
@@ -481,6 +507,109 @@ class Interpreter:
         step, position = ctx.read(0, 0, 1, base + CTRL_STEP, base + CTRL_POSITION + 1)[0]
         ctx.write(0, 0, base + CTRL_STEP, np.array([[step + 1, position + w.rows]]))
         ctx.write(0, 0, base + CTRL_TOKENS_IN, np.array([[out[-1]]]))
+
+    # --- the prompt program: rows [0, r) of the chunk, r from the control block -------------------------
+    def _chunk(self, ctx: _Tile) -> tuple[int, int]:
+        """(position of the chunk's first row, its rows r)."""
+        pos, rows = ctx.read(0, 0, 1, CTRL_POSITION, CTRL_ROWS + 1)[0]
+        return int(pos), int(rows)
+
+    def _prompt_embed(self, ctx: _Tile, w, tile: int) -> None:
+        c0, c1 = tile_meaning(self.program, w, 0, tile)["cols"]
+        _, r = self._chunk(ctx)
+        tokens = ctx.read(w.buf_in, 0, 1, 0, r)[0]
+        ctx.write(w.buf_out, 0, c0, self._weight(params(w)["embed_weight"])[tokens, c0:c1].astype(np.float32))
+
+    def _gemm(self, ctx: _Tile, w, tile: int) -> None:
+        """A prompt GEMM tile: its row group over its token rows below r, each row the reference's Linear in
+        one k-slice (plan.PROMPT_SLICES), then the decode GEMV's epilogue."""
+        rg, (t0, t1) = gemm_tile(self.program, w, tile)
+        t1 = min(t1, self._chunk(ctx)[1])
+        if t1 <= t0:
+            return
+        if w.opcode == Op.GEMM_RESIDUAL:
+            x = ctx.read(w.buf_in, t0, t1, 0, w.k)
+        else:
+            p = params(w)
+            x = self._rms_norm(ctx.read(w.buf_in, t0, t1, 0, w.k), self._weight(p["norm_weight"]), p["eps"])
+        blocks = -(-w.k // plan.K_BLOCK)
+        segments = (0, 1) if w.opcode == Op.NORM_GEMM_GATE_UP else (rg.segment,)
+        y = [ops.combine_slices([self._slice_sums(ctx, w, rg, seg, x, 0, blocks)]) for seg in segments]
+        if w.opcode == Op.NORM_GEMM:
+            ctx.write(w.buf_out, t0, rg.r0, bf16(y[0]))
+        elif w.opcode == Op.NORM_GEMM_GATE_UP:
+            ctx.write(w.buf_out, t0, rg.r0, ops.swiglu(bf16(y[0]), bf16(y[1])))
+        else:
+            ctx.write(w.buf_out, t0, rg.r0, bf16(ctx.read(w.buf_aux0, t0, t1, rg.r0, rg.r1) + bf16(y[0])))
+
+    def _prompt_qkv(self, ctx: _Tile, w, tile: int) -> None:
+        p = params(w)
+        pos, r = self._chunk(ctx)
+        hd, heads = p["head_dim"], p["heads"]
+        cos, sin = ops.rope_tables(np.arange(pos, pos + r), p["rotary_dim"], p["rope_theta"])
+
+        def normed_rotated(x, norm):
+            x = ops.rms_norm_1p(x.reshape(r, 1, hd), self._weight(p[norm]), p["eps"])
+            return ops.apply_rope(x, cos, sin).reshape(r, hd)
+
+        if tile < heads:  # per head [query | gate]
+            raw = ctx.read(w.buf_in, 0, r, 2 * tile * hd, 2 * (tile + 1) * hd)
+            ctx.write(w.buf_out, 0, tile * hd, normed_rotated(raw[:, :hd], "q_norm_weight"))
+            ctx.write(w.buf_aux0, 0, tile * hd, raw[:, hd:])
+            return
+        kv, q_rows, kv_dim = tile - heads, 2 * heads * hd, p["kv_heads"] * hd
+        k = ctx.read(w.buf_in, 0, r, q_rows + kv * hd, q_rows + (kv + 1) * hd)
+        v = ctx.read(w.buf_in, 0, r, q_rows + kv_dim + kv * hd, q_rows + kv_dim + (kv + 1) * hd)
+        ctx.write(w.buf_aux1, pos, kv * hd, normed_rotated(k, "k_norm_weight"))
+        ctx.write(w.buf_aux2, pos, kv * hd, v)
+
+    def _attn_causal(self, ctx: _Tile, w, tile: int) -> None:
+        p = params(w)
+        kv, (r0, r1) = query_tile(w, tile)
+        pos, r = self._chunk(ctx)
+        hd, group = p["head_dim"], p["heads"] // p["kv_heads"]
+        cols = (kv * group * hd, (kv + 1) * group * hd)
+        for i in range(r0, min(r1, r)):
+            q = ctx.read(w.buf_in, i, i + 1, *cols).reshape(group, hd)
+            keys = ctx.read(w.buf_aux0, 0, pos + i + 1, kv * hd, (kv + 1) * hd)[:, None, :]
+            values = ctx.read(w.buf_aux1, 0, pos + i + 1, kv * hd, (kv + 1) * hd)[:, None, :]
+            o = ops.attend_tiled(q, keys, values, p["scale"], p["key_tile"]).reshape(1, -1)
+            ctx.write(w.buf_out, i, cols[0], ops.output_gate(o, ctx.read(w.buf_aux2, i, i + 1, *cols)))
+
+    def _prompt_conv(self, ctx: _Tile, w, tile: int) -> None:
+        """The conv over the chunk's rows for a tile of channels; the ring keeps the last K - 1 raw rows."""
+        p = params(w)
+        c0, c1 = tile_meaning(self.program, w, 0, tile)["cols"]
+        pos, r = self._chunk(ctx)
+        R, K = p["ring"], p["conv_kernel"]
+        history = ctx.ring_rows(w.buf_aux1, [(pos - K + 1 + i) % R for i in range(K - 1)], c0, c1)
+        mixed = ctx.read(w.buf_in, 0, r, c0, c1)
+        window = np.concatenate([history, mixed])  # positions pos - K + 1 .. pos + r - 1
+        taps = self._weight(p["conv_weight"])[c0:c1]
+        out = np.empty((r, c1 - c0), np.float32)
+        for i in range(r):
+            out[i], _ = gdn.conv_step(window[i + K - 1], window[i:i + K - 1], taps)
+        ctx.write(w.buf_out, 0, c0, out)
+        kept = range(max(0, r - (K - 1)), r)
+        ctx.ring_rows(w.buf_aux1, [(pos + i) % R for i in kept], c0, c1, mixed[kept.start:])
+
+    def _gdn_chunk(self, ctx: _Tile, w, tile: int) -> None:
+        """Value head j over the chunk: the reference's gates, q/k preparation, WY form and gated norm."""
+        p, j = params(w), tile
+        pos, r = self._chunk(ctx)
+        cols, dk, dv = gdn_chunk_columns(p, j), p["key_dim"], p["value_dim"]
+        q, k, v = (ctx.read(w.buf_in, 0, r, *cols[n])[:, None, :] for n in "qkv")
+        z, b, a = (ctx.read(w.buf_aux1, 0, r, *cols[n]) for n in "zba")
+        beta, g = gdn.gates(b[:, 0], a[:, 0], self._weight(p["a_log"])[j:j + 1], self._weight(p["dt_bias"])[j:j + 1])
+        q, k = gdn.prepare_qk(q, k, 1)
+        state = ctx.read(w.buf_aux0, j, j + 1, 0, dv * dk).reshape(dv, dk).T[None]  # [1, dk, dv]
+        o, state = gdn.chunked(state, q, k, v, g[:, None], beta[:, None], pos)
+        ctx.write(w.buf_aux0, j, 0, state[0].T.reshape(1, -1))
+        ctx.write(w.buf_out, 0, j * dv, ops.gated_rms_norm(o[:, 0], z, self._weight(p["norm_weight"]), p["eps"]))
+
+    def _prompt_advance(self, ctx: _Tile, w, tile: int) -> None:
+        pos, r = self._chunk(ctx)
+        ctx.write(0, 0, CTRL_POSITION, np.array([[pos + r]]))
 
     # --- session state, in the reference's layout (for comparisons) --------------------------------
     def conv_state(self, layer: int, kernel: int) -> np.ndarray:

@@ -17,7 +17,7 @@ need the position or the tokens read the control block (buffer 0) implicitly.
 from __future__ import annotations
 
 from isa import DType, Flag, Kind, Op
-from isa.opcodes import CTRL_WORDS, MAX_ROWS, MTP_LAYER
+from isa.opcodes import CTRL_WORDS, MAX_ROWS, MTP_LAYER, PROMPT_MAX_ROWS
 from megakernel.model import plan
 from megakernel.model.config import ModelConfig
 from megakernel.model.draft_vocab import draft_rows
@@ -72,6 +72,30 @@ def lower_mtp(c: ModelConfig, rows: int, capacity: int, chained: bool = False,
     return Lowered(b.instrs, b.buffers, rows, capacity)
 
 
+def lower_prompt(c: ModelConfig, rows: int, capacity: int) -> Lowered:
+    """One chunk of a prompt through every decoder layer in the prompt path's arithmetic (the reference's
+    form="prompt", docs/NUMERICS.md "The prompt path"): up to `rows` rows, the chunk's own rows r in the
+    control block (CTRL_ROWS), its tokens in prompt_tokens, at the control block's position; the KV caches,
+    GDN states and conv rings are left as decode reads them, and the position advanced by r. No head: the
+    prompt's last token goes through a decode pass, which chooses the first token.
+
+        PROMPT_EMBED -> per GDN layer:       NORM_GEMM (in_proj qkv|z|b|a), PROMPT_CONV, GDN_CHUNK (+ gated
+                                             norm), GEMM_RESIDUAL (out_proj), NORM_GEMM_GATE_UP, GEMM_RESIDUAL
+                        per attention layer: NORM_GEMM (q|k|v), PROMPT_QKV (norms, RoPE, cache append),
+                                             ATTN_CAUSAL (+ sigmoid gate), GEMM_RESIDUAL (o_proj), MLP as above
+                     -> PROMPT_ADVANCE
+    """
+    b = _PromptBuilder(c, rows, capacity)
+    x = b.residual()
+    b.emit(Instr(Op.PROMPT_EMBED, "embed", -1, n=c.hidden_size, bufs={"in": "prompt_tokens", "out": x},
+                 params={"embed_weight": EMBED}))
+    for i in range(c.num_hidden_layers):
+        x = (b.attention_layer if i in c.attention_layers else b.gdn_layer)(i, x)
+        x = b.mlp(i, x)
+    b.emit(Instr(Op.PROMPT_ADVANCE, "advance", -1, bufs={"in": "ctrl", "out": "ctrl"}))
+    return Lowered(b.instrs, b.buffers, rows, capacity)
+
+
 def session_buffers(c: ModelConfig, capacity: int) -> list[BufferDecl]:
     """Everything a session keeps between passes, identical (names, sizes, order) in every Program of
     the config, so that the target, verify and MTP programs share one session arena."""
@@ -87,6 +111,7 @@ def session_buffers(c: ModelConfig, capacity: int) -> list[BufferDecl]:
                 # b and a of speculative rows, by position like the conv ring: what a re-fold needs beside it
                 BufferDecl(f"L{i}.gate_ring", CONV_RING, 2 * c.linear_num_value_heads, DType.BF16, Kind.STATE)]
     out.append(BufferDecl("hidden", MAX_ROWS, c.hidden_size, DType.BF16, Kind.STATE))
+    out.append(BufferDecl("prompt_tokens", 1, PROMPT_MAX_ROWS, DType.I32, Kind.STATE))  # a prompt chunk's (host)
     if c.mtp_num_hidden_layers:
         draft = draft_rows(c)
         out += [BufferDecl("mtp.k_cache", capacity, kv, DType.BF16, Kind.STATE),
@@ -99,9 +124,11 @@ def session_buffers(c: ModelConfig, capacity: int) -> list[BufferDecl]:
 
 
 class _Builder:
+    max_rows = MAX_ROWS
+
     def __init__(self, c: ModelConfig, rows: int, capacity: int, layer: int | None = None):
-        if not 1 <= rows <= MAX_ROWS:
-            raise ValueError(f"rows M = {rows} outside 1..{MAX_ROWS}")
+        if not 1 <= rows <= self.max_rows:
+            raise ValueError(f"rows M = {rows} outside 1..{self.max_rows}")
         if CONV_RING < c.linear_conv_kernel_dim - 1 + 2 * MAX_ROWS:
             raise ValueError("conv ring too short for the kernel, the pending rows and MAX_ROWS")
         self.c, self.m, self.capacity = c, rows, capacity
@@ -221,3 +248,76 @@ class _Builder:
         self.emit(Instr(Op.ARGMAX, f"{L}argmax", -1, bufs=argmax_bufs, params={"candidates": groups},
                         flags=vocab_flag))
         self.emit(Instr(Op.HANDOFF, f"{L}handoff", -1, bufs={"in": "ctrl", "out": "ctrl"}))
+
+
+class _PromptBuilder(_Builder):
+    """The prompt program's words: the decode builder's buffers and names, GEMM-shaped words over `rows`."""
+
+    max_rows = PROMPT_MAX_ROWS
+
+    def gdn_layer(self, i: int, x: str) -> str:
+        c, m, p = self.c, self.m, layer_prefix(i)
+        g = p + "linear_attn."
+        width = c.gdn_conv_dim + c.gdn_value_dim + 2 * c.linear_num_value_heads
+        mixed = self.buffer(f"L{i}.mixed", m, width, DType.BF16)
+        convolved = self.buffer(f"L{i}.convolved", m, c.gdn_conv_dim, DType.BF16)
+        core = self.buffer(f"L{i}.gdn_out", m, c.gdn_value_dim, DType.BF16)
+        self.emit(Instr(Op.NORM_GEMM, f"L{i}.in_proj", i, n=width, k=c.hidden_size,
+                        weights=[g + "in_proj_qkv.weight", g + "in_proj_z.weight", g + "in_proj_b.weight",
+                                 g + "in_proj_a.weight"],
+                        bufs={"in": x, "out": mixed},
+                        params={"norm_weight": p + "input_layernorm.weight", "eps": c.rms_norm_eps}))
+        self.emit(Instr(Op.PROMPT_CONV, f"L{i}.conv", i, n=c.gdn_conv_dim,
+                        bufs={"in": mixed, "out": convolved, "aux1": f"L{i}.conv_ring"},
+                        params={"conv_weight": g + "conv1d.weight", "conv_kernel": c.linear_conv_kernel_dim,
+                                "ring": CONV_RING}))
+        self.emit(Instr(Op.GDN_CHUNK, f"L{i}.gdn_chunk", i, n=c.gdn_value_dim,
+                        bufs={"in": convolved, "aux1": mixed, "aux0": f"L{i}.ssm", "out": core},
+                        params={"a_log": g + "A_log", "dt_bias": g + "dt_bias", "key_heads": c.linear_num_key_heads,
+                                "value_heads": c.linear_num_value_heads, "key_dim": c.linear_key_head_dim,
+                                "value_dim": c.linear_value_head_dim, "norm_weight": g + "norm.weight",
+                                "eps": c.rms_norm_eps}))
+        out = self.residual()
+        self.emit(Instr(Op.GEMM_RESIDUAL, f"L{i}.out_proj", i, n=c.hidden_size, k=c.gdn_value_dim,
+                        weights=[g + "out_proj.weight"], bufs={"in": core, "aux0": x, "out": out}))
+        return out
+
+    def attention_layer(self, i: int, x: str) -> str:
+        c, m = self.c, self.m
+        p, L = self._names(i)
+        a = p + "self_attn."
+        heads, kv_heads, hd = c.num_attention_heads, c.num_key_value_heads, c.head_dim
+        raw = self.buffer(f"{L}qkv_raw", m, c.q_proj_rows + 2 * c.kv_dim, DType.BF16)
+        q = self.buffer(f"{L}q", m, heads * hd, DType.BF16)
+        gate = self.buffer(f"{L}gate", m, heads * hd, DType.BF16)
+        attn = self.buffer(f"{L}attn_out", m, heads * hd, DType.BF16)
+        keys, values = f"{L}k_cache", f"{L}v_cache"
+        shape = {"heads": heads, "kv_heads": kv_heads, "head_dim": hd, "capacity": self.capacity}
+        self.emit(Instr(Op.NORM_GEMM, f"{L}qkv", i, n=c.q_proj_rows + 2 * c.kv_dim, k=c.hidden_size,
+                        weights=[a + "q_proj.weight", a + "k_proj.weight", a + "v_proj.weight"],
+                        bufs={"in": x, "out": raw},
+                        params={"norm_weight": p + "input_layernorm.weight", "eps": c.rms_norm_eps}))
+        self.emit(Instr(Op.PROMPT_QKV, f"{L}qk_norm_rope", i, n=c.q_proj_rows + 2 * c.kv_dim,
+                        bufs={"in": raw, "out": q, "aux0": gate, "aux1": keys, "aux2": values},
+                        params={"eps": c.rms_norm_eps, "q_norm_weight": a + "q_norm.weight",
+                                "k_norm_weight": a + "k_norm.weight", "rotary_dim": c.rotary_dim,
+                                "rope_theta": c.rope_theta, **shape}))
+        self.emit(Instr(Op.ATTN_CAUSAL, f"{L}attention", i, n=heads * hd,
+                        bufs={"in": q, "aux0": keys, "aux1": values, "aux2": gate, "out": attn},
+                        params={**shape, "key_tile": plan.PROMPT_KEY_TILE, "scale": hd ** -0.5}))
+        out = self.residual()
+        self.emit(Instr(Op.GEMM_RESIDUAL, f"{L}o_proj", i, n=c.hidden_size, k=c.attn_out_dim,
+                        weights=[a + "o_proj.weight"], bufs={"in": attn, "aux0": x, "out": out}))
+        return out
+
+    def mlp(self, i: int, x: str) -> str:
+        c, m = self.c, self.m
+        p, L = self._names(i)
+        h = self.buffer(f"{L}mlp_h", m, c.intermediate_size, DType.BF16)
+        self.emit(Instr(Op.NORM_GEMM_GATE_UP, f"{L}gate_up", i, n=c.intermediate_size, k=c.hidden_size,
+                        weights=[p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight"], bufs={"in": x, "out": h},
+                        params={"norm_weight": p + "post_attention_layernorm.weight", "eps": c.rms_norm_eps}))
+        out = self.residual()
+        self.emit(Instr(Op.GEMM_RESIDUAL, f"{L}down", i, n=c.hidden_size, k=c.intermediate_size,
+                        weights=[p + "mlp.down_proj.weight"], bufs={"in": h, "aux0": x, "out": out}))
+        return out

@@ -11,13 +11,18 @@ reference's engine mode sums with.
 
 from __future__ import annotations
 
-from isa import GEMV_OPS, DType, Flag, Kind, Op
+from isa import GEMM_OPS, GEMV_OPS, DType, Flag, Kind, Op
 from megakernel.model import plan
 from megakernel.model.config import ModelConfig
 from megakernel.model.tensors import tensor_specs
 
 from .ir import BufferDecl, Lowered
 from .lowering import EMBED_TILE_COLS
+
+
+def token_tiles(rows: int) -> int:
+    """A prompt GEMM's tiles along the chunk's rows."""
+    return -(-rows // plan.PROMPT_TOKEN_TILE)
 
 
 def partition(low: Lowered, c: ModelConfig) -> None:
@@ -40,9 +45,26 @@ def partition(low: Lowered, c: ModelConfig) -> None:
                 scratch = f"{ins.name}.partials"
                 low.buffers[scratch] = BufferDecl(scratch, ins.k_slices * low.rows, width, DType.F32, Kind.ACTIVATION)
                 ins.bufs["scratch"] = scratch
-        elif op == Op.EMBED:
+        elif op in GEMM_OPS:  # one k-slice: the prompt GEMM's order (plan.PROMPT_SLICES)
+            seg_rows = tuple(shapes[w][0] for w in ins.weights)
+            paired = op == Op.NORM_GEMM_GATE_UP
+            ins.tile_rows = plan.PROMPT_TILE_ROWS // 2 if paired else plan.PROMPT_TILE_ROWS
+            ins.tiles = plan.row_groups(seg_rows, ins.tile_rows, paired=paired) * token_tiles(low.rows)
+        elif op in (Op.EMBED, Op.PROMPT_EMBED):
             ins.tile_rows = EMBED_TILE_COLS
             ins.tiles = -(-ins.n // EMBED_TILE_COLS)
+        elif op == Op.PROMPT_QKV:
+            ins.tiles = p["heads"] + p["kv_heads"]
+        elif op == Op.ATTN_CAUSAL:
+            ins.tile_rows = plan.PROMPT_QUERY_TILE
+            ins.tiles = p["kv_heads"] * -(-low.rows // plan.PROMPT_QUERY_TILE)
+        elif op == Op.PROMPT_CONV:
+            ins.tile_rows = plan.PROMPT_CONV_COLS
+            ins.tiles = -(-ins.n // plan.PROMPT_CONV_COLS)
+        elif op == Op.GDN_CHUNK:
+            ins.tiles = p["value_heads"]
+        elif op == Op.PROMPT_ADVANCE:
+            ins.tiles = 1
         elif op == Op.GDN_CORE:
             ins.tiles = p["value_heads"]
         elif op in (Op.ATTN_SCORES, Op.ATTN_PV):

@@ -9,6 +9,9 @@ Shared by the compiler, the validator, the interpreter and (as ISA.md text) the 
   tile t computes k-slice s = t // RG of row group t % RG (slice-major); with S > 1 the group's
   finish (stage 1, run by whichever of its S slice tiles lands last) adds its S partials in order and
   applies the epilogue;
+* prompt GEMMs (GEMM_OPS): the same row groups, one k-slice, times token tiles of plan.PROMPT_TOKEN_TILE
+  rows of the chunk: tile t computes row group t // TT over token rows tile t % TT (TT token tiles), so
+  consecutive tiles share their weights;
 * other ops: see `tile_meaning`.
 """
 
@@ -17,9 +20,12 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from isa import GEMV_OPS, Op, Program, Word
+from isa import GEMM_OPS, GEMV_OPS, Op, Program, Word
 from isa.opcodes import PARAMS
 from isa.word import bits_f32
+from megakernel.model import plan
+
+PAIRED_OPS = (Op.NORM_GATE_UP, Op.NORM_GEMM_GATE_UP)  # row groups over gate and up's shared rows
 
 
 @dataclass(frozen=True)
@@ -70,9 +76,9 @@ def segment_row_groups(segment_rows: tuple[int, ...], tile_rows: int, shared: bo
 
 
 def single_segment(word: Word) -> bool:
-    """One segment of `n` rows: NORM_GATE_UP (gate and up share the intermediate rows), a single weight,
+    """One segment of `n` rows: gate_up (gate and up share the intermediate rows), a single weight,
     or none (NORM_HEAD over the session's working-vocabulary rows, Flag.WORKING_VOCAB)."""
-    return word.opcode == Op.NORM_GATE_UP or word.weight_count <= 1
+    return word.opcode in PAIRED_OPS or word.weight_count <= 1
 
 
 _BY_WORD: dict[int, tuple[Word, tuple, tuple[RowGroup, ...]]] = {}  # id(word) -> (word, key, groups)
@@ -86,7 +92,7 @@ def row_groups(program: Program, word: Word) -> tuple[RowGroup, ...]:
             rows = (word.n,)
         else:
             rows = tuple(program.weights[word.weight_first + i].rows for i in range(word.weight_count))
-        cached = (word, key, segment_row_groups(rows, word.tile_rows, word.opcode == Op.NORM_GATE_UP))
+        cached = (word, key, segment_row_groups(rows, word.tile_rows, word.opcode in PAIRED_OPS))
         if len(_BY_WORD) > 100_000:  # words of programs long gone
             _BY_WORD.clear()
         _BY_WORD[id(word)] = cached
@@ -99,9 +105,38 @@ def main_tile(program: Program, word: Word, tile: int) -> tuple[int, RowGroup]:
     return tile // len(groups), groups[tile % len(groups)]
 
 
+def token_tiles(word: Word) -> int:
+    return -(-word.chunk_rows // plan.PROMPT_TOKEN_TILE)
+
+
+def gemm_tile(program: Program, word: Word, tile: int) -> tuple[RowGroup, tuple[int, int]]:
+    """Prompt GEMM tile -> (row group, token rows [t0, t1) of the chunk)."""
+    group, token_tile = divmod(tile, token_tiles(word))
+    t0 = token_tile * plan.PROMPT_TOKEN_TILE
+    return row_groups(program, word)[group], (t0, min(word.chunk_rows, t0 + plan.PROMPT_TOKEN_TILE))
+
+
+def query_tile(word: Word, tile: int) -> tuple[int, tuple[int, int]]:
+    """ATTN_CAUSAL tile -> (KV head, query rows [r0, r1) of the chunk)."""
+    kv_head, q = divmod(tile, -(-word.chunk_rows // word.tile_rows))
+    return kv_head, (q * word.tile_rows, min(word.chunk_rows, (q + 1) * word.tile_rows))
+
+
 def tile_meaning(program: Program, word: Word, stage: int, tile: int) -> dict:
     """What a tile covers, for listings, the interpreter and the access rules."""
     op, p = word.opcode, params(word)
+    if op in GEMM_OPS:
+        rg, tokens = gemm_tile(program, word, tile)
+        return {"row_group": rg, "tokens": tokens}
+    if op == Op.ATTN_CAUSAL:
+        kv_head, rows = query_tile(word, tile)
+        return {"kv_head": kv_head, "rows": rows}
+    if op == Op.PROMPT_QKV:  # query heads, then KV heads (k and v of one head)
+        return {"head": tile} if tile < p["heads"] else {"kv_head": tile - p["heads"]}
+    if op in (Op.PROMPT_EMBED, Op.PROMPT_CONV):
+        return {"cols": (tile * word.tile_rows, min(word.n, (tile + 1) * word.tile_rows))}
+    if op == Op.GDN_CHUNK:
+        return {"head": tile}
     if op in GEMV_OPS:
         if stage == 1:
             return {"row_group": row_groups(program, word)[tile]}

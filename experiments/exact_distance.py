@@ -71,9 +71,9 @@ class Recorder:
     def __init__(self, linear, inputs: list):
         self.linear, self.inputs = linear, inputs
 
-    def __call__(self, x):
+    def __call__(self, x, slices: int | None = None):
         self.inputs.append(np.array(x, dtype=np.float64))
-        return self.linear(x)
+        return self.linear(x, slices)
 
 
 def linears_of(layer: tuple, attention: bool) -> dict[str, tuple[object, str]]:
@@ -181,11 +181,13 @@ class RowsAtOnce:
         else:
             self.weight = linear.w
 
-    def __call__(self, x: np.ndarray) -> np.ndarray:
-        return bf16(self.accumulate(x))
+    def __call__(self, x: np.ndarray, slices: int | None = None) -> np.ndarray:
+        return bf16(self.accumulate(x, slices))
 
-    def accumulate(self, x: np.ndarray) -> np.ndarray:
+    def accumulate(self, x: np.ndarray, slices: int | None = None) -> np.ndarray:
+        """slices: as ops.Linear.accumulate (the layer's own when None)."""
         lin = self.linear
+        count = lin.slices if slices is None else slices
         x = as_real(x).reshape(-1, lin.in_features)
         if self.mode != Mode.ENGINE:
             return x @ self.weight.T
@@ -193,13 +195,13 @@ class RowsAtOnce:
         operands = [ops.f16_operand(row) if fp8_weights else (row, None) for row in x]
         rows_in = np.stack([o for o, _ in operands]).reshape(len(x), -1, K_BLOCK)
         partials = np.matmul(self.weight, rows_in.transpose(1, 2, 0))  # [blocks, out, M]
-        slices = [plan.slice_blocks(lin.in_features, lin.slices, s) for s in range(lin.slices)]
+        bounds = [plan.slice_blocks(lin.in_features, count, s) for s in range(count)]
         out = []
         for m, (_, unscale) in enumerate(operands):
             p = partials[:, :, m].T
             out.append(ops.combine_slices([ops.slice_sum(p[:, b0:b1], lin.scale[:, b0:b1] if fp8_weights else None,
                                                          unscale[b0:b1] if fp8_weights else None)
-                                           for b0, b1 in slices]))
+                                           for b0, b1 in bounds]))
         return np.stack(out)
 
 

@@ -21,9 +21,23 @@ class Op(enum.IntEnum):
     ARGMAX = 12  # candidates -> token per row (lowest id on ties)
     HANDOFF = 13  # chosen tokens -> control block; advance position and step
     MTP_FC = 14  # MTP: RMSNorm(embed(token)) | RMSNorm(hidden) -> fc -> bf16
+    # The prompt program (issue 21; docs/ISA.md "Prompt programs"): a chunk of up to `chunk_rows` rows, the
+    # chunk's rows r in the control block (CTRL_ROWS), its tokens in the session buffer prompt_tokens.
+    PROMPT_EMBED = 15  # x[i] = embed[prompt_tokens[i]], i < r
+    NORM_GEMM = 16  # RMSNorm(x) -> [W_0 | W_1 | ...] -> bf16, a GEMM over the chunk (in_proj, qkv)
+    NORM_GEMM_GATE_UP = 17  # RMSNorm(x) -> gate, up -> bf16(bf16(silu(g)) * u)
+    GEMM_RESIDUAL = 18  # a -> W -> x_out = bf16(x_in + bf16(W a))   (out_proj, o_proj, down)
+    PROMPT_QKV = 19  # raw q|gate, k, v -> q_norm + RoPE, gate, k_norm + RoPE and v appended to the cache
+    ATTN_CAUSAL = 20  # each row over the cache up to its own position (ops.attend_tiled), times sigmoid(gate)
+    PROMPT_CONV = 21  # the causal conv + silu over the chunk per channel tile; the ring keeps the last rows
+    GDN_CHUNK = 22  # gates, l2norm, the WY form over the chunk (gdn.chunked), gated RMSNorm, per value head
+    PROMPT_ADVANCE = 23  # position += r
 
 
 GEMV_OPS = frozenset({Op.NORM_GEMV, Op.NORM_GEMV_QKV, Op.NORM_GATE_UP, Op.GEMV_RESIDUAL, Op.NORM_HEAD, Op.MTP_FC})
+GEMM_OPS = frozenset({Op.NORM_GEMM, Op.NORM_GEMM_GATE_UP, Op.GEMM_RESIDUAL})
+PROMPT_OPS = GEMM_OPS | {Op.PROMPT_EMBED, Op.PROMPT_QKV, Op.ATTN_CAUSAL, Op.PROMPT_CONV, Op.GDN_CHUNK,
+                         Op.PROMPT_ADVANCE}
 
 
 class Flag(enum.IntFlag):
@@ -70,6 +84,18 @@ PARAMS: dict[Op, tuple[tuple[str, str], ...]] = {
     Op.ARGMAX: (("candidates", "u"),),
     Op.HANDOFF: (),
     Op.MTP_FC: (("embed_weight", "w"), ("norm_embedding", "w"), ("norm_hidden", "w"), ("eps", "f")),
+    Op.PROMPT_EMBED: (("embed_weight", "w"),),
+    Op.NORM_GEMM: (("norm_weight", "w"), ("eps", "f")),
+    Op.NORM_GEMM_GATE_UP: (("norm_weight", "w"), ("eps", "f")),
+    Op.GEMM_RESIDUAL: (),
+    Op.PROMPT_QKV: (("eps", "f"), ("q_norm_weight", "w"), ("k_norm_weight", "w"), ("heads", "u"), ("kv_heads", "u"),
+                    ("head_dim", "u"), ("rotary_dim", "u"), ("rope_theta", "f"), ("capacity", "u")),
+    Op.ATTN_CAUSAL: (("heads", "u"), ("kv_heads", "u"), ("head_dim", "u"), ("key_tile", "u"), ("scale", "f"),
+                     ("capacity", "u")),
+    Op.PROMPT_CONV: (("conv_weight", "w"), ("conv_kernel", "u"), ("ring", "u")),
+    Op.GDN_CHUNK: (("a_log", "w"), ("dt_bias", "w"), ("key_heads", "u"), ("value_heads", "u"), ("key_dim", "u"),
+                   ("value_dim", "u"), ("norm_weight", "w"), ("eps", "f")),
+    Op.PROMPT_ADVANCE: (),
 }
 
 # The control block (buffer 0, one row of int32): what every step reads and HANDOFF writes. Two lanes
@@ -77,7 +103,7 @@ PARAMS: dict[Op, tuple[tuple[str, str], ...]] = {
 CTRL_LANE = 32
 CTRL_STEP = 0  # steps completed since the session began
 CTRL_POSITION = 1  # position of the pass's first row
-CTRL_ROWS = 2  # M of the pass
+CTRL_ROWS = 2  # M of the pass (decode words take M from their word); a prompt chunk's rows r (host-written)
 CTRL_TOKENS_IN = 3  # 8 slots: the pass's input tokens
 CTRL_TOKENS_OUT = 11  # 8 slots: the tokens chosen for each row
 # Speculative decoding (the host writes both before a pass; docs/ISA.md "Speculative passes"):
@@ -85,6 +111,7 @@ CTRL_PENDING = 19  # rows at positions [position - pending, position) that GDN_C
 CTRL_SPECULATIVE = 20  # 1: this pass's rows are provisional: GDN_CORE keeps them out of its stored state
 CTRL_WORDS = 64
 MAX_ROWS = 8
+PROMPT_MAX_ROWS = 1024  # the largest prompt chunk a prompt program may take (the prompt_tokens buffer's width)
 
 
 def control_base(layer: int) -> int:

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from . import word as word_mod
-from .opcodes import GEMV_OPS, NO_BUFFER, NO_LAYER, Flag, WaitMode
+from .opcodes import GEMM_OPS, GEMV_OPS, NO_BUFFER, NO_LAYER, PROMPT_OPS, Flag, WaitMode
 from .word import WORD_BYTES, Word
 
 MAGIC = b"MKPG"
@@ -200,11 +200,12 @@ class Program:
         layer = "  -" if w.layer == NO_LAYER else f"{w.layer:3d}"
         shape = f"{w.n}x{w.k}" if w.k else f"{w.n}"
         tiles = f"tiles {w.tiles}"
-        split = f" rows/tile {w.tile_rows} S={w.k_slices}" if w.opcode in GEMV_OPS else ""
+        split = f" rows/tile {w.tile_rows} S={w.k_slices}" if w.opcode in GEMV_OPS | GEMM_OPS else ""
+        rows = f"R{w.chunk_rows}" if w.opcode in PROMPT_OPS else f"M{w.rows}"  # a prompt chunk's most rows
         waits = " ".join(_wait_text(wt) for wt in w.waits) or "-"
         signal = f"c{w.signal_base}" + (f"..c{w.signal_base + w.signal_count - 1}" if w.signal_count > 1 else "")
         bufs = ",".join(self.buffers[b].name for b in (w.buf_in, w.buf_out) if b != NO_BUFFER)
-        return (f"{index:4d} {w.opcode.name:<24} L{layer} M{w.rows} {shape:>13} {tiles:<14}{split:<22} "
+        return (f"{index:4d} {w.opcode.name:<24} L{layer} {rows} {shape:>13} {tiles:<14}{split:<22} "
                 f"wait {waits:<28} signal {signal} (+{w.signal_expected}/step)  [{bufs}]")
 
     def to_json(self) -> dict:

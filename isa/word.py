@@ -7,13 +7,14 @@ read it. u32 index 0 is the first four bytes of the word.
     0    0-7    opcode           isa.opcodes.Op
     0    8-15   flags            isa.opcodes.Flag
     0    16-23  layer            decoder layer, 0xFF for none (MTP instructions: the MTP layer is 0xFE)
-    0    24-31  rows             M, the rows (tokens) of the pass, 1..8
+    0    24-31  rows             M, the rows (tokens) of the pass, 1..8 (prompt words: 0, see chunk_rows)
     1    0-31   n                output features (GEMV: rows of the fused weight; other ops: see ISA.md)
     2    0-31   k                reduction length (GEMV) or the op's inner size
     3    0-15   tile_rows        output rows per tile (GEMV), or the op's tile width
     3    16-31  k_slices         GEMV k-slices S (1 = no split-K)
     4    0-31   tiles            tiles
-    5    0-31   (reserved, 0)
+    5    0-15   chunk_rows       prompt words: the most rows of a chunk (the rows run are CTRL_ROWS); else 0
+    5    16-31  (reserved, 0)
     6    0-15   weight_first     first weight-table entry
     6    16-31  weight_count     weight-table entries, concatenated along the output rows
     7    0-15   buf_in           buffer ids (0xFFFF: none; buffer 0 is the control block)
@@ -78,6 +79,7 @@ class Word:
     tile_rows: int = 0
     k_slices: int = 1
     tiles: int = 0
+    chunk_rows: int = 0
     weight_first: int = 0
     weight_count: int = 0
     buf_in: int = NO_BUFFER
@@ -101,7 +103,7 @@ BUFFER_ROLES = ("in", "out", "aux0", "aux1", "aux2", "scratch")  # the buf_<role
 FIELDS: tuple[tuple[str, int, int, int], ...] = (
     ("opcode", 0, 0, 8), ("flags", 0, 8, 8), ("layer", 0, 16, 8), ("rows", 0, 24, 8),
     ("n", 1, 0, 32), ("k", 2, 0, 32), ("tile_rows", 3, 0, 16), ("k_slices", 3, 16, 16),
-    ("tiles", 4, 0, 32), ("weight_first", 6, 0, 16), ("weight_count", 6, 16, 16),
+    ("tiles", 4, 0, 32), ("chunk_rows", 5, 0, 16), ("weight_first", 6, 0, 16), ("weight_count", 6, 16, 16),
     ("buf_in", 7, 0, 16), ("buf_out", 7, 16, 16), ("buf_aux0", 8, 0, 16), ("buf_aux1", 8, 16, 16),
     ("buf_aux2", 9, 0, 16), ("buf_scratch", 9, 16, 16), ("signal_base", 10, 0, 16), ("signal_count", 10, 16, 16),
     ("signal_expected", 11, 0, 32), ("arrival_base", 12, 0, 16), ("arrival_count", 12, 16, 16),

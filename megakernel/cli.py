@@ -10,7 +10,7 @@ import re
 import signal
 import sys
 
-from isa.opcodes import MAX_ROWS
+from isa.opcodes import MAX_ROWS, PROMPT_MAX_ROWS
 
 from . import __version__
 from .measurement.budgets import (DEVICE_RESERVE_BYTES, budgets, host_available_bytes, host_plan, session_plan,
@@ -323,10 +323,11 @@ def _out_of_memory(cupy, config, context: int) -> str:
 
 
 def cmd_compile(args: argparse.Namespace) -> None:
-    from compiler import lower, lower_mtp, validate
+    from compiler import lower, lower_mtp, lower_prompt, validate
 
-    if not 1 <= args.rows <= MAX_ROWS:
-        raise InputError(f"--rows must be 1..{MAX_ROWS}, got {args.rows}")
+    most = PROMPT_MAX_ROWS if args.program == "prompt" else MAX_ROWS
+    if not 1 <= args.rows <= most:
+        raise InputError(f"--rows must be 1..{most} for the {args.program} program, got {args.rows}")
     if args.sms < 1:
         raise InputError(f"--sms must be at least 1, got {args.sms}")
     _check_context(args.context)
@@ -336,6 +337,10 @@ def cmd_compile(args: argparse.Namespace) -> None:
     options = dict(rows=args.rows, sms=args.sms, capacity=args.context, debug_logits=args.debug_logits)
     if args.program == "target":
         program = lower(config, **options)
+    elif args.program == "prompt":
+        if args.debug_logits:
+            raise InputError("--debug-logits: the prompt program has no head")
+        program = lower_prompt(config, rows=args.rows, sms=args.sms, capacity=args.context)
     else:
         program = lower_mtp(config, chained=args.program == "mtp-chained", **options)
     report = None
@@ -602,10 +607,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("compile", help="compile the model into an instruction Program; print its summary")
     p.add_argument("--model", default=DEFAULT_MODEL, help=MODEL_HELP)
-    p.add_argument("--program", default="target", choices=["target", "mtp", "mtp-chained"],
-                   help="target forward (M > 1: verify passes), or the MTP draft pass reading the target's hidden "
-                        "rows or its own previous hidden (chained)")
-    p.add_argument("--rows", type=int, default=1, help="rows M per pass, 1..8")
+    p.add_argument("--program", default="target", choices=["target", "mtp", "mtp-chained", "prompt"],
+                   help="target forward (M > 1: verify passes), the MTP draft pass reading the target's hidden "
+                        "rows or its own previous hidden (chained), or a prompt chunk (docs/ISA.md 'Prompt programs')")
+    p.add_argument("--rows", type=int, default=1,
+                   help=f"rows M per pass, 1..{MAX_ROWS}; a prompt chunk's most rows, 1..{PROMPT_MAX_ROWS}")
     p.add_argument("--sms", type=int, default=132, help="blocks G (one per SM; the H200 has 132)")
     p.add_argument("--context", type=int, default=4096, help="KV capacity in tokens")
     p.add_argument("--debug-logits", action="store_true", help="the head also writes fp32 logits")

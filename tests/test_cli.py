@@ -139,8 +139,10 @@ def test_tokenize_detokenize_round_trip(capsys):
     (["generate", "--prompt", "hi", "--backend", "megakernel", "--numerics", "oracle"], "use --numerics engine"),
     (["generate", "--prompt-ids", "1,2", "--chat"], "--chat wraps --prompt text"),
     (["generate", "--prompt", "hi", "--context", "3000000000"], "--context must be at most 2,147,483,639 tokens"),
-    (["compile", "--rows", "9"], "--rows must be 1..8, got 9"),
-    (["compile", "--rows", "0"], "--rows must be 1..8, got 0"),
+    (["compile", "--rows", "9"], "--rows must be 1..8 for the target program, got 9"),
+    (["compile", "--rows", "0"], "--rows must be 1..8 for the target program, got 0"),
+    (["compile", "--program", "prompt", "--rows", "1025"], "--rows must be 1..1024 for the prompt program, got 1025"),
+    (["compile", "--program", "prompt", "--debug-logits"], "--debug-logits: the prompt program has no head"),
     (["compile", "--sms", "0"], "--sms must be at least 1, got 0"),
     (["compile", "--sms", "-1"], "--sms must be at least 1, got -1"),
     (["compile", "--context", "0"], "--context must be at least 1 token, got 0"),
@@ -450,3 +452,11 @@ def test_a_bad_prompt_file_is_one_line(capsys, tmp_path, make, message):
     code, out, err = run(capsys, "generate", "--prompt-file", str(path))
     assert code == 2 and out == "" and err.count("\n") == 1 and f"--prompt-file {path}: {message}" in err, err
 
+
+
+def test_compile_prints_a_validated_prompt_program(capsys):
+    code, out, err = run(capsys, "compile", "--model", "synthetic:tiny", "--program", "prompt", "--rows", "64",
+                         "--sms", "7", "--context", "256", "--validate")
+    assert code == 0, err
+    assert "50 words (PROMPT_EMBED 1, NORM_GEMM 8, PROMPT_CONV 6, GDN_CHUNK 6, GEMM_RESIDUAL 16" in out
+    assert "validator: proved race- and deadlock-free" in out

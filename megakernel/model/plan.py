@@ -35,6 +35,13 @@ ATTENTION_PARTITIONS = 32  # x 4 KV heads = 128 attention tiles on the 27B
 # online in key order (ops.attend_tiled); every linear in one k-slice (the prompt GEMM's promotion order).
 PROMPT_KEY_TILE = 64
 PROMPT_SLICES = 1
+# Prompt program tiles (compiler/partition.py): a GEMM tile is PROMPT_TILE_ROWS weight rows (gate_up: half
+# of them gate, half up) x PROMPT_TOKEN_TILE rows of the chunk, the prompt GEMM's block (D67); attention
+# tiles are one KV head's group over PROMPT_QUERY_TILE query rows; conv tiles PROMPT_CONV_COLS channels.
+PROMPT_TILE_ROWS = 128
+PROMPT_TOKEN_TILE = 128
+PROMPT_QUERY_TILE = 64
+PROMPT_CONV_COLS = 512
 
 
 def row_groups(segment_rows: tuple[int, ...], tile_rows: int, paired: bool = False) -> int:

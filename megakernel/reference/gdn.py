@@ -72,7 +72,16 @@ def _transpose_times(state: np.ndarray, x: np.ndarray) -> np.ndarray:
 def chunked(state: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndarray, g: np.ndarray, beta: np.ndarray,
             first_position: int) -> tuple[np.ndarray, np.ndarray]:
     """T tokens at once in the WY (UT-transform) form, chunks of 64 anchored at absolute position 0.
-    q, k [T, Hv, dk] prepared; v [T, Hv, dv]; g, beta [T, Hv]. Returns (o [T, Hv, dv] bf16, state)."""
+    q, k [T, Hv, dk] prepared; v [T, Hv, dv]; g, beta [T, Hv]. Returns (o [T, Hv, dv] bf16, state).
+    Each value head is computed on its own, so that a tile of one head (the prompt program's GDN_CHUNK)
+    gets the bits of the whole."""
+    heads = [_chunked_head(state[j:j + 1], q[:, j:j + 1], k[:, j:j + 1], v[:, j:j + 1], g[:, j:j + 1],
+                           beta[:, j:j + 1], first_position) for j in range(state.shape[0])]
+    return (np.concatenate([o for o, _ in heads], axis=1),
+            np.concatenate([s for _, s in heads], axis=0).astype(REAL))
+
+
+def _chunked_head(state, q, k, v, g, beta, first_position):
     T = q.shape[0]
     outputs = []
     start = 0

@@ -17,7 +17,7 @@ import tempfile
 
 import numpy as np
 
-from isa import COUNTER_STRIDE, Program
+from isa import COUNTER_STRIDE, PROMPT_OPS, Program
 
 from . import cuda_build
 from .device import DeviceSession, DeviceWeights
@@ -75,6 +75,10 @@ class Megakernel:
                  report_dir: str | None = None):
         """timeout_s: the watchdog's bound on one wait; report_dir: where stall reports go (default the
         system's temporary directory)."""
+        unsupported = sorted({w.opcode.name for w in program.words if w.opcode in PROMPT_OPS})
+        if unsupported:  # the device interpreter's default case would run them as GEMVs
+            raise MegakernelError(f"the megakernel does not run {', '.join(unsupported)} yet: prompt programs run on "
+                                  "the CPU interpreter (issue 21)")
         import cupy
 
         if not weights.serves(program):

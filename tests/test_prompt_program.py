@@ -1,0 +1,161 @@
+"""The prompt program (issue 21): a prompt chunk's GEMM-shaped words, validated like every Program and run
+by the CPU interpreter bit-identically to the reference's prompt form under the same chunking; decode
+continues from the state it leaves."""
+
+import numpy as np
+import pytest
+
+import compiler.interpreter as interp_mod
+from compiler import lower, lower_prompt, validate
+from compiler.interpreter import Interpreter
+from isa import PROMPT_OPS, Op, Program
+from isa.word import canonical
+from megakernel.errors import InputError, MegakernelError
+from megakernel.reference import Mode, ReferenceModel, ops
+
+CAPACITY = 192
+PROMPT = [(7919 * i) % 2000 for i in range(150)]  # three GDN chunks and attention key tiles of 64
+
+
+@pytest.fixture(scope="module")
+def weights(micro_weights):
+    return micro_weights
+
+
+@pytest.fixture(scope="module")
+def reference(weights):
+    return ReferenceModel(weights, Mode.ENGINE)
+
+
+def session_state(interp: Interpreter, c, length: int) -> list[np.ndarray]:
+    out = [interp.ssm_state(i, c.linear_key_head_dim) for i in c.gdn_layers]
+    out += [interp.conv_state(i, c.linear_conv_kernel_dim) for i in c.gdn_layers]
+    shape = (CAPACITY, c.num_key_value_heads, c.head_dim)
+    for i in c.attention_layers:
+        out += [interp.buffer(f"L{i}.{kv}_cache").reshape(shape)[:length] for kv in "kv"]
+    return out
+
+
+def reference_state(session, c, length: int) -> list[np.ndarray]:
+    return ([session.ssm[i] for i in c.gdn_layers] + [session.conv[i] for i in c.gdn_layers]
+            + [a[:length] for i in c.attention_layers for a in (session.kv[i].keys, session.kv[i].values)])
+
+
+def same(a: list[np.ndarray], b: list[np.ndarray]) -> bool:
+    return len(a) == len(b) and all(np.array_equal(x, y) for x, y in zip(a, b))
+
+
+def run_prompt(weights, tokens, rows, sms=7, seed=0, arena_bytes=0):
+    """The prompt through a `rows`-row prompt program in chunks of `rows`, under a random schedule."""
+    interp = Interpreter(lower_prompt(weights.config, rows=rows, sms=sms, capacity=CAPACITY), weights,
+                         arena_bytes=arena_bytes)
+    rng = np.random.default_rng(seed)
+    for lo in range(0, len(tokens), rows):
+        interp.set_prompt_chunk(tokens[lo:lo + rows])
+        interp.run(1, rng)
+    return interp
+
+
+def reference_prompt(reference, tokens, rows):
+    session = reference.new_session(CAPACITY)
+    for lo in range(0, len(tokens), rows):
+        reference.forward(session, tokens[lo:lo + rows], form="prompt")
+    return session
+
+
+@pytest.mark.parametrize("rows, sms", [(64, 1), (64, 7), (96, 132)])
+def test_the_prompt_program_is_valid_on_any_grid(weights, rows, sms):
+    c = weights.config
+    program = lower_prompt(c, rows=rows, sms=sms, capacity=CAPACITY)
+    assert validate(program, sms).ok
+    assert len(program.words) == 6 * c.num_hidden_layers + 2
+    assert all(w.opcode in PROMPT_OPS and w.chunk_rows == rows and w.rows == 0 for w in program.words)
+    assert Program.from_bytes(program.to_bytes()).words == [canonical(w) for w in program.words]
+    # one session layout with the decode programs: a session serves both
+    assert program.session_layout() == lower(c, rows=1, sms=sms, capacity=CAPACITY).session_layout()
+
+
+def test_the_prompt_program_is_the_reference_prompt_form_bit_for_bit(weights, reference):
+    """Chunks of 64 rows (the last one 22 rows of a 64-row program): the KV rows, GDN states and conv rings
+    of the prompt in one reference call (NUMERICS.md: chunks on 64-row boundaries keep every bit)."""
+    c = weights.config
+    interp = run_prompt(weights, PROMPT, rows=64)
+    session = reference.new_session(CAPACITY)
+    reference.forward(session, PROMPT, form="prompt")
+    assert interp.position == len(PROMPT)
+    assert same(session_state(interp, c, len(PROMPT)), reference_state(session, c, len(PROMPT)))
+
+
+def test_chunks_off_the_64_row_grid_equal_the_reference_under_the_same_chunking(weights, reference):
+    c = weights.config
+    interp = run_prompt(weights, PROMPT, rows=96, sms=132, seed=3)
+    assert same(session_state(interp, c, len(PROMPT)),
+                reference_state(reference_prompt(reference, PROMPT, 96), c, len(PROMPT)))
+    # the control: the same prompt in one reference call has other GDN bits (its WY chunks sit elsewhere)
+    whole = reference.new_session(CAPACITY)
+    reference.forward(whole, PROMPT, form="prompt")
+    assert not same(session_state(interp, c, len(PROMPT)), reference_state(whole, c, len(PROMPT)))
+
+
+def test_an_attention_output_one_ulp_off_is_caught(weights, reference, monkeypatch):
+    """Negative control: one bf16 ulp in one attention output of each row changes the states compared."""
+    c = weights.config
+    session = reference_prompt(reference, PROMPT[:100], 64)
+    gate = ops.output_gate  # the reference's module too: it ran first
+
+    def one_ulp_off(o, g):
+        out = gate(o, g)
+        out.reshape(-1).view(np.uint32)[0] += 1 << 16  # a float32 holding a bf16: +1 in its high half
+        return out
+
+    monkeypatch.setattr(interp_mod.ops, "output_gate", one_ulp_off)
+    interp = run_prompt(weights, PROMPT[:100], rows=64)
+    assert not same(session_state(interp, c, 100), reference_state(session, c, 100))
+
+
+def test_decode_after_the_prompt_program_is_the_reference_after_its_prompt_form(weights, reference):
+    """The prompt's last token and three greedy tokens through the decode program on the prompt program's
+    session, beside the reference continuing from its prompt form: logits and states bit for bit."""
+    c = weights.config
+    decode = lower(c, rows=1, sms=7, capacity=CAPACITY, debug_logits=True)
+    prompt = run_prompt(weights, PROMPT[:-1], rows=64, arena_bytes=decode.arena_bytes)
+    interp = Interpreter(decode, weights, session_of=prompt)
+    session = reference_prompt(reference, PROMPT[:-1], 64)
+    token, rng = PROMPT[-1], np.random.default_rng(5)
+    interp.set_tokens([token])
+    for step in range(4):
+        interp.run(1, rng)
+        out = reference.forward(session, [token])
+        assert np.array_equal(interp.buffer("logits"), out.logits), f"logits differ at step {step}"
+        token = int(out.logits[0, :c.defined_vocab].argmax())
+        assert interp.tokens_out() == [token]
+    assert same(session_state(interp, c, len(PROMPT) + 3), reference_state(session, c, len(PROMPT) + 3))
+
+
+def test_a_bad_prompt_chunk_is_one_clear_error_and_changes_nothing(weights):
+    c = weights.config
+    interp = Interpreter(lower_prompt(c, rows=16, sms=3, capacity=20), weights)
+    before = interp.arena.copy()
+    with pytest.raises(InputError, match="17 tokens: this program takes 1..16"):
+        interp.set_prompt_chunk(list(range(17)))
+    with pytest.raises(InputError, match="outside the vocabulary"):
+        interp.set_prompt_chunk([1, c.vocab_size])
+    with pytest.raises(InputError, match="takes 1..16"):
+        interp.set_prompt_chunk([])
+    assert np.array_equal(interp.arena, before)
+    interp.set_prompt_chunk(list(range(16)))
+    interp.run(1)
+    with pytest.raises(InputError, match="context_full"):
+        interp.set_prompt_chunk(list(range(5)))
+    interp.view(0)[0, 19] = 2  # CTRL_PENDING: rows of a speculative pass not yet folded
+    with pytest.raises(InputError, match="pending rows"):
+        interp.set_prompt_chunk([1])
+
+
+def test_the_megakernel_refuses_a_prompt_program_before_touching_the_device(weights):
+    from megakernel.runtime.persistent import Megakernel
+
+    program = lower_prompt(weights.config, rows=16, sms=3, capacity=32)
+    with pytest.raises(MegakernelError, match="does not run .*GDN_CHUNK.*CPU interpreter"):
+        Megakernel(program, None, None)
+    assert Op.GDN_CHUNK in {w.opcode for w in program.words}
