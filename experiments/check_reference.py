@@ -3,7 +3,8 @@
   python experiments/check_reference.py [--goldens tests/fixtures/oracle_tiny.npz] [--out experiments/results]
 
 Candidates: the reference in oracle mode (must pass), in engine mode, with the chunked GDN prompt path,
-and the three negative controls (must fail). Each gets two verdicts: the calibrated one (against the
+in engine mode with the prompt path's arithmetic (form="prompt", issue 21), and the three negative
+controls (must fail). Each gets two verdicts: the calibrated one (against the
 oracle's own prefill-vs-decode noise) and the exact one (no further from the reference in Mode.EXACT
 than the HF oracle itself: checker.check_exact; the engine's verdict on real, arbitrary-scale
 checkpoints). Writes reference_vs_oracle_<goldens>.json (results contract of docs/RESULTS_FILES.md,
@@ -47,6 +48,9 @@ def main() -> None:
         "reference_engine_mode": (models[Mode.ENGINE], observe, NO_CONTROL),
         "reference_oracle_mode_chunked_prompt": (models[Mode.ORACLE], functools.partial(observe, form="chunked"),
                                                  NO_CONTROL),
+        # issue 21: the prompt path's arithmetic (one k-slice linears, tiled attention statistics, chunked GDN)
+        "reference_engine_mode_prompt_path": (models[Mode.ENGINE], functools.partial(observe, form="prompt"),
+                                              NO_CONTROL),
         **{f"negative_control_{name}": (models[Mode.ORACLE], observe, control)
            for name, control in NEGATIVE_CONTROLS.items()},
     }
