@@ -13,6 +13,7 @@ import sys
 from isa.opcodes import MAX_ROWS, PROMPT_MAX_ROWS
 
 from . import __version__
+from .generation.passes import PROMPT_CHUNK, PROMPT_PATHS
 from .measurement.budgets import (DEVICE_RESERVE_BYTES, budgets, host_available_bytes, host_plan, session_plan,
                                   sessions_that_fit)
 from .model.config import PRESETS
@@ -215,6 +216,15 @@ def cmd_generate(args: argparse.Namespace) -> int:
         raise InputError("--draft-vocab working needs --spec-k (it restricts the MTP head's drafts)")
     if args.backend in program_backends and args.numerics != "engine":
         raise InputError(f"--backend {args.backend} computes the engine's numerics: use --numerics engine")
+    if args.prompt_path == "program":
+        if args.backend not in ("reference", "interpreter"):
+            raise InputError(f"--prompt-path program: --backend {args.backend} does not run the prompt program yet "
+                             "(issue 21: the CPU interpreter and the reference do)")
+        if args.spec_k:
+            raise InputError("--spec-k with --prompt-path program: the MTP head's prefill over a prompt chunk is "
+                             "not built yet (issue 21)")
+        if args.backend == "reference" and args.numerics != "engine":
+            raise InputError("--prompt-path program is the engine's prompt arithmetic: use --numerics engine")
     config = model_config(args.model)
     if args.backend in ("reference", "interpreter"):
         _check_host_memory(config, args)
@@ -239,9 +249,10 @@ def cmd_generate(args: argparse.Namespace) -> int:
     elif args.backend == "interpreter":
         from .generation.generate import InterpreterBackend
 
-        backend = InterpreterBackend(open_weights(args.model), args.context)
+        backend = InterpreterBackend(open_weights(args.model), args.context, prompt_path=args.prompt_path)
     else:
-        backend = ReferenceBackend(ReferenceModel(open_weights(args.model), args.numerics), args.context)
+        backend = ReferenceBackend(ReferenceModel(open_weights(args.model), args.numerics), args.context,
+                                   args.prompt_path)
 
     if args.draft_vocab == "working":
         backend.set_draft_vocab()
@@ -601,6 +612,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "the 4096 lowest ids and the ids the session has seen (megakernel/model/draft_vocab.py)")
     p.add_argument("--numerics", default=None, choices=["oracle", "engine"],
                    help="reference rounding points: the HF oracle's or the GPU engine's (docs/NUMERICS.md)")
+    p.add_argument("--prompt-path", default="passes", choices=list(PROMPT_PATHS),
+                   help="how the prompt enters: decode passes of up to 8 rows (passes, exact with decode), or the "
+                        f"prompt program in chunks of {PROMPT_CHUNK} rows (program: the prompt path's arithmetic, "
+                        "docs/NUMERICS.md; interpreter and reference backends so far)")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object (prompt_ids, tokens, text, stop_reason, ms_per_token) at the end")
     p.set_defaults(func=cmd_generate)

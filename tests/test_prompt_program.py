@@ -159,3 +159,32 @@ def test_the_megakernel_refuses_a_prompt_program_before_touching_the_device(weig
     with pytest.raises(MegakernelError, match="does not run .*GDN_CHUNK.*CPU interpreter"):
         Megakernel(program, None, None)
     assert Op.GDN_CHUNK in {w.opcode for w in program.words}
+
+
+def test_generation_through_the_prompt_path_is_the_reference_prompt_form(weights, reference):
+    """generate's --prompt-path program: the interpreter's prompt program and last-token pass give the
+    reference backend's prompt-form logits bit for bit, and the greedy tokens after them."""
+    from megakernel.generation.generate import InterpreterBackend, ReferenceBackend
+
+    prompt = PROMPT[:130]
+    interp = InterpreterBackend(weights, CAPACITY, prompt_path="program")
+    ref = ReferenceBackend(reference, CAPACITY, prompt_path="program")
+    a, b = interp.start(prompt), ref.start(prompt)
+    assert np.array_equal(a, b)
+    for _ in range(3):
+        token = int(np.argmax(a[:weights.config.defined_vocab]))
+        a, b = interp.step(token), ref.step(token)
+        assert np.array_equal(a, b)
+    # the decode passes' prompt is another arithmetic: close, not equal
+    passes = ReferenceBackend(reference, CAPACITY).start(prompt)
+    assert not np.array_equal(passes, ref.start(prompt))
+
+
+def test_the_prompt_path_refuses_what_it_cannot_do_yet(weights):
+    from megakernel.generation.generate import InterpreterBackend
+
+    backend = InterpreterBackend(weights, CAPACITY, prompt_path="program")
+    with pytest.raises(InputError, match="--spec-k with --prompt-path program"):
+        backend.prepare(100, k=2)
+    with pytest.raises(InputError, match="--prompt-path must be one of passes, program"):
+        InterpreterBackend(weights, CAPACITY, prompt_path="chunked")

@@ -17,7 +17,7 @@ from isa.opcodes import (
 
 from ..model.draft_vocab import DRAFT_CORE, WorkingVocab, draft_rows
 from ..errors import InputError, ModelOutputError
-from .passes import MAX_PROMPT_ROWS, prompt_chunks
+from .passes import MAX_PROMPT_ROWS, PROMPT_CHUNK, PROMPT_PATHS, prompt_chunks, prompt_path_chunks
 from ..model.sampling import SamplingParams, make_rng, sample
 from .speculative import check_draft_count, mtp_batches
 from ..model.tensors import LM_HEAD
@@ -51,12 +51,20 @@ class GenerationResult:
         return out
 
 
-class ReferenceBackend:
-    """The NumPy reference model behind the generation loop (CPU)."""
+def check_prompt_path(prompt_path: str) -> str:
+    if prompt_path not in PROMPT_PATHS:
+        raise InputError(f"--prompt-path must be one of {', '.join(PROMPT_PATHS)}, got {prompt_path!r}")
+    return prompt_path
 
-    def __init__(self, model, capacity: int):
+
+class ReferenceBackend:
+    """The NumPy reference model behind the generation loop (CPU). prompt_path "program": the prompt in the
+    prompt path's arithmetic (form="prompt") in the prompt program's chunks, its last token as a decode step."""
+
+    def __init__(self, model, capacity: int, prompt_path: str = "passes"):
         self.model = model
         self.capacity = capacity
+        self.prompt_path = check_prompt_path(prompt_path)
         self.session = None
 
     @property
@@ -65,7 +73,12 @@ class ReferenceBackend:
 
     def start(self, prompt_ids: list[int]) -> np.ndarray:
         self.session = self.model.new_session(self.capacity)
-        return self.model.forward(self.session, prompt_ids, last_logits_only=True).logits[-1]
+        if self.prompt_path == "passes":
+            return self.model.forward(self.session, prompt_ids, last_logits_only=True).logits[-1]
+        chunks, last = prompt_path_chunks(prompt_ids)
+        for chunk in chunks:
+            self.model.forward(self.session, chunk, form="prompt", last_logits_only=True)
+        return self.step(last)
 
     def step(self, token: int) -> np.ndarray:
         return self.model.forward(self.session, [token]).logits[0]
@@ -97,9 +110,10 @@ class ProgramBackend:
     _run_mtp(runner, tokens), _move_hidden(src, dst, rows) and _write_draft_vocab(table) (the working
     vocabulary's ids and their lm_head rows into the session); and `config`."""
 
-    def __init__(self, prompt_rows: int):
+    def __init__(self, prompt_rows: int, prompt_path: str = "passes"):
         prompt_chunks([], prompt_rows)  # checks the width
         self.prompt_rows = prompt_rows
+        self.prompt_path = check_prompt_path(prompt_path)
         self._pending = 0  # rows of the last verify pass kept by commit(), folded by the next pass
         self._verified: tuple[int, int] | None = None  # (position, rows) of a verify pass not yet committed
         self._last_verify = self._last_mtp = None  # the runners of the last verify and MTP passes
@@ -130,6 +144,11 @@ class ProgramBackend:
     def prepare(self, prompt_tokens: int, k: int = 0) -> None:
         """Build every Program a generation from a `prompt_tokens` prompt will run (with k drafts per verify
         pass, or none), so that none is compiled and loaded inside its timing."""
+        if k and self.prompt_path == "program":
+            raise InputError("--spec-k with --prompt-path program: the MTP head's prefill over a prompt chunk is "
+                             "not built yet (issue 21); use --prompt-path passes")
+        if self.prompt_path == "program" and prompt_tokens > 1:
+            self._prompt_runner()
         width = MAX_PROMPT_ROWS if k else self.prompt_rows  # speculation ingests the prompt 8 rows a pass
         last = prompt_tokens % width or width
         for rows in {1, min(prompt_tokens, width), last} | ({k + 1} if k else set()):
@@ -158,10 +177,20 @@ class ProgramBackend:
 
     def start(self, prompt_ids: list[int]) -> np.ndarray:
         self.reset()
+        if self.prompt_path == "program":
+            chunks, last_token = prompt_path_chunks(prompt_ids)
+            for chunk in chunks:
+                self._run_prompt(self._prompt_runner(), chunk)
+            return self.run_rows([last_token])
         *head, last = prompt_chunks(prompt_ids, self.prompt_rows)
         for chunk in head:  # only the last pass's logits are wanted
             self._pass(chunk)
         return self.run_rows(last)
+
+    def _prompt_runner(self):
+        """The prompt program's runner (PROMPT_CHUNK rows); a backend whose device does not run it refuses."""
+        raise InputError(f"--prompt-path program: the {type(self).__name__} does not run the prompt program yet "
+                         "(issue 21: the CPU interpreter and the reference do)")
 
     def step(self, token: int) -> np.ndarray:
         return self.run_rows([token])
@@ -229,18 +258,25 @@ class InterpreterBackend(ProgramBackend):
     passes of up to `prompt_rows` tokens (M-row Programs on the same session: exact with one-row decode),
     generated tokens through one-row passes."""
 
-    def __init__(self, weights, capacity: int, sms: int = 7, prompt_rows: int = MAX_PROMPT_ROWS):
+    def __init__(self, weights, capacity: int, sms: int = 7, prompt_rows: int = MAX_PROMPT_ROWS,
+                 prompt_path: str = "passes"):
         from compiler import lower
         from compiler.interpreter import Interpreter
 
-        super().__init__(prompt_rows)
+        super().__init__(prompt_rows, prompt_path)
         self._lower = lambda rows: lower(weights.config, rows=rows, sms=sms, capacity=capacity, debug_logits=True)
         self.weights, self.capacity, self.sms = weights, capacity, sms
         # The session belongs to the widest target Program, with room for the widest MTP pass; the others
         # run on it.
         widest = self._lower(MAX_PROMPT_ROWS)
-        self.interpreter = Interpreter(widest, weights,
-                                       arena_bytes=session_arena_bytes(widest, weights.config, capacity, sms))
+        arena = session_arena_bytes(widest, weights.config, capacity, sms)
+        self._prompt_program = None
+        if prompt_path == "program":  # the session has room for a chunk's activations too
+            from compiler import lower_prompt
+
+            self._prompt_program = lower_prompt(weights.config, rows=PROMPT_CHUNK, sms=sms, capacity=capacity)
+            arena = max(arena, self._prompt_program.arena_bytes)
+        self.interpreter = Interpreter(widest, weights, arena_bytes=arena)
         self._rows = {MAX_PROMPT_ROWS: self.interpreter}  # interpreters by rows, built when first needed
         self.program = self._runner(1).program
         self._buffer_index = {b.name: i for i, b in enumerate(self.interpreter.program.buffers)}
@@ -253,6 +289,17 @@ class InterpreterBackend(ProgramBackend):
         if rows not in self._rows:
             self._rows[rows] = Interpreter(self._lower(rows), self.weights, session_of=self.interpreter)
         return self._rows[rows]
+
+    def _prompt_runner(self):
+        from compiler.interpreter import Interpreter
+
+        if "prompt" not in self._rows:
+            self._rows["prompt"] = Interpreter(self._prompt_program, self.weights, session_of=self.interpreter)
+        return self._rows["prompt"]
+
+    def _run_prompt(self, runner, tokens: list[int]) -> None:
+        runner.set_prompt_chunk(tokens)
+        runner.run(1)
 
     def _run(self, runner, tokens: list[int], pending: int, speculative: bool) -> None:
         control = self.interpreter.view(0)[0]

@@ -6,6 +6,11 @@ from __future__ import annotations
 from isa.opcodes import MAX_ROWS
 
 MAX_PROMPT_ROWS = MAX_ROWS
+# How a prompt enters (issue 21): "passes" as decode passes of up to MAX_PROMPT_ROWS rows (exact with one-row
+# decode); "program" through the prompt program in chunks of PROMPT_CHUNK rows (the prompt path's arithmetic,
+# docs/NUMERICS.md "The prompt path"), its last token through a one-row decode pass.
+PROMPT_PATHS = ("passes", "program")
+PROMPT_CHUNK = 512
 
 
 def prompt_chunks(prompt_ids: list[int], rows: int) -> list[list[int]]:
@@ -13,3 +18,10 @@ def prompt_chunks(prompt_ids: list[int], rows: int) -> list[list[int]]:
     if not 1 <= rows <= MAX_PROMPT_ROWS:
         raise ValueError(f"prompt rows must be 1..{MAX_PROMPT_ROWS}, got {rows}")
     return [prompt_ids[i:i + rows] for i in range(0, len(prompt_ids), rows)]
+
+
+def prompt_path_chunks(prompt_ids: list[int], chunk: int = PROMPT_CHUNK) -> tuple[list[list[int]], int]:
+    """The prompt path's cut: all but the last token in chunks of `chunk` rows, and the last token (its pass
+    chooses the first generated token)."""
+    head = prompt_ids[:-1]
+    return [head[i:i + chunk] for i in range(0, len(head), chunk)], prompt_ids[-1]
