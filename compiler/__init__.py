@@ -2,7 +2,7 @@
 dependency counters), the validator that proves a Program race- and deadlock-free, and a CPU
 interpreter that executes a Program with NumPy."""
 
-from .build import DEFAULT_CAPACITY, lower, lower_mtp, lower_prompt
+from .build import DEFAULT_CAPACITY, lower, lower_mtp, lower_mtp_prompt, lower_prompt
 from .validate import validate
 
-__all__ = ["DEFAULT_CAPACITY", "lower", "lower_mtp", "lower_prompt", "validate"]
+__all__ = ["DEFAULT_CAPACITY", "lower", "lower_mtp", "lower_mtp_prompt", "lower_prompt", "validate"]

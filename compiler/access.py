@@ -277,8 +277,9 @@ def _handoff(program, w, stage, tile):
 
 # --- the prompt program: rows [0, chunk_rows) declared, the chunk's rows r <= chunk_rows run -------------------
 def chunk_read(w) -> Access:
-    """The chunk's position and rows (CTRL_POSITION, CTRL_ROWS)."""
-    return read(CONTROL_BUFFER, 0, 1, CTRL_POSITION, CTRL_ROWS + 1)
+    """The chunk's position and rows (CTRL_POSITION, CTRL_ROWS) in the word's control lane."""
+    base = control_base(w.layer)
+    return read(CONTROL_BUFFER, 0, 1, base + CTRL_POSITION, base + CTRL_ROWS + 1)
 
 
 def _prompt_embed(program, w, stage, tile):
@@ -288,7 +289,10 @@ def _prompt_embed(program, w, stage, tile):
 
 def _gemm(program, w, stage, tile):
     rg, (t0, t1) = gemm_tile(program, w, tile)
-    out = [chunk_read(w), read(w.buf_in, t0, t1, 0, w.k)]  # a GEMM_RESIDUAL's input, or the residual to normalise
+    if w.opcode == Op.PROMPT_MTP_FC:  # the tokens' embeddings and the target's hidden rows, each normalised
+        out = [chunk_read(w), read(w.buf_aux0, 0, 1, t0, t1), read(w.buf_in, t0, t1, 0, w.k // 2)]
+    else:  # a GEMM_RESIDUAL's input, or the residual to normalise
+        out = [chunk_read(w), read(w.buf_in, t0, t1, 0, w.k)]
     if w.opcode == Op.GEMM_RESIDUAL:
         out.append(read(w.buf_aux0, t0, t1, rg.r0, rg.r1))
     return out + [write(w.buf_out, t0, t1, rg.r0, rg.r1)]
@@ -345,8 +349,14 @@ def _gdn_chunk(program, w, stage, tile):
             write(w.buf_out, 0, R, tile * dv, (tile + 1) * dv)]
 
 
+def _prompt_norm(program, w, stage, tile):
+    r0, r1 = tile_meaning(program, w, stage, tile)["rows"]
+    return [chunk_read(w), read(w.buf_in, r0, r1, 0, w.n), write(w.buf_out, r0, r1, 0, w.n)]
+
+
 def _prompt_advance(program, w, stage, tile):
-    return [chunk_read(w), write(CONTROL_BUFFER, 0, 1, CTRL_POSITION, CTRL_POSITION + 1)]
+    position = control_base(w.layer) + CTRL_POSITION
+    return [chunk_read(w), write(CONTROL_BUFFER, 0, 1, position, position + 1)]
 
 
 _VECTOR_RULES = {op: _gemv_table for op in (Op.NORM_GEMV, Op.NORM_GATE_UP, Op.GEMV_RESIDUAL, Op.NORM_HEAD,
@@ -358,5 +368,6 @@ _RULES = {
     Op.HANDOFF: _handoff,
     Op.PROMPT_EMBED: _prompt_embed, Op.NORM_GEMM: _gemm, Op.NORM_GEMM_GATE_UP: _gemm, Op.GEMM_RESIDUAL: _gemm,
     Op.PROMPT_QKV: _prompt_qkv, Op.ATTN_CAUSAL: _attn_causal, Op.PROMPT_CONV: _prompt_conv,
-    Op.GDN_CHUNK: _gdn_chunk, Op.PROMPT_ADVANCE: _prompt_advance,
+    Op.GDN_CHUNK: _gdn_chunk, Op.PROMPT_ADVANCE: _prompt_advance, Op.PROMPT_NORM: _prompt_norm,
+    Op.PROMPT_MTP_FC: _gemm,
 }

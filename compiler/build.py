@@ -14,6 +14,7 @@ from .dependencies import add_dependencies
 from .ir import Lowered
 from .lowering import lower as lower_forward
 from .lowering import lower_mtp as lower_mtp_pass
+from .lowering import lower_mtp_prompt as lower_mtp_prompt_chunk
 from .lowering import lower_prompt as lower_prompt_chunk
 from .partition import partition
 
@@ -43,6 +44,13 @@ def lower_prompt(config: ModelConfig, rows: int = 512, sms: int = 132, capacity:
     (docs/ISA.md "Prompt programs"); it shares the decode Programs' session layout and weight table."""
     t0 = time.perf_counter()
     return _finish(lower_prompt_chunk(config, rows, capacity), config, sms, t0, {"program": "prompt"})
+
+
+def lower_mtp_prompt(config: ModelConfig, rows: int = 512, sms: int = 132,
+                     capacity: int = DEFAULT_CAPACITY) -> Program:
+    """The MTP head's prefill over a prompt chunk of up to `rows` rows (docs/ISA.md "Prompt programs")."""
+    t0 = time.perf_counter()
+    return _finish(lower_mtp_prompt_chunk(config, rows, capacity), config, sms, t0, {"program": "mtp-prompt"})
 
 
 @functools.lru_cache(maxsize=8)

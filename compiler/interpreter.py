@@ -166,14 +166,15 @@ class Interpreter:
         bad = [t for t in tokens if not 0 <= t < vocab]
         if bad:
             raise InputError(f"token ids {bad[:8]} outside the vocabulary [0, {vocab})")
-        capacity = self.program.meta["capacity"]
-        if self.position + len(tokens) > capacity:
-            raise InputError(f"context_full: a {len(tokens)}-token chunk at position {self.position} passes the "
+        capacity, position = self.program.meta["capacity"], int(self.view(0)[0, self._lane() + CTRL_POSITION])
+        if position + len(tokens) > capacity:
+            raise InputError(f"context_full: a {len(tokens)}-token chunk at position {position} passes the "
                              f"session capacity {capacity}")
-        if self.view(0)[0, CTRL_PENDING] or self.view(0)[0, CTRL_SPECULATIVE]:
+        lane = self._lane()
+        if self.view(0)[0, lane + CTRL_PENDING] or self.view(0)[0, lane + CTRL_SPECULATIVE]:
             raise InputError("a prompt chunk after a speculative pass: its pending rows must be folded first")
         self.buffer_view("prompt_tokens")[0, :len(tokens)] = tokens
-        self.view(0)[0, CTRL_ROWS] = len(tokens)
+        self.view(0)[0, lane + CTRL_ROWS] = len(tokens)
 
     def buffer_view(self, name: str) -> np.ndarray:
         return self.view(next(i for i, b in enumerate(self.program.buffers) if b.name == name))
@@ -509,14 +510,15 @@ class Interpreter:
         ctx.write(0, 0, base + CTRL_TOKENS_IN, np.array([[out[-1]]]))
 
     # --- the prompt program: rows [0, r) of the chunk, r from the control block -------------------------
-    def _chunk(self, ctx: _Tile) -> tuple[int, int]:
-        """(position of the chunk's first row, its rows r)."""
-        pos, rows = ctx.read(0, 0, 1, CTRL_POSITION, CTRL_ROWS + 1)[0]
+    def _chunk(self, ctx: _Tile, w) -> tuple[int, int]:
+        """(position of the chunk's first row, its rows r), from the word's control lane."""
+        base = control_base(w.layer)
+        pos, rows = ctx.read(0, 0, 1, base + CTRL_POSITION, base + CTRL_ROWS + 1)[0]
         return int(pos), int(rows)
 
     def _prompt_embed(self, ctx: _Tile, w, tile: int) -> None:
         c0, c1 = tile_meaning(self.program, w, 0, tile)["cols"]
-        _, r = self._chunk(ctx)
+        _, r = self._chunk(ctx, w)
         tokens = ctx.read(w.buf_in, 0, 1, 0, r)[0]
         ctx.write(w.buf_out, 0, c0, self._weight(params(w)["embed_weight"])[tokens, c0:c1].astype(np.float32))
 
@@ -524,18 +526,25 @@ class Interpreter:
         """A prompt GEMM tile: its row group over its token rows below r, each row the reference's Linear in
         one k-slice (plan.PROMPT_SLICES), then the decode GEMV's epilogue."""
         rg, (t0, t1) = gemm_tile(self.program, w, tile)
-        t1 = min(t1, self._chunk(ctx)[1])
+        t1 = min(t1, self._chunk(ctx, w)[1])
         if t1 <= t0:
             return
         if w.opcode == Op.GEMM_RESIDUAL:
             x = ctx.read(w.buf_in, t0, t1, 0, w.k)
+        elif w.opcode == Op.PROMPT_MTP_FC:  # the embedding half first, as MTP_FC
+            p = params(w)
+            tokens = ctx.read(w.buf_aux0, 0, 1, t0, t1)[0]
+            e = self._rms_norm(self._weight(p["embed_weight"])[tokens].astype(np.float32),
+                               self._weight(p["norm_embedding"]), p["eps"])
+            h = self._rms_norm(ctx.read(w.buf_in, t0, t1, 0, w.k // 2), self._weight(p["norm_hidden"]), p["eps"])
+            x = np.concatenate([e, h], axis=1)
         else:
             p = params(w)
             x = self._rms_norm(ctx.read(w.buf_in, t0, t1, 0, w.k), self._weight(p["norm_weight"]), p["eps"])
         blocks = -(-w.k // plan.K_BLOCK)
         segments = (0, 1) if w.opcode == Op.NORM_GEMM_GATE_UP else (rg.segment,)
         y = [ops.combine_slices([self._slice_sums(ctx, w, rg, seg, x, 0, blocks)]) for seg in segments]
-        if w.opcode == Op.NORM_GEMM:
+        if w.opcode in (Op.NORM_GEMM, Op.PROMPT_MTP_FC):
             ctx.write(w.buf_out, t0, rg.r0, bf16(y[0]))
         elif w.opcode == Op.NORM_GEMM_GATE_UP:
             ctx.write(w.buf_out, t0, rg.r0, ops.swiglu(bf16(y[0]), bf16(y[1])))
@@ -544,7 +553,7 @@ class Interpreter:
 
     def _prompt_qkv(self, ctx: _Tile, w, tile: int) -> None:
         p = params(w)
-        pos, r = self._chunk(ctx)
+        pos, r = self._chunk(ctx, w)
         hd, heads = p["head_dim"], p["heads"]
         cos, sin = ops.rope_tables(np.arange(pos, pos + r), p["rotary_dim"], p["rope_theta"])
 
@@ -566,7 +575,7 @@ class Interpreter:
     def _attn_causal(self, ctx: _Tile, w, tile: int) -> None:
         p = params(w)
         kv, (r0, r1) = query_tile(w, tile)
-        pos, r = self._chunk(ctx)
+        pos, r = self._chunk(ctx, w)
         hd, group = p["head_dim"], p["heads"] // p["kv_heads"]
         cols = (kv * group * hd, (kv + 1) * group * hd)
         for i in range(r0, min(r1, r)):
@@ -580,7 +589,7 @@ class Interpreter:
         """The conv over the chunk's rows for a tile of channels; the ring keeps the last K - 1 raw rows."""
         p = params(w)
         c0, c1 = tile_meaning(self.program, w, 0, tile)["cols"]
-        pos, r = self._chunk(ctx)
+        pos, r = self._chunk(ctx, w)
         R, K = p["ring"], p["conv_kernel"]
         history = ctx.ring_rows(w.buf_aux1, [(pos - K + 1 + i) % R for i in range(K - 1)], c0, c1)
         mixed = ctx.read(w.buf_in, 0, r, c0, c1)
@@ -596,7 +605,7 @@ class Interpreter:
     def _gdn_chunk(self, ctx: _Tile, w, tile: int) -> None:
         """Value head j over the chunk: the reference's gates, q/k preparation, WY form and gated norm."""
         p, j = params(w), tile
-        pos, r = self._chunk(ctx)
+        pos, r = self._chunk(ctx, w)
         cols, dk, dv = gdn_chunk_columns(p, j), p["key_dim"], p["value_dim"]
         q, k, v = (ctx.read(w.buf_in, 0, r, *cols[n])[:, None, :] for n in "qkv")
         z, b, a = (ctx.read(w.buf_aux1, 0, r, *cols[n]) for n in "zba")
@@ -607,9 +616,17 @@ class Interpreter:
         ctx.write(w.buf_aux0, j, 0, state[0].T.reshape(1, -1))
         ctx.write(w.buf_out, 0, j * dv, ops.gated_rms_norm(o[:, 0], z, self._weight(p["norm_weight"]), p["eps"]))
 
+    def _prompt_norm(self, ctx: _Tile, w, tile: int) -> None:
+        r0, r1 = tile_meaning(self.program, w, 0, tile)["rows"]
+        r1 = min(r1, self._chunk(ctx, w)[1])
+        if r1 > r0:
+            p = params(w)
+            ctx.write(w.buf_out, r0, 0, self._rms_norm(ctx.read(w.buf_in, r0, r1, 0, w.n),
+                                                       self._weight(p["norm_weight"]), p["eps"]))
+
     def _prompt_advance(self, ctx: _Tile, w, tile: int) -> None:
-        pos, r = self._chunk(ctx)
-        ctx.write(0, 0, CTRL_POSITION, np.array([[pos + r]]))
+        pos, r = self._chunk(ctx, w)
+        ctx.write(0, 0, control_base(w.layer) + CTRL_POSITION, np.array([[pos + r]]))
 
     # --- session state, in the reference's layout (for comparisons) --------------------------------
     def conv_state(self, layer: int, kernel: int) -> np.ndarray:

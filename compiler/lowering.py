@@ -83,7 +83,7 @@ def lower_prompt(c: ModelConfig, rows: int, capacity: int) -> Lowered:
                                              norm), GEMM_RESIDUAL (out_proj), NORM_GEMM_GATE_UP, GEMM_RESIDUAL
                         per attention layer: NORM_GEMM (q|k|v), PROMPT_QKV (norms, RoPE, cache append),
                                              ATTN_CAUSAL (+ sigmoid gate), GEMM_RESIDUAL (o_proj), MLP as above
-                     -> PROMPT_ADVANCE
+                     -> PROMPT_NORM (final norm -> prompt_hidden, with an MTP head) -> PROMPT_ADVANCE
     """
     b = _PromptBuilder(c, rows, capacity)
     x = b.residual()
@@ -92,7 +92,30 @@ def lower_prompt(c: ModelConfig, rows: int, capacity: int) -> Lowered:
     for i in range(c.num_hidden_layers):
         x = (b.attention_layer if i in c.attention_layers else b.gdn_layer)(i, x)
         x = b.mlp(i, x)
+    if c.mtp_num_hidden_layers:  # the rows the MTP head's prefill reads (lower_mtp_prompt)
+        b.emit(Instr(Op.PROMPT_NORM, "final_norm", -1, n=c.hidden_size, bufs={"in": x, "out": "prompt_hidden"},
+                     params={"norm_weight": FINAL_NORM, "eps": c.rms_norm_eps}))
     b.emit(Instr(Op.PROMPT_ADVANCE, "advance", -1, bufs={"in": "ctrl", "out": "ctrl"}))
+    return Lowered(b.instrs, b.buffers, rows, capacity)
+
+
+def lower_mtp_prompt(c: ModelConfig, rows: int, capacity: int) -> Lowered:
+    """The MTP head's prefill over one prompt chunk (docs/SPEC-qwen35.md 4), in the prompt path's arithmetic, on
+    the MTP control lane: row i pairs prompt_tokens[i] (the host writes the tokens one position ahead: the
+    token at position + i + 1) with the target's prompt_hidden row i (the prompt program's), and writes the MTP
+    KV cache at position + i; no head. The prompt's last row goes through the one-row MTP pass after the
+    target's last-token pass, which drafts."""
+    if not c.mtp_num_hidden_layers:
+        raise ValueError(f"config {c.name!r} has no MTP layer")
+    b = _PromptBuilder(c, rows, capacity, MTP_LAYER)
+    x = b.residual()
+    b.emit(Instr(Op.PROMPT_MTP_FC, "mtp.fc", MTP_LAYER, n=c.hidden_size, k=2 * c.hidden_size,
+                 weights=[MTP_PREFIX + "fc.weight"], bufs={"in": "prompt_hidden", "aux0": "prompt_tokens", "out": x},
+                 params={"embed_weight": EMBED, "norm_embedding": MTP_PREFIX + "pre_fc_norm_embedding.weight",
+                         "norm_hidden": MTP_PREFIX + "pre_fc_norm_hidden.weight", "eps": c.rms_norm_eps}))
+    x = b.attention_layer(MTP_LAYER, x)
+    b.mlp(MTP_LAYER, x)
+    b.emit(Instr(Op.PROMPT_ADVANCE, "mtp.advance", MTP_LAYER, bufs={"in": "ctrl", "out": "ctrl"}))
     return Lowered(b.instrs, b.buffers, rows, capacity)
 
 
@@ -112,6 +135,8 @@ def session_buffers(c: ModelConfig, capacity: int) -> list[BufferDecl]:
                 BufferDecl(f"L{i}.gate_ring", CONV_RING, 2 * c.linear_num_value_heads, DType.BF16, Kind.STATE)]
     out.append(BufferDecl("hidden", MAX_ROWS, c.hidden_size, DType.BF16, Kind.STATE))
     out.append(BufferDecl("prompt_tokens", 1, PROMPT_MAX_ROWS, DType.I32, Kind.STATE))  # a prompt chunk's (host)
+    if c.mtp_num_hidden_layers:  # a prompt chunk's post-final-norm rows, which the MTP's prefill reads
+        out.append(BufferDecl("prompt_hidden", PROMPT_MAX_ROWS, c.hidden_size, DType.BF16, Kind.STATE))
     if c.mtp_num_hidden_layers:
         draft = draft_rows(c)
         out += [BufferDecl("mtp.k_cache", capacity, kv, DType.BF16, Kind.STATE),

@@ -55,6 +55,9 @@ def partition(low: Lowered, c: ModelConfig) -> None:
             ins.tiles = -(-ins.n // EMBED_TILE_COLS)
         elif op == Op.PROMPT_QKV:
             ins.tiles = p["heads"] + p["kv_heads"]
+        elif op == Op.PROMPT_NORM:
+            ins.tile_rows = plan.PROMPT_QUERY_TILE
+            ins.tiles = -(-low.rows // plan.PROMPT_QUERY_TILE)
         elif op == Op.ATTN_CAUSAL:
             ins.tile_rows = plan.PROMPT_QUERY_TILE
             ins.tiles = p["kv_heads"] * -(-low.rows // plan.PROMPT_QUERY_TILE)

@@ -137,6 +137,8 @@ def tile_meaning(program: Program, word: Word, stage: int, tile: int) -> dict:
         return {"cols": (tile * word.tile_rows, min(word.n, (tile + 1) * word.tile_rows))}
     if op == Op.GDN_CHUNK:
         return {"head": tile}
+    if op == Op.PROMPT_NORM:
+        return {"rows": (tile * word.tile_rows, min(word.chunk_rows, (tile + 1) * word.tile_rows))}
     if op in GEMV_OPS:
         if stage == 1:
             return {"row_group": row_groups(program, word)[tile]}

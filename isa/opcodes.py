@@ -32,12 +32,14 @@ class Op(enum.IntEnum):
     PROMPT_CONV = 21  # the causal conv + silu over the chunk per channel tile; the ring keeps the last rows
     GDN_CHUNK = 22  # gates, l2norm, the WY form over the chunk (gdn.chunked), gated RMSNorm, per value head
     PROMPT_ADVANCE = 23  # position += r
+    PROMPT_NORM = 24  # RMSNorm of the chunk's rows -> prompt_hidden (the target's post-final-norm rows, for the MTP)
+    PROMPT_MTP_FC = 25  # MTP: RMSNorm(embed(prompt_tokens)) | RMSNorm(prompt_hidden) -> fc -> bf16, over the chunk
 
 
 GEMV_OPS = frozenset({Op.NORM_GEMV, Op.NORM_GEMV_QKV, Op.NORM_GATE_UP, Op.GEMV_RESIDUAL, Op.NORM_HEAD, Op.MTP_FC})
-GEMM_OPS = frozenset({Op.NORM_GEMM, Op.NORM_GEMM_GATE_UP, Op.GEMM_RESIDUAL})
+GEMM_OPS = frozenset({Op.NORM_GEMM, Op.NORM_GEMM_GATE_UP, Op.GEMM_RESIDUAL, Op.PROMPT_MTP_FC})
 PROMPT_OPS = GEMM_OPS | {Op.PROMPT_EMBED, Op.PROMPT_QKV, Op.ATTN_CAUSAL, Op.PROMPT_CONV, Op.GDN_CHUNK,
-                         Op.PROMPT_ADVANCE}
+                         Op.PROMPT_ADVANCE, Op.PROMPT_NORM}
 
 
 class Flag(enum.IntFlag):
@@ -96,6 +98,8 @@ PARAMS: dict[Op, tuple[tuple[str, str], ...]] = {
     Op.GDN_CHUNK: (("a_log", "w"), ("dt_bias", "w"), ("key_heads", "u"), ("value_heads", "u"), ("key_dim", "u"),
                    ("value_dim", "u"), ("norm_weight", "w"), ("eps", "f")),
     Op.PROMPT_ADVANCE: (),
+    Op.PROMPT_NORM: (("norm_weight", "w"), ("eps", "f")),
+    Op.PROMPT_MTP_FC: (("embed_weight", "w"), ("norm_embedding", "w"), ("norm_hidden", "w"), ("eps", "f")),
 }
 
 # The control block (buffer 0, one row of int32): what every step reads and HANDOFF writes. Two lanes

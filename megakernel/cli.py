@@ -220,9 +220,6 @@ def cmd_generate(args: argparse.Namespace) -> int:
         if args.backend not in ("reference", "interpreter"):
             raise InputError(f"--prompt-path program: --backend {args.backend} does not run the prompt program yet "
                              "(issue 21: the CPU interpreter and the reference do)")
-        if args.spec_k:
-            raise InputError("--spec-k with --prompt-path program: the MTP head's prefill over a prompt chunk is "
-                             "not built yet (issue 21)")
         if args.backend == "reference" and args.numerics != "engine":
             raise InputError("--prompt-path program is the engine's prompt arithmetic: use --numerics engine")
     config = model_config(args.model)
@@ -334,9 +331,10 @@ def _out_of_memory(cupy, config, context: int) -> str:
 
 
 def cmd_compile(args: argparse.Namespace) -> None:
-    from compiler import lower, lower_mtp, lower_prompt, validate
+    from compiler import lower, lower_mtp, lower_mtp_prompt, lower_prompt, validate
 
-    most = PROMPT_MAX_ROWS if args.program == "prompt" else MAX_ROWS
+    chunk = args.program in ("prompt", "mtp-prompt")
+    most = PROMPT_MAX_ROWS if chunk else MAX_ROWS
     if not 1 <= args.rows <= most:
         raise InputError(f"--rows must be 1..{most} for the {args.program} program, got {args.rows}")
     if args.sms < 1:
@@ -348,10 +346,13 @@ def cmd_compile(args: argparse.Namespace) -> None:
     options = dict(rows=args.rows, sms=args.sms, capacity=args.context, debug_logits=args.debug_logits)
     if args.program == "target":
         program = lower(config, **options)
-    elif args.program == "prompt":
+    elif chunk:
         if args.debug_logits:
-            raise InputError("--debug-logits: the prompt program has no head")
-        program = lower_prompt(config, rows=args.rows, sms=args.sms, capacity=args.context)
+            raise InputError(f"--debug-logits: the {args.program} program has no head")
+        if args.program == "mtp-prompt" and not config.mtp_num_hidden_layers:
+            raise InputError(f"--program mtp-prompt: {config.name} has no MTP layer")
+        build = lower_prompt if args.program == "prompt" else lower_mtp_prompt
+        program = build(config, rows=args.rows, sms=args.sms, capacity=args.context)
     else:
         program = lower_mtp(config, chained=args.program == "mtp-chained", **options)
     report = None
@@ -622,9 +623,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("compile", help="compile the model into an instruction Program; print its summary")
     p.add_argument("--model", default=DEFAULT_MODEL, help=MODEL_HELP)
-    p.add_argument("--program", default="target", choices=["target", "mtp", "mtp-chained", "prompt"],
+    p.add_argument("--program", default="target", choices=["target", "mtp", "mtp-chained", "prompt", "mtp-prompt"],
                    help="target forward (M > 1: verify passes), the MTP draft pass reading the target's hidden "
-                        "rows or its own previous hidden (chained), or a prompt chunk (docs/ISA.md 'Prompt programs')")
+                        "rows or its own previous hidden (chained), a prompt chunk or the MTP head's prefill over "
+                        "one (docs/ISA.md 'Prompt programs')")
     p.add_argument("--rows", type=int, default=1,
                    help=f"rows M per pass, 1..{MAX_ROWS}; a prompt chunk's most rows, 1..{PROMPT_MAX_ROWS}")
     p.add_argument("--sms", type=int, default=132, help="blocks G (one per SM; the H200 has 132)")

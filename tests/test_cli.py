@@ -143,8 +143,6 @@ def test_tokenize_detokenize_round_trip(capsys):
     (["compile", "--rows", "0"], "--rows must be 1..8 for the target program, got 0"),
     (["generate", "--prompt", "hi", "--backend", "graph", "--prompt-path", "program"],
      "--prompt-path program: --backend graph does not run the prompt program yet"),
-    (["generate", "--prompt", "hi", "--backend", "interpreter", "--prompt-path", "program", "--spec-k", "2"],
-     "--spec-k with --prompt-path program"),
     (["generate", "--prompt", "hi", "--backend", "reference", "--prompt-path", "program"],
      "--prompt-path program is the engine's prompt arithmetic: use --numerics engine"),
     (["compile", "--program", "prompt", "--rows", "1025"], "--rows must be 1..1024 for the prompt program, got 1025"),
@@ -464,5 +462,9 @@ def test_compile_prints_a_validated_prompt_program(capsys):
     code, out, err = run(capsys, "compile", "--model", "synthetic:tiny", "--program", "prompt", "--rows", "64",
                          "--sms", "7", "--context", "256", "--validate")
     assert code == 0, err
-    assert "50 words (PROMPT_EMBED 1, NORM_GEMM 8, PROMPT_CONV 6, GDN_CHUNK 6, GEMM_RESIDUAL 16" in out
+    assert "51 words (PROMPT_EMBED 1, NORM_GEMM 8, PROMPT_CONV 6, GDN_CHUNK 6, GEMM_RESIDUAL 16" in out
     assert "validator: proved race- and deadlock-free" in out
+    code, out, err = run(capsys, "compile", "--model", "synthetic:tiny", "--program", "mtp-prompt", "--rows", "64",
+                         "--sms", "7", "--context", "256", "--validate")
+    assert code == 0, err
+    assert "8 words (PROMPT_MTP_FC 1, NORM_GEMM 1, PROMPT_QKV 1, ATTN_CAUSAL 1, GEMM_RESIDUAL 2" in out

@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 import compiler.interpreter as interp_mod
-from compiler import lower, lower_prompt, validate
+from compiler import lower, lower_mtp_prompt, lower_prompt, validate
 from compiler.interpreter import Interpreter
 from isa import PROMPT_OPS, Op, Program
+from isa.opcodes import MTP_LAYER
 from isa.word import canonical
 from megakernel.errors import InputError, MegakernelError
 from megakernel.reference import Mode, ReferenceModel, ops
@@ -66,13 +67,15 @@ def reference_prompt(reference, tokens, rows):
 @pytest.mark.parametrize("rows, sms", [(64, 1), (64, 7), (96, 132)])
 def test_the_prompt_program_is_valid_on_any_grid(weights, rows, sms):
     c = weights.config
-    program = lower_prompt(c, rows=rows, sms=sms, capacity=CAPACITY)
-    assert validate(program, sms).ok
-    assert len(program.words) == 6 * c.num_hidden_layers + 2
-    assert all(w.opcode in PROMPT_OPS and w.chunk_rows == rows and w.rows == 0 for w in program.words)
-    assert Program.from_bytes(program.to_bytes()).words == [canonical(w) for w in program.words]
-    # one session layout with the decode programs: a session serves both
-    assert program.session_layout() == lower(c, rows=1, sms=sms, capacity=CAPACITY).session_layout()
+    program, mtp = (build(c, rows=rows, sms=sms, capacity=CAPACITY) for build in (lower_prompt, lower_mtp_prompt))
+    assert validate(program, sms).ok and validate(mtp, sms).ok
+    assert len(program.words) == 6 * c.num_hidden_layers + 3  # + PROMPT_EMBED, PROMPT_NORM, PROMPT_ADVANCE
+    assert len(mtp.words) == 8 and all(w.layer == MTP_LAYER for w in mtp.words)
+    for p in (program, mtp):
+        assert all(w.opcode in PROMPT_OPS and w.chunk_rows == rows and w.rows == 0 for w in p.words)
+        assert Program.from_bytes(p.to_bytes()).words == [canonical(w) for w in p.words]
+        # one session layout with the decode programs: a session serves them all
+        assert p.session_layout() == lower(c, rows=1, sms=sms, capacity=CAPACITY).session_layout()
 
 
 def test_the_prompt_program_is_the_reference_prompt_form_bit_for_bit(weights, reference):
@@ -180,11 +183,44 @@ def test_generation_through_the_prompt_path_is_the_reference_prompt_form(weights
     assert not np.array_equal(passes, ref.start(prompt))
 
 
-def test_the_prompt_path_refuses_what_it_cannot_do_yet(weights):
+def test_the_mtp_prefill_program_is_the_reference_mtp_prompt_form(weights, reference):
+    """The MTP head's prefill beside each prompt chunk (its rows pair the next token with the prompt program's
+    prompt_hidden rows), then the one-row MTP pass of the last row: the MTP KV cache and the first draft of
+    the reference's prompt form bit for bit."""
+    from megakernel.generation.generate import InterpreterBackend
+    from megakernel.generation.speculative import ingest_prompt
+
+    c, prompt = weights.config, PROMPT[:140]
+    backend = InterpreterBackend(weights, CAPACITY, prompt_path="program")
+    current, draft = ingest_prompt(backend, prompt, lambda logits: int(np.argmax(logits[:c.defined_vocab])))
+    session, n = reference.new_session(CAPACITY), len(prompt)
+    out = reference.forward(session, prompt[:-1], form="prompt")
+    reference.mtp_forward(session, prompt[1:], out.hidden, np.arange(n - 1), form="prompt", head=False)
+    last = reference.forward(session, prompt[-1:])
+    assert current == int(np.argmax(last.logits[0, :c.defined_vocab]))
+    mtp = reference.mtp_forward(session, [current], last.hidden, [n - 1])
+    assert draft == int(np.argmax(mtp.logits[0, :c.defined_vocab]))
+    shape = (CAPACITY, c.num_key_value_heads, c.head_dim)
+    for kv, ref in (("k", session.mtp_kv.keys), ("v", session.mtp_kv.values)):
+        assert np.array_equal(backend.interpreter.buffer(f"mtp.{kv}_cache").reshape(shape)[:n], ref[:n])
+    assert backend.interpreter.mtp_position == n  # the one-row MTP pass's hand-off moved it on
+
+
+def test_speculative_decoding_after_the_prompt_program_is_plain_greedy(weights):
+    from megakernel.generation.generate import InterpreterBackend
+    from megakernel.generation.speculative import generate_greedy_mtp
+
+    c, prompt = weights.config, PROMPT[:100]
+    backend = InterpreterBackend(weights, CAPACITY, prompt_path="program")
+    plain = [int(np.argmax(backend.start(prompt)[:c.defined_vocab]))]
+    while len(plain) < 12:
+        plain.append(backend.greedy_step(plain[-1]))
+    tokens, accepted = generate_greedy_mtp(backend, prompt, 12, 3, c.defined_vocab)
+    assert tokens[:12] == plain and accepted
+
+
+def test_a_bad_prompt_path_is_one_clear_error(weights):
     from megakernel.generation.generate import InterpreterBackend
 
-    backend = InterpreterBackend(weights, CAPACITY, prompt_path="program")
-    with pytest.raises(InputError, match="--spec-k with --prompt-path program"):
-        backend.prepare(100, k=2)
     with pytest.raises(InputError, match="--prompt-path must be one of passes, program"):
         InterpreterBackend(weights, CAPACITY, prompt_path="chunked")

@@ -144,11 +144,10 @@ class ProgramBackend:
     def prepare(self, prompt_tokens: int, k: int = 0) -> None:
         """Build every Program a generation from a `prompt_tokens` prompt will run (with k drafts per verify
         pass, or none), so that none is compiled and loaded inside its timing."""
-        if k and self.prompt_path == "program":
-            raise InputError("--spec-k with --prompt-path program: the MTP head's prefill over a prompt chunk is "
-                             "not built yet (issue 21); use --prompt-path passes")
         if self.prompt_path == "program" and prompt_tokens > 1:
             self._prompt_runner()
+            if k:
+                self._prompt_runner(mtp=True)
         width = MAX_PROMPT_ROWS if k else self.prompt_rows  # speculation ingests the prompt 8 rows a pass
         last = prompt_tokens % width or width
         for rows in {1, min(prompt_tokens, width), last} | ({k + 1} if k else set()):
@@ -175,20 +174,34 @@ class ProgramBackend:
         runner = self._pass(tokens)
         return self._last_logits(runner, len(tokens)) if logits else None
 
-    def start(self, prompt_ids: list[int]) -> np.ndarray:
+    def start(self, prompt_ids: list[int], mtp: bool = False) -> np.ndarray:
+        """A new session with the prompt in it; the last row's logits. mtp (the prompt program's path): the MTP
+        head is prefilled over every prompt row but the last, whose one-row MTP pass (mtp_prefill) drafts."""
         self.reset()
         if self.prompt_path == "program":
-            chunks, last_token = prompt_path_chunks(prompt_ids)
-            for chunk in chunks:
-                self._run_prompt(self._prompt_runner(), chunk)
-            return self.run_rows([last_token])
+            return self._prompt_program_start(prompt_ids, mtp)
         *head, last = prompt_chunks(prompt_ids, self.prompt_rows)
         for chunk in head:  # only the last pass's logits are wanted
             self._pass(chunk)
         return self.run_rows(last)
 
-    def _prompt_runner(self):
-        """The prompt program's runner (PROMPT_CHUNK rows); a backend whose device does not run it refuses."""
+    def _prompt_program_start(self, prompt_ids: list[int], mtp: bool) -> np.ndarray:
+        chunks, last_token = prompt_path_chunks(prompt_ids)
+        if mtp:
+            self._sync_draft_vocab(prompt_ids[1:])  # the ids the passes path's MTP prefill would have seen
+        first = 0
+        for chunk in chunks:
+            self._run_prompt(self._prompt_runner(), chunk)
+            if mtp:  # row i pairs the token after position first + i with the target's hidden row i
+                runner = self._prompt_runner(mtp=True)
+                self._set_mtp_position(runner, first)
+                self._run_prompt(runner, prompt_ids[first + 1:first + 1 + len(chunk)])
+            first += len(chunk)
+        return self.run_rows([last_token])
+
+    def _prompt_runner(self, mtp: bool = False):
+        """The prompt program's runner (PROMPT_CHUNK rows), or the MTP head's prefill program's; a backend
+        whose device does not run them refuses."""
         raise InputError(f"--prompt-path program: the {type(self).__name__} does not run the prompt program yet "
                          "(issue 21: the CPU interpreter and the reference do)")
 
@@ -270,12 +283,15 @@ class InterpreterBackend(ProgramBackend):
         # run on it.
         widest = self._lower(MAX_PROMPT_ROWS)
         arena = session_arena_bytes(widest, weights.config, capacity, sms)
-        self._prompt_program = None
+        self._prompt_programs = {}
         if prompt_path == "program":  # the session has room for a chunk's activations too
-            from compiler import lower_prompt
+            from compiler import lower_mtp_prompt, lower_prompt
 
-            self._prompt_program = lower_prompt(weights.config, rows=PROMPT_CHUNK, sms=sms, capacity=capacity)
-            arena = max(arena, self._prompt_program.arena_bytes)
+            self._prompt_programs[False] = lower_prompt(weights.config, rows=PROMPT_CHUNK, sms=sms, capacity=capacity)
+            if weights.config.mtp_num_hidden_layers:
+                self._prompt_programs[True] = lower_mtp_prompt(weights.config, rows=PROMPT_CHUNK, sms=sms,
+                                                               capacity=capacity)
+            arena = max([arena] + [p.arena_bytes for p in self._prompt_programs.values()])
         self.interpreter = Interpreter(widest, weights, arena_bytes=arena)
         self._rows = {MAX_PROMPT_ROWS: self.interpreter}  # interpreters by rows, built when first needed
         self.program = self._runner(1).program
@@ -290,12 +306,13 @@ class InterpreterBackend(ProgramBackend):
             self._rows[rows] = Interpreter(self._lower(rows), self.weights, session_of=self.interpreter)
         return self._rows[rows]
 
-    def _prompt_runner(self):
+    def _prompt_runner(self, mtp: bool = False):
         from compiler.interpreter import Interpreter
 
-        if "prompt" not in self._rows:
-            self._rows["prompt"] = Interpreter(self._prompt_program, self.weights, session_of=self.interpreter)
-        return self._rows["prompt"]
+        key = ("prompt", mtp)
+        if key not in self._rows:
+            self._rows[key] = Interpreter(self._prompt_programs[mtp], self.weights, session_of=self.interpreter)
+        return self._rows[key]
 
     def _run_prompt(self, runner, tokens: list[int]) -> None:
         runner.set_prompt_chunk(tokens)

@@ -68,6 +68,27 @@ def generate_greedy(backend, prompt_ids: list[int], max_new_tokens: int, k: int,
 Control = Callable[[int, list[int]], list[int]]
 
 
+def ingest_prompt(backend, prompt_ids: list[int], pick: Callable) -> tuple[int, int]:
+    """A new session with the prompt in the target and the MTP head: (the target's token after the prompt,
+    chosen by `pick` from its logits; the MTP head's first draft, the token after that). The prompt enters as
+    8-row verify-width passes, each followed by the MTP's prefill over its rows, or (backend.prompt_path
+    "program") through the prompt programs, the last row by one-row passes."""
+    if getattr(backend, "prompt_path", "passes") == "program":
+        current = pick(backend.start(prompt_ids, mtp=True))
+        return current, backend.mtp_prefill([current], len(prompt_ids) - 1, MAX_PROMPT_ROWS - 1)
+    backend.reset()
+    for i, chunk in enumerate(prompt_chunks(prompt_ids, MAX_PROMPT_ROWS)):
+        first = i * MAX_PROMPT_ROWS
+        last = first + len(chunk) == len(prompt_ids)
+        logits = backend.run_rows(chunk, logits=last)
+        following = prompt_ids[first + 1:first + len(chunk) + 1]  # the token after each row's
+        if last:
+            current = pick(logits)
+            following.append(current)
+        draft = backend.mtp_prefill(following, first, MAX_PROMPT_ROWS - len(chunk))
+    return current, draft
+
+
 def mtp_batches(backend, prompt_ids: list[int], k: int, defined_vocab: int, capacity: int,
                 params: SamplingParams = SamplingParams(),
                 control: Control | None = None) -> Iterator[tuple[list[int], int | None]]:
@@ -101,16 +122,7 @@ def mtp_batches(backend, prompt_ids: list[int], k: int, defined_vocab: int, capa
             guess.append(inverse_cdf(q_rows[-1], rng.random()))
         return guess, q_rows
 
-    backend.reset()
-    for i, chunk in enumerate(prompt_chunks(prompt_ids, MAX_PROMPT_ROWS)):
-        first = i * MAX_PROMPT_ROWS
-        last = first + len(chunk) == len(prompt_ids)
-        logits = backend.run_rows(chunk, logits=last)
-        following = prompt_ids[first + 1:first + len(chunk) + 1]  # the token after each row's
-        if last:
-            current = pick(logits)
-            following.append(current)
-        draft = backend.mtp_prefill(following, first, MAX_PROMPT_ROWS - len(chunk))
+    current, draft = ingest_prompt(backend, prompt_ids, pick)
     yield [current], None
     emitted = 1
     while (position := backend.position) + k + 1 <= capacity:  # one read of the device's position a pass

@@ -251,13 +251,18 @@ class ReferenceModel:
         return tokens
 
     @_in_mode
-    def mtp_forward(self, session: Session, tokens, hidden: np.ndarray, positions) -> StepOutput:
+    def mtp_forward(self, session: Session, tokens, hidden: np.ndarray, positions, form: str = SEQUENTIAL,
+                    head: bool = True) -> StepOutput | None:
         """MTP rows: row r pairs token x_{p+1} with the target's post-final-norm hidden h_p at position p
         (docs/SPEC-qwen35.md 4) and predicts x_{p+2}; writes the MTP KV cache at those positions. Returns the MTP logits
-        and its post-mtp.norm hidden (fed back when chaining drafts)."""
+        and its post-mtp.norm hidden (fed back when chaining drafts); head=False: neither (a prefill that
+        drafts nothing, as the MTP prompt program). form: FORMS, as forward's."""
         if self.mtp is None:
             raise InputError("this model has no MTP head")
-        return self.mtp(self, session, self.check_tokens(tokens), hidden, np.asarray(positions).reshape(-1))
+        if form not in FORMS:
+            raise InputError(f"unknown form {form!r}: one of {', '.join(FORMS)}")
+        return self.mtp(self, session, self.check_tokens(tokens), hidden, np.asarray(positions).reshape(-1), form,
+                        head)
 
     def mtp_prefill(self, session: Session, prompt_ids, hidden: np.ndarray, first_token: int) -> StepOutput:
         """Fill the MTP cache over every prompt position: row p pairs x_{p+1} with h_p at position p,
@@ -290,13 +295,16 @@ class _MTPHead:
         self.mlp = _MLP(w, p, mode)
         self.norm_out = w[MTP_PREFIX + "norm.weight"]
 
-    def __call__(self, model: ReferenceModel, session: Session, tokens, hidden, positions) -> StepOutput:
+    def __call__(self, model: ReferenceModel, session: Session, tokens, hidden, positions, form: str = SEQUENTIAL,
+                 head: bool = True) -> StepOutput | None:
         eps = self.c.rms_norm_eps
         e = ops.rms_norm_1p(as_real(model.embed[tokens]), self.norm_embedding, eps)
         h = ops.rms_norm_1p(as_real(hidden), self.norm_hidden, eps)
-        x = self.fc(np.concatenate([e, h], axis=-1))  # embedding half first
+        x = self.fc(np.concatenate([e, h], axis=-1), _slices(form))  # embedding half first
         x = bf16(x + self.attention(ops.rms_norm_1p(x, self.norm_in, eps), positions, session.mtp_kv,
-                                     model.rope_theta))
-        x = bf16(x + self.mlp(ops.rms_norm_1p(x, self.norm_post, eps)))
+                                     model.rope_theta, form))
+        x = bf16(x + self.mlp(ops.rms_norm_1p(x, self.norm_post, eps), form))
+        if not head:
+            return None
         out = ops.rms_norm_1p(x, self.norm_out, eps)
         return StepOutput(model.logits(out), out)
