@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from isa import NO_BUFFER, Flag, Op, Program
+from isa import NO_BUFFER, PREPARE_OPS, Flag, Op, Program
 from isa.opcodes import (
     CONTROL_BUFFER,
     CTRL_PENDING,
@@ -32,7 +32,7 @@ from isa.opcodes import (
 )
 from megakernel.model import plan
 
-from .tiling import gemm_tile, main_tile, params, query_tile, row_groups, tile_meaning
+from .tiling import gemm_tile, main_tile, params, prepare_tile, query_tile, row_groups, tile_meaning
 
 HIST, NEW = "hist", "new"
 
@@ -287,12 +287,30 @@ def _prompt_embed(program, w, stage, tile):
     return [chunk_read(w), read(w.buf_in, 0, 1, 0, w.chunk_rows), write(w.buf_out, 0, w.chunk_rows, c0, c1)]
 
 
+def _slab_rows(w, token_tile: int, b0: int, b1: int) -> tuple[int, int]:
+    """Operand slab rows of one token tile's k-blocks [b0, b1) (isa/operand_layout.py)."""
+    blocks = (w.n if w.opcode in PREPARE_OPS else w.k) // plan.K_BLOCK
+    return token_tile * blocks + b0, token_tile * blocks + b1
+
+
+def _prepare(program, w, stage, tile):
+    t, (t0, t1), (b0, b1) = prepare_tile(w, tile)
+    out = [chunk_read(w)]
+    if w.opcode == Op.NORM_PREPARE:  # the norm reads whole rows
+        out.append(read(w.buf_in, t0, t1, 0, w.n))
+    elif w.opcode == Op.MTP_PREPARE:  # the tokens' embeddings and the target's hidden rows, each normalised whole
+        out += [read(w.buf_aux0, 0, 1, t0, t1), read(w.buf_in, t0, t1, 0, w.n // 2)]
+    else:
+        out.append(read(w.buf_in, t0, t1, b0 * plan.K_BLOCK, b1 * plan.K_BLOCK))
+    rows = _slab_rows(w, t, b0, b1)
+    return out + [write(buf, *rows, 0, _cols(program, buf)) for buf in (w.buf_out, w.buf_aux1) if buf != NO_BUFFER]
+
+
 def _gemm(program, w, stage, tile):
     rg, (t0, t1) = gemm_tile(program, w, tile)
-    if w.opcode == Op.PROMPT_MTP_FC:  # the tokens' embeddings and the target's hidden rows, each normalised
-        out = [chunk_read(w), read(w.buf_aux0, 0, 1, t0, t1), read(w.buf_in, t0, t1, 0, w.k // 2)]
-    else:  # a GEMM_RESIDUAL's input, or the residual to normalise
-        out = [chunk_read(w), read(w.buf_in, t0, t1, 0, w.k)]
+    rows = _slab_rows(w, t0 // plan.PROMPT_TOKEN_TILE, 0, w.k // plan.K_BLOCK)
+    out = [chunk_read(w)] + [read(buf, *rows, 0, _cols(program, buf)) for buf in (w.buf_in, w.buf_aux1)
+                             if buf != NO_BUFFER]
     if w.opcode == Op.GEMM_RESIDUAL:
         out.append(read(w.buf_aux0, t0, t1, rg.r0, rg.r1))
     return out + [write(w.buf_out, t0, t1, rg.r0, rg.r1)]
@@ -366,8 +384,8 @@ _RULES = {
     Op.EMBED: _embed, Op.NORM_GEMV_QKV: _qkv, Op.GDN_CORE: _gdn_core,
     Op.ATTN_SCORES: _attn_scores, Op.ATTN_PV: _attn_pv, Op.ATTN_MERGE: _attn_merge, Op.ARGMAX: _argmax,
     Op.HANDOFF: _handoff,
-    Op.PROMPT_EMBED: _prompt_embed, Op.NORM_GEMM: _gemm, Op.NORM_GEMM_GATE_UP: _gemm, Op.GEMM_RESIDUAL: _gemm,
-    Op.PROMPT_QKV: _prompt_qkv, Op.ATTN_CAUSAL: _attn_causal, Op.PROMPT_CONV: _prompt_conv,
-    Op.GDN_CHUNK: _gdn_chunk, Op.PROMPT_ADVANCE: _prompt_advance, Op.PROMPT_NORM: _prompt_norm,
-    Op.PROMPT_MTP_FC: _gemm,
+    Op.PROMPT_EMBED: _prompt_embed, Op.NORM_PREPARE: _prepare, Op.PREPARE: _prepare, Op.MTP_PREPARE: _prepare,
+    Op.GEMM: _gemm, Op.GEMM_GATE_UP: _gemm, Op.GEMM_RESIDUAL: _gemm, Op.PROMPT_QKV: _prompt_qkv,
+    Op.ATTN_CAUSAL: _attn_causal, Op.PROMPT_CONV: _prompt_conv, Op.GDN_CHUNK: _gdn_chunk,
+    Op.PROMPT_NORM: _prompt_norm, Op.PROMPT_ADVANCE: _prompt_advance,
 }

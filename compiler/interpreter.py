@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa import GEMM_OPS, GEMV_OPS, NO_BUFFER, DType, Flag, Kind, Op, Program
+from isa import GEMM_OPS, GEMV_OPS, NO_BUFFER, DType, Flag, Kind, Op, Program, operand_layout
 from isa.opcodes import (
     CTRL_LANE,
     CTRL_PENDING,
@@ -38,7 +38,7 @@ from megakernel.model.weights import WeightSet
 
 from .access import Access, accesses, gdn_chunk_columns
 from .hb import signals, waits_of
-from .tiling import block_range, gemm_tile, main_tile, params, query_tile, row_groups, tile_meaning
+from .tiling import block_range, gemm_tile, main_tile, params, prepare_tile, query_tile, row_groups, tile_meaning
 
 NUMPY = {DType.BF16: BF16, DType.F32: np.float32, DType.I32: np.int32}
 
@@ -522,31 +522,75 @@ class Interpreter:
         tokens = ctx.read(w.buf_in, 0, 1, 0, r)[0]
         ctx.write(w.buf_out, 0, c0, self._weight(params(w)["embed_weight"])[tokens, c0:c1].astype(np.float32))
 
+    def _prepare_operand(self, ctx: _Tile, w, tile: int) -> None:
+        """A prepare tile: its token tile's rows below r (normalised whole, for NORM_PREPARE and MTP_PREPARE) as
+        the f16 operand of its k-blocks (ops.f16_operand, a row at a time) in slabs (isa/operand_layout.py),
+        rows past r zero; and the bf16 rows in slabs of their own when the GEMM has bf16 weight segments."""
+        t, (t0, t1), (b0, b1) = prepare_tile(w, tile)
+        t1 = min(t1, self._chunk(ctx, w)[1])
+        if t1 <= t0:
+            return
+        p, k0, k1 = params(w), b0 * plan.K_BLOCK, b1 * plan.K_BLOCK
+        if w.opcode == Op.NORM_PREPARE:
+            x = self._rms_norm(ctx.read(w.buf_in, t0, t1, 0, w.n), self._weight(p["norm_weight"]), p["eps"])[:, k0:k1]
+        elif w.opcode == Op.MTP_PREPARE:  # the embedding half first, as MTP_FC
+            tokens = ctx.read(w.buf_aux0, 0, 1, t0, t1)[0]
+            e = self._rms_norm(self._weight(p["embed_weight"])[tokens].astype(np.float32),
+                               self._weight(p["norm_embedding"]), p["eps"])
+            h = self._rms_norm(ctx.read(w.buf_in, t0, t1, 0, w.n // 2), self._weight(p["norm_hidden"]), p["eps"])
+            x = np.concatenate([e, h], axis=1)[:, k0:k1]
+        else:
+            x = ctx.read(w.buf_in, t0, t1, k0, k1)
+        first = t * (w.n // plan.K_BLOCK) + b0
+        operands = [ops.f16_operand(row) for row in x]
+        x16 = np.stack([o for o, _ in operands])
+        unscale = np.stack([u for _, u in operands])
+        ctx.write(w.buf_out, first, 0, self._slab_words(x16, unscale, np.float16))
+        if w.buf_aux1 != NO_BUFFER:
+            ctx.write(w.buf_aux1, first, 0, self._slab_words(x, np.ones_like(unscale), BF16))
+
+    _norm_prepare = _prepare = _mtp_prepare = _prepare_operand
+
+    @staticmethod
+    def _slab_words(x: np.ndarray, unscale: np.ndarray, dtype) -> np.ndarray:
+        """Rows of a token tile (fewer than 128: the rest zero) -> its slabs as int32 [blocks, SLAB_BYTES / 4]."""
+        rows = plan.PROMPT_TOKEN_TILE
+        padded = np.zeros((rows, x.shape[1]), np.float32)
+        padded[:len(x)] = x
+        scales = np.zeros((rows, unscale.shape[1]), np.float32)
+        scales[:len(x)] = unscale
+        return operand_layout.slabs(padded, scales, dtype)[0].view(np.int32)
+
+    def _slabs(self, ctx: _Tile, buf: int, first: int, blocks: int, dtype) -> tuple[np.ndarray, np.ndarray]:
+        words = ctx.read(buf, first, first + blocks, 0, self.program.buffers[buf].cols).astype(np.int32)
+        x, unscale = operand_layout.from_slabs(words.view(np.uint8).reshape(1, blocks, -1), dtype)
+        return x.astype(np.float32), unscale
+
     def _gemm(self, ctx: _Tile, w, tile: int) -> None:
-        """A prompt GEMM tile: its row group over its token rows below r, each row the reference's Linear in
-        one k-slice (plan.PROMPT_SLICES), then the decode GEMV's epilogue."""
+        """A prompt GEMM tile: its row group over its token rows below r, from the operand slabs, each row the
+        reference's Linear in one k-slice (plan.PROMPT_SLICES), then the decode GEMV's epilogue."""
         rg, (t0, t1) = gemm_tile(self.program, w, tile)
         t1 = min(t1, self._chunk(ctx, w)[1])
         if t1 <= t0:
             return
-        if w.opcode == Op.GEMM_RESIDUAL:
-            x = ctx.read(w.buf_in, t0, t1, 0, w.k)
-        elif w.opcode == Op.PROMPT_MTP_FC:  # the embedding half first, as MTP_FC
-            p = params(w)
-            tokens = ctx.read(w.buf_aux0, 0, 1, t0, t1)[0]
-            e = self._rms_norm(self._weight(p["embed_weight"])[tokens].astype(np.float32),
-                               self._weight(p["norm_embedding"]), p["eps"])
-            h = self._rms_norm(ctx.read(w.buf_in, t0, t1, 0, w.k // 2), self._weight(p["norm_hidden"]), p["eps"])
-            x = np.concatenate([e, h], axis=1)
-        else:
-            p = params(w)
-            x = self._rms_norm(ctx.read(w.buf_in, t0, t1, 0, w.k), self._weight(p["norm_weight"]), p["eps"])
-        blocks = -(-w.k // plan.K_BLOCK)
-        segments = (0, 1) if w.opcode == Op.NORM_GEMM_GATE_UP else (rg.segment,)
-        y = [ops.combine_slices([self._slice_sums(ctx, w, rg, seg, x, 0, blocks)]) for seg in segments]
-        if w.opcode in (Op.NORM_GEMM, Op.PROMPT_MTP_FC):
+        blocks = w.k // plan.K_BLOCK
+        first = t0 // plan.PROMPT_TOKEN_TILE * blocks
+        x16, unscale = self._slabs(ctx, w.buf_in, first, blocks, np.float16)
+        xb = self._slabs(ctx, w.buf_aux1, first, blocks, BF16)[0] if w.buf_aux1 != NO_BUFFER else None
+        lr0, lr1 = rg.local()
+        y = []
+        for seg in (0, 1) if w.opcode == Op.GEMM_GATE_UP else (rg.segment,):
+            weight, scale = self._blocked(w.weight_first + seg)
+            wb = weight[lr0:lr1]
+            if scale is None:  # bf16 weights multiply the bf16 rows, as decode's GEMV
+                sums = [ops.slice_sum(ops.block_partials(wb, xb[m]), None) for m in range(t1 - t0)]
+            else:
+                sc = scale[lr0:lr1]
+                sums = [ops.slice_sum(ops.block_partials(wb, x16[m]), sc, unscale[m]) for m in range(t1 - t0)]
+            y.append(ops.combine_slices([np.stack(sums)]))
+        if w.opcode == Op.GEMM:
             ctx.write(w.buf_out, t0, rg.r0, bf16(y[0]))
-        elif w.opcode == Op.NORM_GEMM_GATE_UP:
+        elif w.opcode == Op.GEMM_GATE_UP:
             ctx.write(w.buf_out, t0, rg.r0, ops.swiglu(bf16(y[0]), bf16(y[1])))
         else:
             ctx.write(w.buf_out, t0, rg.r0, bf16(ctx.read(w.buf_aux0, t0, t1, rg.r0, rg.r1) + bf16(y[0])))

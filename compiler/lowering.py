@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from isa import DType, Flag, Kind, Op
 from isa.opcodes import CTRL_WORDS, MAX_ROWS, MTP_LAYER, PROMPT_MAX_ROWS
+from isa.operand_layout import SLAB_BYTES
 from megakernel.model import plan
 from megakernel.model.config import ModelConfig
 from megakernel.model.draft_vocab import draft_rows
@@ -28,6 +29,7 @@ from megakernel.model.tensors import (
     MTP_PREFIX,
     layer_prefix,
     mtp_layer_prefix,
+    tensor_specs,
 )
 
 from .ir import BufferDecl, Instr, Lowered
@@ -79,10 +81,11 @@ def lower_prompt(c: ModelConfig, rows: int, capacity: int) -> Lowered:
     GDN states and conv rings are left as decode reads them, and the position advanced by r. No head: the
     prompt's last token goes through a decode pass, which chooses the first token.
 
-        PROMPT_EMBED -> per GDN layer:       NORM_GEMM (in_proj qkv|z|b|a), PROMPT_CONV, GDN_CHUNK (+ gated
-                                             norm), GEMM_RESIDUAL (out_proj), NORM_GEMM_GATE_UP, GEMM_RESIDUAL
-                        per attention layer: NORM_GEMM (q|k|v), PROMPT_QKV (norms, RoPE, cache append),
-                                             ATTN_CAUSAL (+ sigmoid gate), GEMM_RESIDUAL (o_proj), MLP as above
+        PROMPT_EMBED -> per GDN layer:       NORM_PREPARE, GEMM (in_proj qkv|z|b|a), PROMPT_CONV, GDN_CHUNK
+                                             (+ gated norm), PREPARE, GEMM_RESIDUAL (out_proj),
+                                             NORM_PREPARE, GEMM_GATE_UP, PREPARE, GEMM_RESIDUAL (down)
+                        per attention layer: NORM_PREPARE, GEMM (q|k|v), PROMPT_QKV (norms, RoPE, cache append),
+                                             ATTN_CAUSAL (+ sigmoid gate), PREPARE, GEMM_RESIDUAL (o_proj), MLP
                      -> PROMPT_NORM (final norm -> prompt_hidden, with an MTP head) -> PROMPT_ADVANCE
     """
     b = _PromptBuilder(c, rows, capacity)
@@ -109,10 +112,12 @@ def lower_mtp_prompt(c: ModelConfig, rows: int, capacity: int) -> Lowered:
         raise ValueError(f"config {c.name!r} has no MTP layer")
     b = _PromptBuilder(c, rows, capacity, MTP_LAYER)
     x = b.residual()
-    b.emit(Instr(Op.PROMPT_MTP_FC, "mtp.fc", MTP_LAYER, n=c.hidden_size, k=2 * c.hidden_size,
-                 weights=[MTP_PREFIX + "fc.weight"], bufs={"in": "prompt_hidden", "aux0": "prompt_tokens", "out": x},
-                 params={"embed_weight": EMBED, "norm_embedding": MTP_PREFIX + "pre_fc_norm_embedding.weight",
-                         "norm_hidden": MTP_PREFIX + "pre_fc_norm_hidden.weight", "eps": c.rms_norm_eps}))
+    fc = MTP_PREFIX + "fc.weight"
+    operand = b.operand("mtp.fc", Op.MTP_PREPARE, MTP_LAYER, "prompt_hidden", 2 * c.hidden_size, [fc],
+                        {"embed_weight": EMBED, "norm_embedding": MTP_PREFIX + "pre_fc_norm_embedding.weight",
+                         "norm_hidden": MTP_PREFIX + "pre_fc_norm_hidden.weight", "eps": c.rms_norm_eps},
+                        tokens="prompt_tokens")
+    b.emit_gemm(Op.GEMM, "mtp.fc", MTP_LAYER, c.hidden_size, 2 * c.hidden_size, [fc], operand, x)
     x = b.attention_layer(MTP_LAYER, x)
     b.mlp(MTP_LAYER, x)
     b.emit(Instr(Op.PROMPT_ADVANCE, "mtp.advance", MTP_LAYER, bufs={"in": "ctrl", "out": "ctrl"}))
@@ -276,9 +281,39 @@ class _Builder:
 
 
 class _PromptBuilder(_Builder):
-    """The prompt program's words: the decode builder's buffers and names, GEMM-shaped words over `rows`."""
+    """The prompt programs' words: the decode builder's buffers and names, GEMM-shaped words over `rows`, each
+    GEMM reading operand slabs (isa/operand_layout.py) that the prepare word before it writes."""
 
     max_rows = PROMPT_MAX_ROWS
+
+    def operand(self, name: str, op: Op, layer: int, x: str, k: int, weights: list[str], params: dict,
+                tokens: str | None = None) -> str:
+        """Emit the prepare word of GEMM `name` (input x of k columns; the MTP's tokens); its operand buffer.
+        bf16 weight segments (in_proj's b and a) multiply the bf16 rows, as decode's GEMV does: a second set of
+        slabs holds them, unscaled (buf_aux1)."""
+        slab_rows = -(-self.m // plan.PROMPT_TOKEN_TILE) * (k // plan.K_BLOCK)
+        operand = self.buffer(f"{name}.operand", slab_rows, SLAB_BYTES // 4, DType.I32)
+        bufs = {"in": x, "out": operand, **({"aux0": tokens} if tokens else {})}
+        fp8 = {spec.name for spec in tensor_specs(self.c) if spec.is_fp8}
+        if any(w not in fp8 for w in weights):
+            bufs["aux1"] = self.buffer(f"{name}.operand_bf16", slab_rows, SLAB_BYTES // 4, DType.I32)
+        self.emit(Instr(op, f"{name}.prepare", layer, n=k, bufs=bufs, params=params))
+        return operand
+
+    def gemm(self, op: Op, name: str, i: int, n: int, k: int, weights: list[str], x: str, out: str,
+             norm: str | None = None, residual: str | None = None) -> None:
+        """A prepare word (RMSNorm with weight `norm` first when given) and the GEMM reading its slabs."""
+        params = {"norm_weight": norm, "eps": self.c.rms_norm_eps} if norm else {}
+        operand = self.operand(name, Op.NORM_PREPARE if norm else Op.PREPARE, i, x, k, weights, params)
+        self.emit_gemm(op, name, i, n, k, weights, operand, out, residual)
+
+    def emit_gemm(self, op: Op, name: str, i: int, n: int, k: int, weights: list[str], operand: str, out: str,
+                  residual: str | None = None) -> None:
+        """The GEMM word reading `operand` (and its bf16 slabs, when its prepare word writes them)."""
+        bufs = {"in": operand, "out": out, **({"aux0": residual} if residual else {})}
+        if f"{name}.operand_bf16" in self.buffers:
+            bufs["aux1"] = f"{name}.operand_bf16"
+        self.emit(Instr(op, name, i, n=n, k=k, weights=weights, bufs=bufs))
 
     def gdn_layer(self, i: int, x: str) -> str:
         c, m, p = self.c, self.m, layer_prefix(i)
@@ -287,11 +322,9 @@ class _PromptBuilder(_Builder):
         mixed = self.buffer(f"L{i}.mixed", m, width, DType.BF16)
         convolved = self.buffer(f"L{i}.convolved", m, c.gdn_conv_dim, DType.BF16)
         core = self.buffer(f"L{i}.gdn_out", m, c.gdn_value_dim, DType.BF16)
-        self.emit(Instr(Op.NORM_GEMM, f"L{i}.in_proj", i, n=width, k=c.hidden_size,
-                        weights=[g + "in_proj_qkv.weight", g + "in_proj_z.weight", g + "in_proj_b.weight",
-                                 g + "in_proj_a.weight"],
-                        bufs={"in": x, "out": mixed},
-                        params={"norm_weight": p + "input_layernorm.weight", "eps": c.rms_norm_eps}))
+        self.gemm(Op.GEMM, f"L{i}.in_proj", i, width, c.hidden_size,
+                  [g + "in_proj_qkv.weight", g + "in_proj_z.weight", g + "in_proj_b.weight", g + "in_proj_a.weight"],
+                  x, mixed, norm=p + "input_layernorm.weight")
         self.emit(Instr(Op.PROMPT_CONV, f"L{i}.conv", i, n=c.gdn_conv_dim,
                         bufs={"in": mixed, "out": convolved, "aux1": f"L{i}.conv_ring"},
                         params={"conv_weight": g + "conv1d.weight", "conv_kernel": c.linear_conv_kernel_dim,
@@ -303,8 +336,8 @@ class _PromptBuilder(_Builder):
                                 "value_dim": c.linear_value_head_dim, "norm_weight": g + "norm.weight",
                                 "eps": c.rms_norm_eps}))
         out = self.residual()
-        self.emit(Instr(Op.GEMM_RESIDUAL, f"L{i}.out_proj", i, n=c.hidden_size, k=c.gdn_value_dim,
-                        weights=[g + "out_proj.weight"], bufs={"in": core, "aux0": x, "out": out}))
+        self.gemm(Op.GEMM_RESIDUAL, f"L{i}.out_proj", i, c.hidden_size, c.gdn_value_dim, [g + "out_proj.weight"],
+                  core, out, residual=x)
         return out
 
     def attention_layer(self, i: int, x: str) -> str:
@@ -318,10 +351,9 @@ class _PromptBuilder(_Builder):
         attn = self.buffer(f"{L}attn_out", m, heads * hd, DType.BF16)
         keys, values = f"{L}k_cache", f"{L}v_cache"
         shape = {"heads": heads, "kv_heads": kv_heads, "head_dim": hd, "capacity": self.capacity}
-        self.emit(Instr(Op.NORM_GEMM, f"{L}qkv", i, n=c.q_proj_rows + 2 * c.kv_dim, k=c.hidden_size,
-                        weights=[a + "q_proj.weight", a + "k_proj.weight", a + "v_proj.weight"],
-                        bufs={"in": x, "out": raw},
-                        params={"norm_weight": p + "input_layernorm.weight", "eps": c.rms_norm_eps}))
+        self.gemm(Op.GEMM, f"{L}qkv", i, c.q_proj_rows + 2 * c.kv_dim, c.hidden_size,
+                  [a + "q_proj.weight", a + "k_proj.weight", a + "v_proj.weight"], x, raw,
+                  norm=p + "input_layernorm.weight")
         self.emit(Instr(Op.PROMPT_QKV, f"{L}qk_norm_rope", i, n=c.q_proj_rows + 2 * c.kv_dim,
                         bufs={"in": raw, "out": q, "aux0": gate, "aux1": keys, "aux2": values},
                         params={"eps": c.rms_norm_eps, "q_norm_weight": a + "q_norm.weight",
@@ -331,18 +363,18 @@ class _PromptBuilder(_Builder):
                         bufs={"in": q, "aux0": keys, "aux1": values, "aux2": gate, "out": attn},
                         params={**shape, "key_tile": plan.PROMPT_KEY_TILE, "scale": hd ** -0.5}))
         out = self.residual()
-        self.emit(Instr(Op.GEMM_RESIDUAL, f"{L}o_proj", i, n=c.hidden_size, k=c.attn_out_dim,
-                        weights=[a + "o_proj.weight"], bufs={"in": attn, "aux0": x, "out": out}))
+        self.gemm(Op.GEMM_RESIDUAL, f"{L}o_proj", i, c.hidden_size, c.attn_out_dim, [a + "o_proj.weight"], attn, out,
+                  residual=x)
         return out
 
     def mlp(self, i: int, x: str) -> str:
         c, m = self.c, self.m
         p, L = self._names(i)
         h = self.buffer(f"{L}mlp_h", m, c.intermediate_size, DType.BF16)
-        self.emit(Instr(Op.NORM_GEMM_GATE_UP, f"{L}gate_up", i, n=c.intermediate_size, k=c.hidden_size,
-                        weights=[p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight"], bufs={"in": x, "out": h},
-                        params={"norm_weight": p + "post_attention_layernorm.weight", "eps": c.rms_norm_eps}))
+        self.gemm(Op.GEMM_GATE_UP, f"{L}gate_up", i, c.intermediate_size, c.hidden_size,
+                  [p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight"], x, h,
+                  norm=p + "post_attention_layernorm.weight")
         out = self.residual()
-        self.emit(Instr(Op.GEMM_RESIDUAL, f"{L}down", i, n=c.hidden_size, k=c.intermediate_size,
-                        weights=[p + "mlp.down_proj.weight"], bufs={"in": h, "aux0": x, "out": out}))
+        self.gemm(Op.GEMM_RESIDUAL, f"{L}down", i, c.hidden_size, c.intermediate_size, [p + "mlp.down_proj.weight"],
+                  h, out, residual=x)
         return out

@@ -11,7 +11,7 @@ reference's engine mode sums with.
 
 from __future__ import annotations
 
-from isa import GEMM_OPS, GEMV_OPS, DType, Flag, Kind, Op
+from isa import GEMM_OPS, GEMV_OPS, PREPARE_OPS, DType, Flag, Kind, Op
 from megakernel.model import plan
 from megakernel.model.config import ModelConfig
 from megakernel.model.tensors import tensor_specs
@@ -47,7 +47,7 @@ def partition(low: Lowered, c: ModelConfig) -> None:
                 ins.bufs["scratch"] = scratch
         elif op in GEMM_OPS:  # one k-slice: the prompt GEMM's order (plan.PROMPT_SLICES)
             seg_rows = tuple(shapes[w][0] for w in ins.weights)
-            paired = op == Op.NORM_GEMM_GATE_UP
+            paired = op == Op.GEMM_GATE_UP
             ins.tile_rows = plan.PROMPT_TILE_ROWS // 2 if paired else plan.PROMPT_TILE_ROWS
             ins.tiles = plan.row_groups(seg_rows, ins.tile_rows, paired=paired) * token_tiles(low.rows)
         elif op in (Op.EMBED, Op.PROMPT_EMBED):
@@ -55,6 +55,9 @@ def partition(low: Lowered, c: ModelConfig) -> None:
             ins.tiles = -(-ins.n // EMBED_TILE_COLS)
         elif op == Op.PROMPT_QKV:
             ins.tiles = p["heads"] + p["kv_heads"]
+        elif op in PREPARE_OPS:  # n: the operand's columns
+            ins.tile_rows = plan.PROMPT_PREPARE_BLOCKS
+            ins.tiles = token_tiles(low.rows) * -(-(ins.n // plan.K_BLOCK) // plan.PROMPT_PREPARE_BLOCKS)
         elif op == Op.PROMPT_NORM:
             ins.tile_rows = plan.PROMPT_QUERY_TILE
             ins.tiles = -(-low.rows // plan.PROMPT_QUERY_TILE)

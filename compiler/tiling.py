@@ -11,7 +11,8 @@ Shared by the compiler, the validator, the interpreter and (as ISA.md text) the 
   applies the epilogue;
 * prompt GEMMs (GEMM_OPS): the same row groups, one k-slice, times token tiles of plan.PROMPT_TOKEN_TILE
   rows of the chunk: tile t computes row group t // TT over token rows tile t % TT (TT token tiles), so
-  consecutive tiles share their weights;
+  consecutive tiles share their weights; their prepare words (PREPARE_OPS): token tile by token tile,
+  tile_rows k-blocks a tile;
 * other ops: see `tile_meaning`.
 """
 
@@ -20,12 +21,12 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from isa import GEMM_OPS, GEMV_OPS, Op, Program, Word
+from isa import GEMM_OPS, GEMV_OPS, PREPARE_OPS, Op, Program, Word
 from isa.opcodes import PARAMS
 from isa.word import bits_f32
 from megakernel.model import plan
 
-PAIRED_OPS = (Op.NORM_GATE_UP, Op.NORM_GEMM_GATE_UP)  # row groups over gate and up's shared rows
+PAIRED_OPS = (Op.NORM_GATE_UP, Op.GEMM_GATE_UP)  # row groups over gate and up's shared rows
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,16 @@ def gemm_tile(program: Program, word: Word, tile: int) -> tuple[RowGroup, tuple[
     return row_groups(program, word)[group], (t0, min(word.chunk_rows, t0 + plan.PROMPT_TOKEN_TILE))
 
 
+def prepare_tile(word: Word, tile: int) -> tuple[int, tuple[int, int], tuple[int, int]]:
+    """Prepare tile -> (token tile t, its rows [t0, t1) of the chunk, k-blocks [b0, b1)): tiles token tile
+    by token tile, tile_rows k-blocks each."""
+    blocks = word.n // plan.K_BLOCK
+    t, g = divmod(tile, -(-blocks // word.tile_rows))
+    t0 = t * plan.PROMPT_TOKEN_TILE
+    return t, (t0, min(word.chunk_rows, t0 + plan.PROMPT_TOKEN_TILE)), (g * word.tile_rows,
+                                                                       min(blocks, (g + 1) * word.tile_rows))
+
+
 def query_tile(word: Word, tile: int) -> tuple[int, tuple[int, int]]:
     """ATTN_CAUSAL tile -> (KV head, query rows [r0, r1) of the chunk)."""
     kv_head, q = divmod(tile, -(-word.chunk_rows // word.tile_rows))
@@ -128,6 +139,9 @@ def tile_meaning(program: Program, word: Word, stage: int, tile: int) -> dict:
     if op in GEMM_OPS:
         rg, tokens = gemm_tile(program, word, tile)
         return {"row_group": rg, "tokens": tokens}
+    if op in PREPARE_OPS:
+        t, rows, blocks = prepare_tile(word, tile)
+        return {"token_tile": t, "rows": rows, "blocks": blocks}
     if op == Op.ATTN_CAUSAL:
         kv_head, rows = query_tile(word, tile)
         return {"kv_head": kv_head, "rows": rows}

@@ -40,14 +40,15 @@ sys.path.insert(0, HERE)
 from megakernel.model import fp8  # noqa: E402
 from megakernel.reference import ops  # noqa: E402
 from megakernel.runtime.weight_layout import to_units  # noqa: E402
+from isa.operand_layout import SLAB_BYTES  # noqa: E402
+from isa.operand_layout import slabs as prepare  # noqa: E402 (the operand prompt_gemm_ws.cu reads)
 from prompt_gemm_baseline import PROMPT_TOKENS, products, prompt_linears, time_us, write_results  # noqa: E402
 
 KB = 128
 TM, TN = 64, 128  # prompt_gemm_probe.cu: weight rows and tokens a block
 STAGE_BYTES = TM * KB + TN * KB * 2
 WS_TILE = 128  # prompt_gemm_ws.cu: weight rows and tokens a block
-X_BYTES = WS_TILE * KB * 2
-XU_BYTES = X_BYTES + WS_TILE * 4
+XU_BYTES = SLAB_BYTES  # the operand's slab: x' core matrices (X_BYTES) and the tile's unscales
 WS_SLOT = -(-(XU_BYTES + WS_TILE * KB) // 1024) * 1024
 KERNELS = {  # label: (source, function, operand layout, threads, shared bytes)
     "s3": ("prompt_gemm_probe.cu", "prompt_gemm_s3", "row-major", 128, 3 * STAGE_BYTES),
@@ -92,28 +93,6 @@ def expected(w: np.ndarray, scale: np.ndarray, x: np.ndarray, unscale: np.ndarra
     magnitude = np.einsum("nbk,tbk->tnb", np.abs(wf), np.abs(xf))
     factor = scale[None, :, :] * unscale[:, None, :]
     return (partial * factor).sum(axis=2), (magnitude * factor).sum(axis=2)
-
-
-def step_order() -> np.ndarray:
-    """[8, 2, 8]: the k (within a k-block) of mma step s's k half c, slot j, in the decode GEMV's unit order
-    (weight_layout.py: step s = 2 i + h, slot 2 t + e' of half c holds k = 32 i + 8 t + 4 h + 2 c + e')."""
-    s, c, j = np.arange(8)[:, None, None], np.arange(2)[None, :, None], np.arange(8)[None, None, :]
-    return 32 * (s // 2) + 8 * (j // 2) + 4 * (s % 2) + 2 * c + j % 2
-
-
-def prepare(x: np.ndarray, unscale: np.ndarray) -> np.ndarray:
-    """The operand as prompt_gemm_ws.cu reads it: per (128-token tile, k-block), the eight steps' B matrices
-    (step, 8-token group, k half, token, slot: no-swizzle core matrices in step_order) then the tile's 128
-    unscales; bytes [tiles, blocks, XU_BYTES]."""
-    rows, k = x.shape
-    tiles, blocks = rows // WS_TILE, k // KB
-    xb = x.reshape(tiles, WS_TILE // 8, 8, blocks, KB)[..., step_order().reshape(-1)]
-    xb = xb.reshape(tiles, WS_TILE // 8, 8, blocks, 8, 2, 8).transpose(0, 3, 4, 1, 5, 2, 6)
-    out = np.empty((tiles, blocks, XU_BYTES), np.uint8)
-    out[:, :, :X_BYTES] = np.ascontiguousarray(xb).reshape(tiles, blocks, -1).view(np.uint8)
-    u = np.ascontiguousarray(unscale.reshape(tiles, WS_TILE, blocks).transpose(0, 2, 1))
-    out[:, :, X_BYTES:] = u.view(np.uint8).reshape(tiles, blocks, -1)
-    return out
 
 
 def bf16_activations(rows: int, k: int, seed: int) -> np.ndarray:

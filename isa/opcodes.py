@@ -21,25 +21,29 @@ class Op(enum.IntEnum):
     ARGMAX = 12  # candidates -> token per row (lowest id on ties)
     HANDOFF = 13  # chosen tokens -> control block; advance position and step
     MTP_FC = 14  # MTP: RMSNorm(embed(token)) | RMSNorm(hidden) -> fc -> bf16
-    # The prompt program (issue 21; docs/ISA.md "Prompt programs"): a chunk of up to `chunk_rows` rows, the
-    # chunk's rows r in the control block (CTRL_ROWS), its tokens in the session buffer prompt_tokens.
+    # The prompt programs (issue 21; docs/ISA.md "Prompt programs"): a chunk of up to `chunk_rows` rows, the
+    # chunk's rows r in the control block (CTRL_ROWS), its tokens in the session buffer prompt_tokens. A GEMM
+    # reads its input as operand slabs (isa/operand_layout.py) that a prepare word writes.
     PROMPT_EMBED = 15  # x[i] = embed[prompt_tokens[i]], i < r
-    NORM_GEMM = 16  # RMSNorm(x) -> [W_0 | W_1 | ...] -> bf16, a GEMM over the chunk (in_proj, qkv)
-    NORM_GEMM_GATE_UP = 17  # RMSNorm(x) -> gate, up -> bf16(bf16(silu(g)) * u)
-    GEMM_RESIDUAL = 18  # a -> W -> x_out = bf16(x_in + bf16(W a))   (out_proj, o_proj, down)
-    PROMPT_QKV = 19  # raw q|gate, k, v -> q_norm + RoPE, gate, k_norm + RoPE and v appended to the cache
-    ATTN_CAUSAL = 20  # each row over the cache up to its own position (ops.attend_tiled), times sigmoid(gate)
-    PROMPT_CONV = 21  # the causal conv + silu over the chunk per channel tile; the ring keeps the last rows
-    GDN_CHUNK = 22  # gates, l2norm, the WY form over the chunk (gdn.chunked), gated RMSNorm, per value head
-    PROMPT_ADVANCE = 23  # position += r
-    PROMPT_NORM = 24  # RMSNorm of the chunk's rows -> prompt_hidden (the target's post-final-norm rows, for the MTP)
-    PROMPT_MTP_FC = 25  # MTP: RMSNorm(embed(prompt_tokens)) | RMSNorm(prompt_hidden) -> fc -> bf16, over the chunk
+    NORM_PREPARE = 16  # RMSNorm(x) -> the f16 operand slabs (and the bf16 ones for bf16 weight segments)
+    PREPARE = 17  # an activation -> the f16 operand slabs
+    MTP_PREPARE = 18  # RMSNorm(embed(prompt_tokens)) | RMSNorm(prompt_hidden) -> the MTP fc's operand slabs
+    GEMM = 19  # operand -> [W_0 | W_1 | ...] -> bf16 (in_proj, qkv, the MTP fc)
+    GEMM_GATE_UP = 20  # operand -> gate, up -> bf16(bf16(silu(g)) * u)
+    GEMM_RESIDUAL = 21  # operand -> W -> x_out = bf16(x_in + bf16(W a))   (out_proj, o_proj, down)
+    PROMPT_QKV = 22  # raw q|gate, k, v -> q_norm + RoPE, gate, k_norm + RoPE and v appended to the cache
+    ATTN_CAUSAL = 23  # each row over the cache up to its own position (ops.attend_tiled), times sigmoid(gate)
+    PROMPT_CONV = 24  # the causal conv + silu over the chunk per channel tile; the ring keeps the last rows
+    GDN_CHUNK = 25  # gates, l2norm, the WY form over the chunk (gdn.chunked), gated RMSNorm, per value head
+    PROMPT_NORM = 26  # RMSNorm of the chunk's rows -> prompt_hidden (the target's post-final-norm rows, for the MTP)
+    PROMPT_ADVANCE = 27  # position += r
 
 
 GEMV_OPS = frozenset({Op.NORM_GEMV, Op.NORM_GEMV_QKV, Op.NORM_GATE_UP, Op.GEMV_RESIDUAL, Op.NORM_HEAD, Op.MTP_FC})
-GEMM_OPS = frozenset({Op.NORM_GEMM, Op.NORM_GEMM_GATE_UP, Op.GEMM_RESIDUAL, Op.PROMPT_MTP_FC})
-PROMPT_OPS = GEMM_OPS | {Op.PROMPT_EMBED, Op.PROMPT_QKV, Op.ATTN_CAUSAL, Op.PROMPT_CONV, Op.GDN_CHUNK,
-                         Op.PROMPT_ADVANCE, Op.PROMPT_NORM}
+GEMM_OPS = frozenset({Op.GEMM, Op.GEMM_GATE_UP, Op.GEMM_RESIDUAL})
+PREPARE_OPS = frozenset({Op.NORM_PREPARE, Op.PREPARE, Op.MTP_PREPARE})
+PROMPT_OPS = GEMM_OPS | PREPARE_OPS | {Op.PROMPT_EMBED, Op.PROMPT_QKV, Op.ATTN_CAUSAL, Op.PROMPT_CONV,
+                                       Op.GDN_CHUNK, Op.PROMPT_NORM, Op.PROMPT_ADVANCE}
 
 
 class Flag(enum.IntFlag):
@@ -87,8 +91,11 @@ PARAMS: dict[Op, tuple[tuple[str, str], ...]] = {
     Op.HANDOFF: (),
     Op.MTP_FC: (("embed_weight", "w"), ("norm_embedding", "w"), ("norm_hidden", "w"), ("eps", "f")),
     Op.PROMPT_EMBED: (("embed_weight", "w"),),
-    Op.NORM_GEMM: (("norm_weight", "w"), ("eps", "f")),
-    Op.NORM_GEMM_GATE_UP: (("norm_weight", "w"), ("eps", "f")),
+    Op.NORM_PREPARE: (("norm_weight", "w"), ("eps", "f")),
+    Op.PREPARE: (),
+    Op.MTP_PREPARE: (("embed_weight", "w"), ("norm_embedding", "w"), ("norm_hidden", "w"), ("eps", "f")),
+    Op.GEMM: (),
+    Op.GEMM_GATE_UP: (),
     Op.GEMM_RESIDUAL: (),
     Op.PROMPT_QKV: (("eps", "f"), ("q_norm_weight", "w"), ("k_norm_weight", "w"), ("heads", "u"), ("kv_heads", "u"),
                     ("head_dim", "u"), ("rotary_dim", "u"), ("rope_theta", "f"), ("capacity", "u")),
@@ -97,9 +104,8 @@ PARAMS: dict[Op, tuple[tuple[str, str], ...]] = {
     Op.PROMPT_CONV: (("conv_weight", "w"), ("conv_kernel", "u"), ("ring", "u")),
     Op.GDN_CHUNK: (("a_log", "w"), ("dt_bias", "w"), ("key_heads", "u"), ("value_heads", "u"), ("key_dim", "u"),
                    ("value_dim", "u"), ("norm_weight", "w"), ("eps", "f")),
-    Op.PROMPT_ADVANCE: (),
     Op.PROMPT_NORM: (("norm_weight", "w"), ("eps", "f")),
-    Op.PROMPT_MTP_FC: (("embed_weight", "w"), ("norm_embedding", "w"), ("norm_hidden", "w"), ("eps", "f")),
+    Op.PROMPT_ADVANCE: (),
 }
 
 # The control block (buffer 0, one row of int32): what every step reads and HANDOFF writes. Two lanes

@@ -462,9 +462,9 @@ def test_compile_prints_a_validated_prompt_program(capsys):
     code, out, err = run(capsys, "compile", "--model", "synthetic:tiny", "--program", "prompt", "--rows", "64",
                          "--sms", "7", "--context", "256", "--validate")
     assert code == 0, err
-    assert "51 words (PROMPT_EMBED 1, NORM_GEMM 8, PROMPT_CONV 6, GDN_CHUNK 6, GEMM_RESIDUAL 16" in out
+    assert "83 words (PROMPT_EMBED 1, NORM_PREPARE 16, GEMM 8, PROMPT_CONV 6, GDN_CHUNK 6, PREPARE 16" in out
     assert "validator: proved race- and deadlock-free" in out
     code, out, err = run(capsys, "compile", "--model", "synthetic:tiny", "--program", "mtp-prompt", "--rows", "64",
                          "--sms", "7", "--context", "256", "--validate")
     assert code == 0, err
-    assert "8 words (PROMPT_MTP_FC 1, NORM_GEMM 1, PROMPT_QKV 1, ATTN_CAUSAL 1, GEMM_RESIDUAL 2" in out
+    assert "13 words (MTP_PREPARE 1, GEMM 2, NORM_PREPARE 2, PROMPT_QKV 1, ATTN_CAUSAL 1, PREPARE 2" in out

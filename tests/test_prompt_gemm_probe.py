@@ -3,6 +3,7 @@
 import numpy as np
 from experiment_tools import load_experiment
 
+from isa.operand_layout import SLAB_BYTES, X_BYTES, slabs, step_order
 from megakernel.model import fp8
 
 
@@ -43,7 +44,7 @@ def _steps_from_layouts(probe, units: np.ndarray, prepared: np.ndarray, row_stri
 
 def _operand_steps(probe, prepared: np.ndarray, tile: int, block: int) -> np.ndarray:
     """B [8 steps, 16 slots, 128 tokens] (float64) of one prepared (tile, k-block), as the descriptors read it."""
-    tiles = prepared[tile, block, :probe.X_BYTES].view(np.float16).astype(np.float64)
+    tiles = prepared[tile, block, :X_BYTES].view(np.float16).astype(np.float64)
     return tiles.reshape(8, 16, 2, 8, 8).transpose(0, 2, 4, 1, 3).reshape(8, 16, 128)  # [s, c, j, G, n] -> [s, slot, n]
 
 
@@ -54,9 +55,9 @@ def test_the_units_and_the_prepared_operand_meet_in_the_same_k_order():
 
     probe = load_experiment("prompt_gemm_probe")
     w, scale, x, unscale = probe.operands(32, 256, 256, seed=5)
-    units, prepared = to_units(w), probe.prepare(x, unscale)
-    assert prepared.shape == (2, 2, probe.XU_BYTES)
-    assert sorted(probe.step_order().reshape(-1)) == list(range(128))
+    units, prepared = to_units(w), slabs(x, unscale)
+    assert prepared.shape == (2, 2, SLAB_BYTES)
+    assert sorted(step_order().reshape(-1)) == list(range(128))
     wf, xf = w.view(fp8.E4M3).astype(np.float64), x.astype(np.float64)
     for strip, tile, block in [(0, 0, 0), (1, 1, 1), (1, 0, 1)]:
         a, b = _steps_from_layouts(probe, units, prepared, strip, tile, block)
@@ -64,12 +65,12 @@ def test_the_units_and_the_prepared_operand_meet_in_the_same_k_order():
         want = wf[16 * strip:16 * strip + 16, 128 * block:128 * block + 128] @ \
             xf[128 * tile:128 * tile + 128, 128 * block:128 * block + 128].T
         assert np.allclose(got, want, rtol=1e-12, atol=0)
-        u = prepared[tile, block, probe.X_BYTES:].view(np.float32)
+        u = prepared[tile, block, X_BYTES:].view(np.float32)
         assert np.array_equal(u, unscale[128 * tile:128 * tile + 128, block])
     # the control: the natural k order in place of step_order does not meet the units
     natural = x.reshape(2, 16, 8, 2, 8, 2, 8).transpose(0, 3, 4, 1, 5, 2, 6)
     wrong = prepared.copy()
-    wrong[:, :, :probe.X_BYTES] = np.ascontiguousarray(natural).reshape(2, 2, -1).view(np.uint8)
+    wrong[:, :, :X_BYTES] = np.ascontiguousarray(natural).reshape(2, 2, -1).view(np.uint8)
     a, b = _steps_from_layouts(probe, units, wrong, 0, 0, 0)
     assert not np.allclose(np.einsum("srj,sjn->rn", a, b), wf[:16, :128] @ xf[:128, :128].T, rtol=1e-6)
 
@@ -85,12 +86,12 @@ def test_the_prepare_kernels_expectation_is_the_reference_f16_operand():
     x16, unscale = ops.f16_operand(x)
     x16, unscale = x16.reshape(x.shape), unscale.reshape(256, 2)
     assert np.any((np.abs(x16) < 2.0 ** -14) & (x16 != 0))
-    order = probe.step_order().reshape(8, 16)
+    order = step_order().reshape(8, 16)
     for tile, block in [(0, 0), (1, 1), (0, 1)]:
         b = _operand_steps(probe, prepared, tile, block)
         tokens = x16[128 * tile:128 * tile + 128, 128 * block:128 * block + 128]
         assert np.array_equal(b, tokens[:, order].transpose(1, 2, 0))
-        assert np.array_equal(prepared[tile, block, probe.X_BYTES:].view(np.float32),
+        assert np.array_equal(prepared[tile, block, X_BYTES:].view(np.float32),
                               unscale[128 * tile:128 * tile + 128, block])
 
 

@@ -69,8 +69,8 @@ def test_the_prompt_program_is_valid_on_any_grid(weights, rows, sms):
     c = weights.config
     program, mtp = (build(c, rows=rows, sms=sms, capacity=CAPACITY) for build in (lower_prompt, lower_mtp_prompt))
     assert validate(program, sms).ok and validate(mtp, sms).ok
-    assert len(program.words) == 6 * c.num_hidden_layers + 3  # + PROMPT_EMBED, PROMPT_NORM, PROMPT_ADVANCE
-    assert len(mtp.words) == 8 and all(w.layer == MTP_LAYER for w in mtp.words)
+    assert len(program.words) == 10 * c.num_hidden_layers + 3  # + PROMPT_EMBED, PROMPT_NORM, PROMPT_ADVANCE
+    assert len(mtp.words) == 13 and all(w.layer == MTP_LAYER for w in mtp.words)
     for p in (program, mtp):
         assert all(w.opcode in PROMPT_OPS and w.chunk_rows == rows and w.rows == 0 for w in p.words)
         assert Program.from_bytes(p.to_bytes()).words == [canonical(w) for w in p.words]
@@ -224,3 +224,22 @@ def test_a_bad_prompt_path_is_one_clear_error(weights):
 
     with pytest.raises(InputError, match="--prompt-path must be one of passes, program"):
         InterpreterBackend(weights, CAPACITY, prompt_path="chunked")
+
+
+def test_operand_slabs_round_trip_in_f16_and_bf16():
+    """The prepare words' bytes (isa/operand_layout.py): slabs and from_slabs are inverses for both operand
+    types, and every in-block k has one slot (the decode GEMV's unit order, checked against the weight units
+    in tests/test_prompt_gemm_probe.py)."""
+    import ml_dtypes
+
+    from isa.operand_layout import SLAB_BYTES, from_slabs, slabs, step_order
+
+    rng = np.random.default_rng(7)
+    unscale = np.exp2(-rng.integers(0, 30, (256, 3))).astype(np.float32)
+    for dtype in (np.float16, ml_dtypes.bfloat16):
+        x = rng.standard_normal((256, 384)).astype(dtype)
+        data = slabs(x, unscale, dtype)
+        assert data.shape == (2, 3, SLAB_BYTES)
+        back, u = from_slabs(data, dtype)
+        assert np.array_equal(back.view(np.uint16), x.view(np.uint16)) and np.array_equal(u, unscale)
+    assert sorted(step_order().reshape(-1)) == list(range(128))

@@ -42,6 +42,7 @@ PROMPT_TILE_ROWS = 128
 PROMPT_TOKEN_TILE = 128
 PROMPT_QUERY_TILE = 64
 PROMPT_CONV_COLS = 512
+PROMPT_PREPARE_BLOCKS = 8  # k-blocks of one prepare tile (its token tile's rows are normalised whole)
 
 
 def row_groups(segment_rows: tuple[int, ...], tile_rows: int, paired: bool = False) -> int:
