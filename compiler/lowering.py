@@ -47,9 +47,7 @@ def lower(c: ModelConfig, rows: int, capacity: int, debug_logits: bool = False) 
     x = b.residual()
     b.emit(Instr(Op.EMBED, "embed", -1, n=c.hidden_size, bufs={"in": "ctrl", "out": x},
                  params={"embed_weight": EMBED}))
-    for i in range(c.num_hidden_layers):
-        x = (b.attention_layer if i in c.attention_layers else b.gdn_layer)(i, x)
-        x = b.mlp(i, x)
+    x = b.decoder_layers(x)
     b.head(x, FINAL_NORM, "hidden", debug_logits)
     return Lowered(b.instrs, b.buffers, rows, capacity)
 
@@ -92,9 +90,7 @@ def lower_prompt(c: ModelConfig, rows: int, capacity: int) -> Lowered:
     x = b.residual()
     b.emit(Instr(Op.PROMPT_EMBED, "embed", -1, n=c.hidden_size, bufs={"in": "prompt_tokens", "out": x},
                  params={"embed_weight": EMBED}))
-    for i in range(c.num_hidden_layers):
-        x = (b.attention_layer if i in c.attention_layers else b.gdn_layer)(i, x)
-        x = b.mlp(i, x)
+    x = b.decoder_layers(x)
     if c.mtp_num_hidden_layers:  # the rows the MTP head's prefill reads (lower_mtp_prompt)
         b.emit(Instr(Op.PROMPT_NORM, "final_norm", -1, n=c.hidden_size, bufs={"in": x, "out": "prompt_hidden"},
                      params={"norm_weight": FINAL_NORM, "eps": c.rms_norm_eps}))
@@ -181,6 +177,13 @@ class _Builder:
         if self.layer is not None:
             instr.layer = self.layer
         self.instrs.append(instr)
+
+    def decoder_layers(self, x: str) -> str:
+        """Every decoder layer (its mixer, then its MLP) from the residual x; the last layer's residual."""
+        for i in range(self.c.num_hidden_layers):
+            x = (self.attention_layer if i in self.c.attention_layers else self.gdn_layer)(i, x)
+            x = self.mlp(i, x)
+        return x
 
     def gdn_layer(self, i: int, x: str) -> str:
         c, m, p = self.c, self.m, layer_prefix(i)
