@@ -243,3 +243,15 @@ def test_operand_slabs_round_trip_in_f16_and_bf16():
         back, u = from_slabs(data, dtype)
         assert np.array_equal(back.view(np.uint16), x.view(np.uint16)) and np.array_equal(u, unscale)
     assert sorted(step_order().reshape(-1)) == list(range(128))
+
+
+def test_the_27b_prompt_programs_validate_and_share_the_session_layout():
+    """The 27B at a 512-row chunk: 643 and 13 words, race- and deadlock-free on the H200's 132 blocks."""
+    from megakernel.model.config import preset
+
+    c = preset("qwen3.5-27b")
+    target, mtp = lower_prompt(c, rows=512, sms=132), lower_mtp_prompt(c, rows=512, sms=132)
+    assert len(target.words) == 10 * 64 + 3 and len(mtp.words) == 13
+    assert validate(target, 132).ok and validate(mtp, 132).ok
+    decode = lower(c, rows=1, sms=132).session_layout()
+    assert target.session_layout() == decode == mtp.session_layout()
