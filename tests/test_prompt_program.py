@@ -169,9 +169,9 @@ def test_generation_through_the_prompt_path_is_the_reference_prompt_form(weights
     reference backend's prompt-form logits bit for bit, and the greedy tokens after them."""
     from megakernel.generation.generate import InterpreterBackend, ReferenceBackend
 
-    prompt = PROMPT[:130]
-    interp = InterpreterBackend(weights, CAPACITY, prompt_path="program")
-    ref = ReferenceBackend(reference, CAPACITY, prompt_path="program")
+    prompt = PROMPT[:130]  # two 64-row chunks and a last token
+    interp = InterpreterBackend(weights, CAPACITY, prompt_path="program", prompt_chunk=64)
+    ref = ReferenceBackend(reference, CAPACITY, prompt_path="program", prompt_chunk=64)
     a, b = interp.start(prompt), ref.start(prompt)
     assert np.array_equal(a, b)
     for _ in range(3):
@@ -191,11 +191,14 @@ def test_the_mtp_prefill_program_is_the_reference_mtp_prompt_form(weights, refer
     from megakernel.generation.speculative import ingest_prompt
 
     c, prompt = weights.config, PROMPT[:140]
-    backend = InterpreterBackend(weights, CAPACITY, prompt_path="program")
+    backend = InterpreterBackend(weights, CAPACITY, prompt_path="program", prompt_chunk=64)
     current, draft = ingest_prompt(backend, prompt, lambda logits: int(np.argmax(logits[:c.defined_vocab])))
     session, n = reference.new_session(CAPACITY), len(prompt)
-    out = reference.forward(session, prompt[:-1], form="prompt")
-    reference.mtp_forward(session, prompt[1:], out.hidden, np.arange(n - 1), form="prompt", head=False)
+    for lo in range(0, n - 1, 64):  # each chunk's MTP rows pair its hidden rows with the tokens one ahead
+        hi = min(lo + 64, n - 1)
+        out = reference.forward(session, prompt[lo:hi], form="prompt")
+        reference.mtp_forward(session, prompt[lo + 1:hi + 1], out.hidden, np.arange(lo, hi), form="prompt",
+                              head=False)
     last = reference.forward(session, prompt[-1:])
     assert current == int(np.argmax(last.logits[0, :c.defined_vocab]))
     mtp = reference.mtp_forward(session, [current], last.hidden, [n - 1])
@@ -211,7 +214,7 @@ def test_speculative_decoding_after_the_prompt_program_is_plain_greedy(weights):
     from megakernel.generation.speculative import generate_greedy_mtp
 
     c, prompt = weights.config, PROMPT[:100]
-    backend = InterpreterBackend(weights, CAPACITY, prompt_path="program")
+    backend = InterpreterBackend(weights, CAPACITY, prompt_path="program", prompt_chunk=64)
     plain = [int(np.argmax(backend.start(prompt)[:c.defined_vocab]))]
     while len(plain) < 12:
         plain.append(backend.greedy_step(plain[-1]))

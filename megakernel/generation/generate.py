@@ -61,10 +61,10 @@ class ReferenceBackend:
     """The NumPy reference model behind the generation loop (CPU). prompt_path "program": the prompt in the
     prompt path's arithmetic (form="prompt") in the prompt program's chunks, its last token as a decode step."""
 
-    def __init__(self, model, capacity: int, prompt_path: str = "passes"):
+    def __init__(self, model, capacity: int, prompt_path: str = "passes", prompt_chunk: int = PROMPT_CHUNK):
         self.model = model
         self.capacity = capacity
-        self.prompt_path = check_prompt_path(prompt_path)
+        self.prompt_path, self.prompt_chunk = check_prompt_path(prompt_path), prompt_chunk
         self.session = None
 
     @property
@@ -75,7 +75,7 @@ class ReferenceBackend:
         self.session = self.model.new_session(self.capacity)
         if self.prompt_path == "passes":
             return self.model.forward(self.session, prompt_ids, last_logits_only=True).logits[-1]
-        chunks, last = prompt_path_chunks(prompt_ids)
+        chunks, last = prompt_path_chunks(prompt_ids, self.prompt_chunk)
         for chunk in chunks:
             self.model.forward(self.session, chunk, form="prompt", last_logits_only=True)
         return self.step(last)
@@ -110,10 +110,10 @@ class ProgramBackend:
     _run_mtp(runner, tokens), _move_hidden(src, dst, rows) and _write_draft_vocab(table) (the working
     vocabulary's ids and their lm_head rows into the session); and `config`."""
 
-    def __init__(self, prompt_rows: int, prompt_path: str = "passes"):
+    def __init__(self, prompt_rows: int, prompt_path: str = "passes", prompt_chunk: int = PROMPT_CHUNK):
         prompt_chunks([], prompt_rows)  # checks the width
         self.prompt_rows = prompt_rows
-        self.prompt_path = check_prompt_path(prompt_path)
+        self.prompt_path, self.prompt_chunk = check_prompt_path(prompt_path), prompt_chunk
         self._pending = 0  # rows of the last verify pass kept by commit(), folded by the next pass
         self._verified: tuple[int, int] | None = None  # (position, rows) of a verify pass not yet committed
         self._last_verify = self._last_mtp = None  # the runners of the last verify and MTP passes
@@ -186,7 +186,7 @@ class ProgramBackend:
         return self.run_rows(last)
 
     def _prompt_program_start(self, prompt_ids: list[int], mtp: bool) -> np.ndarray:
-        chunks, last_token = prompt_path_chunks(prompt_ids)
+        chunks, last_token = prompt_path_chunks(prompt_ids, self.prompt_chunk)
         if mtp:
             self._sync_draft_vocab(prompt_ids[1:])  # the ids the passes path's MTP prefill would have seen
         first = 0
@@ -200,7 +200,7 @@ class ProgramBackend:
         return self.run_rows([last_token])
 
     def _prompt_runner(self, mtp: bool = False):
-        """The prompt program's runner (PROMPT_CHUNK rows), or the MTP head's prefill program's; a backend
+        """The prompt program's runner (prompt_chunk rows), or the MTP head's prefill program's; a backend
         whose device does not run them refuses."""
         raise InputError(f"--prompt-path program: the {type(self).__name__} does not run the prompt program yet "
                          "(issue 21: the CPU interpreter and the reference do)")
@@ -272,11 +272,11 @@ class InterpreterBackend(ProgramBackend):
     generated tokens through one-row passes."""
 
     def __init__(self, weights, capacity: int, sms: int = 7, prompt_rows: int = MAX_PROMPT_ROWS,
-                 prompt_path: str = "passes"):
+                 prompt_path: str = "passes", prompt_chunk: int = PROMPT_CHUNK):
         from compiler import lower
         from compiler.interpreter import Interpreter
 
-        super().__init__(prompt_rows, prompt_path)
+        super().__init__(prompt_rows, prompt_path, prompt_chunk)
         self._lower = lambda rows: lower(weights.config, rows=rows, sms=sms, capacity=capacity, debug_logits=True)
         self.weights, self.capacity, self.sms = weights, capacity, sms
         # The session belongs to the widest target Program, with room for the widest MTP pass; the others
@@ -287,9 +287,9 @@ class InterpreterBackend(ProgramBackend):
         if prompt_path == "program":  # the session has room for a chunk's activations too
             from compiler import lower_mtp_prompt, lower_prompt
 
-            self._prompt_programs[False] = lower_prompt(weights.config, rows=PROMPT_CHUNK, sms=sms, capacity=capacity)
+            self._prompt_programs[False] = lower_prompt(weights.config, rows=prompt_chunk, sms=sms, capacity=capacity)
             if weights.config.mtp_num_hidden_layers:
-                self._prompt_programs[True] = lower_mtp_prompt(weights.config, rows=PROMPT_CHUNK, sms=sms,
+                self._prompt_programs[True] = lower_mtp_prompt(weights.config, rows=prompt_chunk, sms=sms,
                                                                capacity=capacity)
             arena = max([arena] + [p.arena_bytes for p in self._prompt_programs.values()])
         self.interpreter = Interpreter(widest, weights, arena_bytes=arena)
