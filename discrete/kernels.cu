@@ -5,6 +5,7 @@
 
 #define MK_DISCRETE_BUILD  // GEMV tiles keep the launch program before their shared memory (gemv_tile.cuh)
 #include "tiles.cuh"
+#include "prompt_ops.cuh"  // the prompt programs' words: the discrete build only (persistent.py refuses them)
 
 #define GEMV_THREADS 512  // 16 warps: each 16-row strip of a pass shared by 16 / strips warps (gemv.cuh WarpRole)
 
@@ -178,5 +179,39 @@ extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS) tile_handoff(PROG
     __shared__ __align__(16) mk::u32 program[mk::LAUNCH_PROGRAM_BYTES / 4];
     const mk::Ctx ctx = mk::launch_context(arena, weights, launch, program);
     mk::handoff_tile(ctx, ctx.word(0));
+    mk::graph_trace(launch, 2);
+}
+
+// --- the prompt programs' words (prompt_ops.cuh; docs/ISA.md "Prompt programs") ---------------------------------
+// Written and compile-checked in a session without a GPU (D68); tests/gpu/test_prompt_gpu.py compares them with
+// the CPU interpreter word by word.
+extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS) tile_prompt_embed(PROGRAM_ARGS) {
+    __shared__ __align__(16) mk::u32 program[mk::LAUNCH_PROGRAM_BYTES / 4];
+    const mk::Ctx ctx = mk::launch_context(arena, weights, launch, program);
+    mk::prompt_embed_tile(ctx, ctx.word(0), blockIdx.x);
+    mk::graph_trace(launch, 2);
+}
+
+extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS) tile_prompt_advance(PROGRAM_ARGS) {
+    __shared__ __align__(16) mk::u32 program[mk::LAUNCH_PROGRAM_BYTES / 4];
+    const mk::Ctx ctx = mk::launch_context(arena, weights, launch, program);
+    mk::prompt_advance_tile(ctx, ctx.word(0));
+    mk::graph_trace(launch, 2);
+}
+
+// Dynamic shared memory: norm_rows' staging area (PROMPT_NORM), PrepareSmem (the prepare words).
+extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS, 1) tile_prompt_norm(PROGRAM_ARGS) {
+    __shared__ __align__(16) mk::u32 program[mk::LAUNCH_PROGRAM_BYTES / 4];
+    const mk::Ctx ctx = mk::launch_context(arena, weights, launch, program);
+    extern __shared__ __align__(16) unsigned char smem[];
+    mk::prompt_norm_tile(ctx, ctx.word(0), blockIdx.x, smem);
+    mk::graph_trace(launch, 2);
+}
+
+extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS, 1) tile_prepare(PROGRAM_ARGS) {
+    __shared__ __align__(16) mk::u32 program[mk::LAUNCH_PROGRAM_BYTES / 4];
+    const mk::Ctx ctx = mk::launch_context(arena, weights, launch, program);
+    extern __shared__ __align__(16) unsigned char smem[];
+    mk::prepare_tile(ctx, ctx.word(0), blockIdx.x, smem);
     mk::graph_trace(launch, 2);
 }

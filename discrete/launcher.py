@@ -22,8 +22,15 @@ from .launch_program import launch_program
 
 KERNEL_OF = {Op.EMBED: "tile_embed", Op.GDN_CORE: "tile_gdn", Op.ATTN_SCORES: "tile_attn_scores",
              Op.ATTN_PV: "tile_attn_pv", Op.ATTN_MERGE: "tile_attn_merge", Op.ARGMAX: "tile_argmax",
-             Op.HANDOFF: "tile_handoff"}
+             Op.HANDOFF: "tile_handoff",
+             # the prompt programs' words written so far (prompt_ops.cuh; issue 21, D68)
+             Op.PROMPT_EMBED: "tile_prompt_embed", Op.PROMPT_ADVANCE: "tile_prompt_advance",
+             Op.PROMPT_NORM: "tile_prompt_norm", Op.NORM_PREPARE: "tile_prepare", Op.PREPARE: "tile_prepare",
+             Op.MTP_PREPARE: "tile_prepare"}
 GEMV_KERNEL = "tile_gemv"
+# kernels whose tiles take the dynamic shared memory the launcher gives them (beside their launch program)
+WHOLE_SMEM_OPS = frozenset({Op.ATTN_SCORES, Op.ATTN_PV, Op.GDN_CORE, Op.PROMPT_NORM, Op.NORM_PREPARE, Op.PREPARE,
+                            Op.MTP_PREPARE})
 
 
 def launch_args(program: Program, index: int, arena, weights, arrivals, trace_slot: int = 0) -> tuple:
@@ -37,19 +44,23 @@ class DiscreteProgram:
     """`program` bound to device weights and a session: `step()` runs one pass eagerly, `replay()` runs it
     from the CUDA graph (captured on first use)."""
 
-    def __init__(self, program: Program, weights: DeviceWeights, session: DeviceSession, overlap: bool = True):
+    def __init__(self, program: Program, weights: DeviceWeights, session: DeviceSession, overlap: bool = True,
+                 partial: bool = False):
         """`overlap`: a launch whose blocks hold an SM alone may start while the one before it runs, up to
         its kernel's wait for it (programmatic dependent launch, D40); False launches every kernel one after
-        the other (for A/B)."""
+        the other (for A/B). `partial` (tests of a Program whose words do not all have kernels yet): those
+        words get no launch, run_word runs the others, and a whole pass is refused."""
         import cupy
 
         if not weights.serves(program):
             raise ValueError("the device weights were laid out for another Program's weight table")
         if not session.serves(program):
             raise ValueError("the session was laid out for another Program (session buffers or a smaller arena)")
+        self.missing = sorted({w.opcode.name for w in program.words
+                               if w.opcode not in KERNEL_OF and w.opcode not in GEMV_OPS and w.opcode != Op.NOP})
+        if self.missing and not partial:
+            raise ValueError(f"no discrete kernel for {', '.join(self.missing)}")
         for w in program.words:
-            if w.opcode not in KERNEL_OF and w.opcode not in GEMV_OPS and w.opcode != Op.NOP:
-                raise ValueError(f"no discrete kernel for {w.opcode.name}")
             if w.opcode in GEMV_OPS and w.k % plan.K_BLOCK:
                 raise ValueError(f"GEMV k = {w.k} is not a multiple of {plan.K_BLOCK}")
         self.program, self.weights, self.session = program, weights, session
@@ -64,15 +75,14 @@ class DiscreteProgram:
         gemv.max_dynamic_shared_size_bytes = self.smem
         # the attention tiles stream keys or values through all they are given; GDN_CORE needs more than
         # a static array may hold (tile_smem_bytes covers it: kernels.cu)
-        whole_smem_kernels = {Op.ATTN_SCORES, Op.ATTN_PV, Op.GDN_CORE}
-        for op in whole_smem_kernels:
+        for op in WHOLE_SMEM_OPS:
             mod.get_function(KERNEL_OF[op]).max_dynamic_shared_size_bytes = self.smem - self.program_smem
         # split-K arrivals, laid out as the megakernel's counters (one per row group at its arrival counter)
         self.arrivals = cupy.zeros(max(1, len(program.counters)) * COUNTER_STRIDE, dtype=cupy.uint32)
         self.threads = cuda_build.tile_threads()
         self.launches = []  # (word index, DependentLaunch)
         for i, w in enumerate(program.words):
-            if w.opcode == Op.NOP:
+            if w.opcode == Op.NOP or w.opcode.name in self.missing:
                 continue
             args = launch_args(program, i, self.session.arena, self.weights.data, self.arrivals)
             if w.opcode in GEMV_OPS:
@@ -82,7 +92,7 @@ class DiscreteProgram:
                 block_smem = smem
             else:
                 kernel = mod.get_function(KERNEL_OF[w.opcode])
-                smem = self.smem - self.program_smem if w.opcode in whole_smem_kernels else 0
+                smem = self.smem - self.program_smem if w.opcode in WHOLE_SMEM_OPS else 0
                 block_smem = smem + self.program_smem
             overlaps = overlap and self._alone_on_sm(block_smem)
             launch = DependentLaunch(kernel, w.tiles, self.threads, smem, args, overlaps)
@@ -111,6 +121,8 @@ class DiscreteProgram:
         """One pass, launch by launch, on the current stream; no host-side checks (benchmarks time this)."""
         import cupy
 
+        if self.missing:  # a partial Program (tests): its words run one by one only
+            raise ValueError(f"no discrete kernel for {', '.join(self.missing)}: a whole pass cannot run")
         stream = cupy.cuda.get_current_stream().ptr
         for launch in self.launches:
             self._launch(launch, stream)

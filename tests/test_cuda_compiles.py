@@ -121,3 +121,33 @@ def test_gemv_tiles_fit_the_h200_shared_memory_with_a_ring(rows):
         gdn = cuda_build.define(CUDA_DIR / "gdn.cuh", "GDN_MIN_SMEM") if has_gdn else 0
         assert max(need, cuda_build.define(CUDA_DIR / "attention.cuh", "ATTN_MIN_SMEM"), gdn) == tiles
         assert tiles <= H200_MAX_DYNAMIC_SMEM - 4096, f"{tiles} bytes needed, M = {rows}"
+
+
+def test_the_device_opcodes_and_prompt_constants_are_the_isas():
+    """common.cuh's Opcode enum names every isa.Op at its value (the prompt programs' too), and the prompt
+    device functions' constants are the plan's and isa/operand_layout.py's."""
+    from isa import Op
+    from isa.opcodes import CTRL_ROWS
+    from isa.operand_layout import SLAB_BYTES, X_BYTES
+    from megakernel.model import plan
+    from megakernel.runtime import cuda_build
+
+    enum = dict(re.findall(r"OP_([A-Z_0-9]+) = (\d+)", (CUDA_DIR / "common.cuh").read_text()))
+    assert {name: int(v) for name, v in enum.items()} == {op.name: op.value for op in Op}
+    prompt = CUDA_DIR / "prompt_ops.cuh"
+    assert cuda_build.define(prompt, "PROMPT_TOKEN_TILE") == plan.PROMPT_TOKEN_TILE
+    assert cuda_build.define(prompt, "PREPARE_MAX_BLOCKS") == plan.PROMPT_PREPARE_BLOCKS
+    assert cuda_build.define(CUDA_DIR / "common.cuh", "CTRL_ROWS") == CTRL_ROWS
+    assert (X_BYTES, SLAB_BYTES) == (plan.PROMPT_TOKEN_TILE * plan.K_BLOCK * 2, X_BYTES + plan.PROMPT_TOKEN_TILE * 4)
+
+
+def test_the_27b_prompt_words_fit_the_h200_shared_memory():
+    from compiler import lower_mtp_prompt, lower_prompt
+    from megakernel.runtime import cuda_build
+    from megakernel.model.config import preset
+
+    config = preset("qwen3.5-27b")
+    for program in (lower_prompt(config, rows=1024, sms=132, capacity=64),
+                    lower_mtp_prompt(config, rows=1024, sms=132, capacity=64)):
+        need = cuda_build.tile_smem_bytes(program)
+        assert 0 < need <= H200_MAX_DYNAMIC_SMEM - 4096, f"{need} bytes needed"

@@ -105,7 +105,26 @@ def tile_smem_bytes(program) -> int:
     attention = any(w.opcode in (Op.ATTN_SCORES, Op.ATTN_PV) for w in program.words)
     gdn = any(w.opcode == Op.GDN_CORE for w in program.words)
     return max(gemv_smem_bytes(program), define(CUDA_DIR / "attention.cuh", "ATTN_MIN_SMEM") if attention else 0,
-               define(CUDA_DIR / "gdn.cuh", "GDN_MIN_SMEM") if gdn else 0)
+               define(CUDA_DIR / "gdn.cuh", "GDN_MIN_SMEM") if gdn else 0,
+               max((prompt_word_smem(w) for w in program.words), default=0))
+
+
+def prompt_word_smem(w) -> int:
+    """Dynamic shared memory of a prompt word's tile (prompt_ops.cuh; 0 for the words that take none):
+    PROMPT_NORM norm_rows' staging of MAX_ROWS rows and the weight (as fp32, a bound); a prepare word's
+    PrepareSmem (prepare_smem_bytes)."""
+    from isa import Op
+
+    rows, k_block = define(CUDA_DIR / "common.cuh", "MAX_ROWS"), define(CUDA_DIR / "gemv.cuh", "K_BLOCK")
+    if w.opcode == Op.PROMPT_NORM:
+        return 2 * rows * w.n + 4 * w.n
+    if w.opcode not in (Op.NORM_PREPARE, Op.PREPARE, Op.MTP_PREPARE):
+        return 0
+    blocks = define(CUDA_DIR / "prompt_ops.cuh", "PREPARE_MAX_BLOCKS")
+    cols = w.n // 2 if w.opcode == Op.MTP_PREPARE else w.n
+    stage = 0 if w.opcode == Op.PREPARE else 2 * rows * cols + 4 * blocks * k_block
+    return -(-stage // 128) * 128 + 2 * 2 * rows * blocks * k_block + rows * define(CUDA_DIR / "gemv.cuh",
+                                                                                   "MAX_SLICE_BLOCKS")
 
 
 def gemv_word_smem(program, w) -> int:

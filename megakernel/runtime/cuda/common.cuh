@@ -136,7 +136,11 @@ enum DType : int { DT_NONE = 0, DT_BF16 = 1, DT_F32 = 2, DT_I32 = 3, DT_FP8 = 4 
 enum Opcode : int {
     OP_NOP = 0, OP_EMBED = 1, OP_NORM_GEMV = 2, OP_NORM_GEMV_QKV = 3, OP_NORM_GATE_UP = 4, OP_GEMV_RESIDUAL = 5,
     OP_GDN_CORE = 7, OP_ATTN_SCORES = 8, OP_ATTN_PV = 9, OP_ATTN_MERGE = 10,
-    OP_NORM_HEAD = 11, OP_ARGMAX = 12, OP_HANDOFF = 13, OP_MTP_FC = 14
+    OP_NORM_HEAD = 11, OP_ARGMAX = 12, OP_HANDOFF = 13, OP_MTP_FC = 14,
+    // the prompt programs (docs/ISA.md "Prompt programs"; the discrete build's prompt_ops.cuh)
+    OP_PROMPT_EMBED = 15, OP_NORM_PREPARE = 16, OP_PREPARE = 17, OP_MTP_PREPARE = 18, OP_GEMM = 19,
+    OP_GEMM_GATE_UP = 20, OP_GEMM_RESIDUAL = 21, OP_PROMPT_QKV = 22, OP_ATTN_CAUSAL = 23, OP_PROMPT_CONV = 24,
+    OP_GDN_CHUNK = 25, OP_PROMPT_NORM = 26, OP_PROMPT_ADVANCE = 27
 };
 
 __device__ __forceinline__ bool is_gemv(int op) {
@@ -160,6 +164,7 @@ struct Wait {
 constexpr int CTRL_LANE = 32;
 constexpr int CTRL_STEP = 0;
 constexpr int CTRL_POSITION = 1;
+constexpr int CTRL_ROWS = 2;  // a prompt chunk's rows r (host-written)
 constexpr int CTRL_TOKENS_IN = 3;
 constexpr int CTRL_TOKENS_OUT = 11;
 constexpr int CTRL_PENDING = 19;      // rows GDN_CORE folds first (a speculative pass's kept rows)
@@ -177,6 +182,7 @@ struct Word {
     __device__ int tile_rows() const { return u[3] & 0xFFFF; }
     __device__ int k_slices() const { return u[3] >> 16; }
     __device__ int tiles() const { return u[4]; }
+    __device__ int chunk_rows() const { return u[5] & 0xFFFF; }  // a prompt word's most rows R
     __device__ int weight_first() const { return u[6] & 0xFFFF; }
     __device__ int weight_count() const { return u[6] >> 16; }
     __device__ u32 buf_in() const { return u[7] & 0xFFFF; }

@@ -1,0 +1,175 @@
+// The prompt programs' small words and prepare words (docs/ISA.md "Prompt programs"): PROMPT_EMBED,
+// PROMPT_NORM, PROMPT_ADVANCE, and NORM_PREPARE / PREPARE / MTP_PREPARE, which write a prompt GEMM's operand
+// slabs (isa/operand_layout.py). Run by the discrete build only (the megakernel refuses prompt programs:
+// persistent.py). Every tile reads the chunk's position and rows r from its control lane and computes the
+// rows below r; a prepare tile zeroes its token tile's rows past r.
+#pragma once
+
+#include "gemv_tile.cuh"
+
+namespace mk {
+
+constexpr int PROMPT_TOKEN_TILE = 128;                                 // plan.PROMPT_TOKEN_TILE
+constexpr int SLAB_X_BYTES = PROMPT_TOKEN_TILE * K_BLOCK * 2;          // isa/operand_layout.py X_BYTES
+constexpr int SLAB_BYTES = SLAB_X_BYTES + PROMPT_TOKEN_TILE * 4;       // isa/operand_layout.py SLAB_BYTES
+constexpr int PREPARE_MAX_BLOCKS = 8;                                  // plan.PROMPT_PREPARE_BLOCKS
+typedef unsigned short u16;
+
+__device__ __forceinline__ int chunk_rows_now(const Ctx& ctx, const Word& w) {
+    return ctx.control()[w.ctrl_base() + CTRL_ROWS];
+}
+
+// Columns [t tile_rows, ...) of the embedding rows of prompt_tokens[0, 0..r).
+__device__ inline void prompt_embed_tile(const Ctx& ctx, const Word& w, int tile) {
+    const Weight table = ctx.weight(w.p(0));
+    const Buffer out = ctx.buffer(w.buf_out());
+    const int r = chunk_rows_now(ctx, w), width = w.tile_rows(), c0 = tile * width, c1 = min(w.n(), c0 + width);
+    const int* tokens = ctx.buffer(w.buf_in()).at<int>(0, 0);
+    const bf16* rows = reinterpret_cast<const bf16*>(table.base);
+    for (int i = threadIdx.x; i < r * (c1 - c0); i += TILE_THREADS) {
+        const int row = i / (c1 - c0), c = c0 + i % (c1 - c0);
+        *out.at<bf16>(row, c) = rows[static_cast<size_t>(tokens[row]) * table.cols + c];
+    }
+}
+
+// position += r (in the word's lane).
+__device__ inline void prompt_advance_tile(const Ctx& ctx, const Word& w) {
+    if (threadIdx.x != 0) return;
+    int* c = ctx.control() + w.ctrl_base();
+    c[CTRL_POSITION] += c[CTRL_ROWS];
+}
+
+// Rows [t tile_rows, ...) below r: RMSNorm1p (weight p0, eps p1) of buf_in's rows into buf_out's, MAX_ROWS at a
+// time in norm_rows' order (the GEMV prologue's). smem: norm_rows' staging area.
+__device__ inline void prompt_norm_tile(const Ctx& ctx, const Word& w, int tile, u8* smem) {
+    __shared__ float scratch[(TILE_WARPS + 1) * MAX_ROWS];
+    const Buffer in = ctx.buffer(w.buf_in()), out = ctx.buffer(w.buf_out());
+    const int r = chunk_rows_now(ctx, w), n = w.n();
+    const int r1 = min(r, (tile + 1) * w.tile_rows());
+    for (int r0 = tile * w.tile_rows(); r0 < r1; r0 += MAX_ROWS)
+        norm_rows([&](int i) { return in.at<bf16>(r0 + i, 0); }, [&](int i) { return out.at<bf16>(r0 + i, 0); },
+                  min(MAX_ROWS, r1 - r0), n, ctx.weight(w.p(0)), w.pf(1), 0, n, scratch, smem);
+}
+
+// Shared memory of a prepare tile: norm_rows' staging area (MAX_ROWS rows of the word's n or, MTP_PREPARE, n / 2
+// columns, then the norm weight's columns; none for PREPARE), the group's bf16 rows and their f16 operand
+// (MAX_ROWS x the tile's k-blocks, natural k order) and P per (row, k-block) (f16_operand's MAX_SLICE_BLOCKS
+// stride). prepare_smem_bytes: all of it for n columns (cuda_build.tile_smem_bytes sizes the launch by it).
+__host__ __device__ constexpr int prepare_stage_bytes(int op, int n) {
+    return op == OP_PREPARE ? 0 : MAX_ROWS * (op == OP_MTP_PREPARE ? n / 2 : n) * 2 + PREPARE_MAX_BLOCKS * K_BLOCK * 4;
+}
+__host__ __device__ constexpr int prepare_smem_bytes(int op, int n) {
+    return (prepare_stage_bytes(op, n) + 127) / 128 * 128 + 2 * MAX_ROWS * PREPARE_MAX_BLOCKS * K_BLOCK * 2 +
+           MAX_ROWS * MAX_SLICE_BLOCKS;
+}
+
+struct PrepareSmem {
+    u8* stage;
+    bf16* rows;
+    bf16* x16;
+    signed char* p;
+    int stride;  // elements of a row of `rows` and `x16`
+    __device__ PrepareSmem(u8* smem, int stage_bytes, int blocks)
+        : stage(smem),
+          rows(reinterpret_cast<bf16*>(smem + (stage_bytes + 127) / 128 * 128)),
+          x16(rows + MAX_ROWS * blocks * K_BLOCK),
+          p(reinterpret_cast<signed char*>(x16 + MAX_ROWS * blocks * K_BLOCK)),
+          stride(blocks * K_BLOCK) {}
+};
+
+// The in-block k of slab slot j of mma step s, k half c (isa/operand_layout.py step_order: the decode GEMV's
+// unit order).
+__device__ __forceinline__ int slab_k(int s, int c, int j) {
+    return 32 * (s >> 1) + 8 * (j >> 1) + 4 * (s & 1) + 2 * c + (j & 1);
+}
+
+// Rows `group` x 8 .. + 7 of token tile t (m of them real, the rest zero) of k-blocks [b0, b0 + blocks) from
+// `src` (bf16 values, row stride `stride`) into the slabs at `slabs`: each (step, k half, token) a 16-byte
+// chunk of 8 slots, then the unscales (`unscale_of(i, b)` for row i < m, 0 past m).
+template <class Value, class Unscale>
+__device__ inline void write_slab_rows(u8* slabs, int t, int group, int b0, int blocks, int slab_blocks, int m,
+                                       Value value_of, Unscale unscale_of) {
+    const int chunks = MAX_ROWS * blocks * 16;  // (row, k-block, step x half)
+    for (int q = threadIdx.x; q < chunks; q += TILE_THREADS) {
+        const int i = q % MAX_ROWS, b = (q / MAX_ROWS) % blocks, sc = q / (MAX_ROWS * blocks);
+        const int s = sc >> 1, c = sc & 1;
+        u32 packed[4] = {0u, 0u, 0u, 0u};
+        if (i < m) {
+#pragma unroll
+            for (int j = 0; j < 8; j += 2)
+                packed[j / 2] = static_cast<u32>(value_of(i, b * K_BLOCK + slab_k(s, c, j))) |
+                                static_cast<u32>(value_of(i, b * K_BLOCK + slab_k(s, c, j + 1))) << 16;
+        }
+        u8* slab = slabs + (static_cast<size_t>(t) * slab_blocks + b0 + b) * SLAB_BYTES;
+        // [step][8-token group][k half][token][slot]: 256 bytes a (step, group), 128 a half, 16 a token
+        *reinterpret_cast<uint4*>(slab + (s * 16 + group) * 256 + c * 128 + i * 16) =
+            make_uint4(packed[0], packed[1], packed[2], packed[3]);
+    }
+    for (int q = threadIdx.x; q < MAX_ROWS * blocks; q += TILE_THREADS) {
+        const int i = q % MAX_ROWS, b = q / MAX_ROWS;
+        u8* slab = slabs + (static_cast<size_t>(t) * slab_blocks + b0 + b) * SLAB_BYTES;
+        reinterpret_cast<float*>(slab + SLAB_X_BYTES)[group * MAX_ROWS + i] = i < m ? unscale_of(i, b) : 0.0f;
+    }
+}
+
+// Token tile t, k-blocks [b0, b1) of the operand (prepare_tile in compiler/tiling.py), MAX_ROWS rows at a time:
+// the rows (normalised whole by norm_rows for NORM_PREPARE and MTP_PREPARE) -> the f16 operand (f16_operand's
+// rule, per row and k-block) -> the f16 slabs (buf_out); the bf16 rows -> the bf16 slabs (buf_aux1, unscales
+// 1) when the GEMM has bf16 weight segments. Rows past r are zero in both.
+__device__ inline void prepare_tile(const Ctx& ctx, const Word& w, int tile, u8* smem) {
+    __shared__ float scratch[(TILE_WARPS + 1) * MAX_ROWS];
+    const int op = w.opcode(), n = w.n(), slab_blocks = n / K_BLOCK, per_tile = w.tile_rows();
+    const int groups_k = (slab_blocks + per_tile - 1) / per_tile, t = tile / groups_k;
+    const int b0 = (tile % groups_k) * per_tile, blocks = min(per_tile, slab_blocks - b0);
+    const int c0 = b0 * K_BLOCK, c1 = c0 + blocks * K_BLOCK, r = chunk_rows_now(ctx, w);
+    if (t * PROMPT_TOKEN_TILE >= r) return;  // a tile past the chunk: the GEMM reads none of it
+    const Buffer in = ctx.buffer(w.buf_in());
+    u8* f16_slabs = ctx.buffer(w.buf_out()).base;
+    u8* bf16_slabs = w.buf_aux1() == NO_BUFFER ? nullptr : ctx.buffer(w.buf_aux1()).base;
+    const PrepareSmem sm(smem, prepare_stage_bytes(op, n), blocks);
+    for (int group = 0; group < PROMPT_TOKEN_TILE / MAX_ROWS; ++group) {
+        const int row0 = t * PROMPT_TOKEN_TILE + group * MAX_ROWS, m = max(0, min(MAX_ROWS, r - row0));
+        if (m > 0) {
+            if (op == OP_NORM_PREPARE) {
+                norm_rows([&](int i) { return in.at<bf16>(row0 + i, 0); },
+                          [&](int i) { return sm.rows + i * sm.stride; }, m, n, ctx.weight(w.p(0)), w.pf(1), c0, c1,
+                          scratch, sm.stage);
+            } else if (op == OP_MTP_PREPARE) {  // [RMSNorm(embed(token)) | RMSNorm(hidden)], the embedding half first
+                const Weight embed = ctx.weight(w.p(0));
+                const int h = n / 2;
+                const int* tokens = ctx.buffer(w.buf_aux0()).at<int>(0, 0);
+                if (c0 < h)
+                    norm_rows([&](int i) { return reinterpret_cast<const bf16*>(embed.base) +
+                                                  static_cast<size_t>(tokens[row0 + i]) * h; },
+                              [&](int i) { return sm.rows + i * sm.stride; }, m, h, ctx.weight(w.p(1)), w.pf(3), c0,
+                              min(c1, h), scratch, sm.stage);
+                if (c1 > h)
+                    norm_rows([&](int i) { return in.at<bf16>(row0 + i, 0); },
+                              [&](int i) { return sm.rows + i * sm.stride + max(h - c0, 0); }, m, h,
+                              ctx.weight(w.p(2)), w.pf(3), max(c0, h) - h, c1 - h, scratch, sm.stage);
+            } else {  // PREPARE: the rows as they are
+                for (int q = threadIdx.x; q < m * blocks * (K_BLOCK / 8); q += TILE_THREADS) {
+                    const int i = q / (blocks * (K_BLOCK / 8)), piece = q % (blocks * (K_BLOCK / 8));
+                    reinterpret_cast<uint4*>(sm.rows + i * sm.stride)[piece] =
+                        reinterpret_cast<const uint4*>(in.at<bf16>(row0 + i, c0))[piece];
+                }
+                __syncthreads();
+            }
+            f16_operand(sm.rows, sm.stride, sm.x16, sm.stride, m, blocks, sm.p);
+            __syncthreads();
+        }
+        const u16* x16 = reinterpret_cast<const u16*>(sm.x16);
+        const u16* raw = reinterpret_cast<const u16*>(sm.rows);
+        const int stride = sm.stride;
+        const signed char* p = sm.p;
+        write_slab_rows(f16_slabs, t, group, b0, blocks, slab_blocks, m,
+                        [&](int i, int k) { return x16[i * stride + k]; },
+                        [&](int i, int b) { return two_to(-p[i * MAX_SLICE_BLOCKS + b]); });
+        if (bf16_slabs != nullptr)
+            write_slab_rows(bf16_slabs, t, group, b0, blocks, slab_blocks, m,
+                            [&](int i, int k) { return raw[i * stride + k]; }, [](int, int) { return 1.0f; });
+        __syncthreads();  // the group's rows and operand free for the next group
+    }
+}
+
+}  // namespace mk
