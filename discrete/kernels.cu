@@ -5,7 +5,7 @@
 
 #define MK_DISCRETE_BUILD  // GEMV tiles keep the launch program before their shared memory (gemv_tile.cuh)
 #include "tiles.cuh"
-#include "prompt_ops.cuh"  // the prompt programs' words: the discrete build only (persistent.py refuses them)
+#include "prompt_gemm.cuh"  // the prompt programs' words: the discrete build only (persistent.py refuses them)
 
 #define GEMV_THREADS 512  // 16 warps: each 16-row strip of a pass shared by 16 / strips warps (gemv.cuh WarpRole)
 
@@ -213,5 +213,15 @@ extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS, 1) tile_prepare(P
     const mk::Ctx ctx = mk::launch_context(arena, weights, launch, program);
     extern __shared__ __align__(16) unsigned char smem[];
     mk::prepare_tile(ctx, ctx.word(0), blockIdx.x, smem);
+    mk::graph_trace(launch, 2);
+}
+
+// The prompt GEMMs (prompt_gemm.cuh): GEMM_THREADS threads (two consumer warpgroups and a producer's), one tile a
+// block, GEMM_SMEM bytes of dynamic shared memory for the ring, aligned as the experiment measured it (D67).
+extern "C" __global__ void __launch_bounds__(mk::GEMM_THREADS, 1) tile_gemm(PROGRAM_ARGS) {
+    __shared__ __align__(16) mk::u32 program[mk::LAUNCH_PROGRAM_BYTES / 4];
+    const mk::Ctx ctx = mk::launch_context(arena, weights, launch, program);
+    extern __shared__ __align__(1024) unsigned char gemm_smem[];
+    mk::gemm_tile(ctx, ctx.word(0), blockIdx.x, gemm_smem);
     mk::graph_trace(launch, 2);
 }

@@ -11,7 +11,7 @@ control block holds step, position and tokens), so the captured graph replays un
 
 from __future__ import annotations
 
-from isa import COUNTER_STRIDE, GEMV_OPS, Op, Program
+from isa import COUNTER_STRIDE, GEMM_OPS, GEMV_OPS, Op, Program
 from megakernel.runtime import cuda_build
 from megakernel.model import plan
 from megakernel.runtime.device import DeviceSession, DeviceWeights
@@ -26,7 +26,8 @@ KERNEL_OF = {Op.EMBED: "tile_embed", Op.GDN_CORE: "tile_gdn", Op.ATTN_SCORES: "t
              # the prompt programs' words written so far (prompt_ops.cuh; issue 21, D68)
              Op.PROMPT_EMBED: "tile_prompt_embed", Op.PROMPT_ADVANCE: "tile_prompt_advance",
              Op.PROMPT_NORM: "tile_prompt_norm", Op.NORM_PREPARE: "tile_prepare", Op.PREPARE: "tile_prepare",
-             Op.MTP_PREPARE: "tile_prepare"}
+             Op.MTP_PREPARE: "tile_prepare", Op.GEMM: "tile_gemm", Op.GEMM_GATE_UP: "tile_gemm",
+             Op.GEMM_RESIDUAL: "tile_gemm"}
 GEMV_KERNEL = "tile_gemv"
 # kernels whose tiles take the dynamic shared memory the launcher gives them (beside their launch program)
 WHOLE_SMEM_OPS = frozenset({Op.ATTN_SCORES, Op.ATTN_PV, Op.GDN_CORE, Op.PROMPT_NORM, Op.NORM_PREPARE, Op.PREPARE,
@@ -77,6 +78,7 @@ class DiscreteProgram:
         # a static array may hold (tile_smem_bytes covers it: kernels.cu)
         for op in WHOLE_SMEM_OPS:
             mod.get_function(KERNEL_OF[op]).max_dynamic_shared_size_bytes = self.smem - self.program_smem
+        mod.get_function(KERNEL_OF[Op.GEMM]).max_dynamic_shared_size_bytes = cuda_build.gemm_smem_bytes()
         # split-K arrivals, laid out as the megakernel's counters (one per row group at its arrival counter)
         self.arrivals = cupy.zeros(max(1, len(program.counters)) * COUNTER_STRIDE, dtype=cupy.uint32)
         self.threads = cuda_build.tile_threads()
@@ -93,9 +95,12 @@ class DiscreteProgram:
             else:
                 kernel = mod.get_function(KERNEL_OF[w.opcode])
                 smem = self.smem - self.program_smem if w.opcode in WHOLE_SMEM_OPS else 0
+                if w.opcode in GEMM_OPS:  # the ring of its slots (prompt_gemm.cuh)
+                    smem = cuda_build.gemm_smem_bytes()
                 block_smem = smem + self.program_smem
+            threads = cuda_build.gemm_threads() if w.opcode in GEMM_OPS else self.threads
             overlaps = overlap and self._alone_on_sm(block_smem)
-            launch = DependentLaunch(kernel, w.tiles, self.threads, smem, args, overlaps)
+            launch = DependentLaunch(kernel, w.tiles, threads, smem, args, overlaps)
             self.launches.append((i, launch))
         self.graph = None
 

@@ -47,47 +47,17 @@ __device__ __forceinline__ void wgmma_m64n64k16(float (&d)[32], const u32 (&a)[4
         : "memory"));
 }
 
-// Keeps the compiler from touching a register that an in-flight wgmma writes or reads (CUTLASS's
-// warpgroup_fence_operand).
-__device__ __forceinline__ void fence_operand(float& r) { asm volatile("" : "+f"(r)::"memory"); }
-__device__ __forceinline__ void fence_operand(u32& r) { asm volatile("" : "+r"(r)::"memory"); }
+using mk::bar_arrive;
+using mk::bar_expect;
+using mk::bar_init;
+using mk::bar_wait;
+using mk::bulk_copy;
+using mk::fence_all;
+using mk::wait_groups;
 
-__device__ __forceinline__ void bar_init(u32 bar, int count) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
-__device__ __forceinline__ void bar_wait(u32 bar, u32 parity) {
-    asm volatile(
-        "{\n.reg .pred done;\nWAIT:\n"
-        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-        "@!done bra WAIT;\n}\n" ::"r"(bar),
-        "r"(parity)
-        : "memory");
-}
-__device__ __forceinline__ void bar_arrive(u32 bar) {
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-}
-__device__ __forceinline__ void bar_expect(u32 bar, u32 bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void bulk_copy(u32 dst, const void* src, u32 bytes, u32 bar) {
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
-                     dst),
-                 "l"(src), "r"(bytes), "r"(bar)
-                 : "memory");
-}
-
-// This warp's A fragments of the eight steps, widened from its unit in the slot (gemv.cuh unit_steps' order:
-// vector i holds steps 2i and 2i + 1).
+// This warp's A fragments of the eight steps, widened from its unit in the slot.
 __device__ __forceinline__ void widen(u32 (&af)[8][4], const unsigned char* slot, int warp, int lane) {
-    const u32 unit = mk::smem_addr(slot + XU_BYTES + warp * UNIT + 16 * lane);
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-        const uint4 v = mk::load_shared16(unit + 512 * i);
-        mk::e4m3x4_to_f16x2(v.x, af[2 * i][0], af[2 * i][2]);
-        mk::e4m3x4_to_f16x2(v.y, af[2 * i][1], af[2 * i][3]);
-        mk::e4m3x4_to_f16x2(v.z, af[2 * i + 1][0], af[2 * i + 1][2]);
-        mk::e4m3x4_to_f16x2(v.w, af[2 * i + 1][1], af[2 * i + 1][3]);
-    }
+    mk::widen_unit(af, slot + XU_BYTES + warp * UNIT, lane);
 }
 
 // Steps 4 h .. 4 h + 3 of this warp's A fragments (vectors 2 h, 2 h + 1 of its unit).
@@ -124,7 +94,7 @@ __device__ __forceinline__ float promote_one(float acc, float part, float sc, fl
         case ADD_ONLY: return mk::add_rn(acc, part);
         case PREMUL: return mk::add_rn(acc, mk::mul_rn(part, f));
         case FMA: return __fmaf_rn(part, f, acc);
-        default: return mk::add_rn(acc, mk::mul_rn(mk::mul_rn(sc, part), u));  // the decode GEMV's rounding
+        default: return mk::promote_rn(acc, part, sc, u);  // the decode GEMV's rounding
     }
 }
 
@@ -144,30 +114,12 @@ __device__ __forceinline__ void promote(float* acc, const float (&part)[4 * J], 
     }
 }
 
-template <int N>
-__device__ __forceinline__ void fence_all(float (&r)[N]) {
-#pragma unroll
-    for (int i = 0; i < N; ++i) fence_operand(r[i]);
-}
-template <int STEPS>
-__device__ __forceinline__ void fence_all(u32 (&af)[STEPS][4]) {
-#pragma unroll
-    for (int st = 0; st < STEPS; ++st)
-#pragma unroll
-        for (int q = 0; q < 4; ++q) fence_operand(af[st][q]);
-}
-
 // A slot's eight steps for tokens 64 h .. 64 h + 63 into `part`, one commit group.
 __device__ __forceinline__ void issue_half(float (&part)[32], const u32 (&af)[8][4], const unsigned char* slot, int h) {
     WGMMA(asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"));
 #pragma unroll
     for (int st = 0; st < 8; ++st) wgmma_m64n64k16(part, af[st], smem_desc(slot + st * 4096 + h * 2048, 128, 256), st);
     WGMMA(asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"));
-}
-
-template <int PENDING>
-__device__ __forceinline__ void wait_groups() {
-    WGMMA(asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(PENDING) : "memory"));
 }
 
 // The consumers' view of the ring: the tile's k-block b is the ring's load c = base + b (base: the loads of the

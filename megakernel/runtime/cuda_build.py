@@ -109,6 +109,20 @@ def tile_smem_bytes(program) -> int:
                max((prompt_word_smem(w) for w in program.words), default=0))
 
 
+def gemm_smem_bytes() -> int:
+    """prompt_gemm.cuh GEMM_SMEM: GEMM_STAGES slots of a slab and 128 weight rows' units of one k-block,
+    each rounded up to 1 KB."""
+    from isa.operand_layout import SLAB_BYTES
+
+    rows, k_block = define(CUDA_DIR / "prompt_gemm.cuh", "GEMM_ROWS"), define(CUDA_DIR / "gemv.cuh", "K_BLOCK")
+    return define(CUDA_DIR / "prompt_gemm.cuh", "GEMM_STAGES") * -(-(SLAB_BYTES + rows * k_block) // 1024) * 1024
+
+
+def gemm_threads() -> int:
+    """prompt_gemm.cuh GEMM_THREADS: two consumer warpgroups and a producer warpgroup."""
+    return 32 * (define(CUDA_DIR / "prompt_gemm.cuh", "GEMM_CONSUMER_WARPS") + 4)
+
+
 def prompt_word_smem(w) -> int:
     """Dynamic shared memory of a prompt word's tile (prompt_ops.cuh; 0 for the words that take none):
     PROMPT_NORM norm_rows' staging of MAX_ROWS rows and the weight (as fp32, a bound); a prepare word's
@@ -116,6 +130,8 @@ def prompt_word_smem(w) -> int:
     from isa import Op
 
     rows, k_block = define(CUDA_DIR / "common.cuh", "MAX_ROWS"), define(CUDA_DIR / "gemv.cuh", "K_BLOCK")
+    if w.opcode in (Op.GEMM, Op.GEMM_GATE_UP, Op.GEMM_RESIDUAL):
+        return gemm_smem_bytes()
     if w.opcode == Op.PROMPT_NORM:
         return 2 * rows * w.n + 4 * w.n
     if w.opcode not in (Op.NORM_PREPARE, Op.PREPARE, Op.MTP_PREPARE):

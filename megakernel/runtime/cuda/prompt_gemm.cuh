@@ -1,0 +1,233 @@
+// The prompt programs' GEMMs (GEMM, GEMM_GATE_UP, GEMM_RESIDUAL; docs/ISA.md "Prompt programs"): D67's
+// warp-specialised design (experiments/prompt_gemm_ws.cu, ws3: 404-522 TFLOP/s on the 27B's products) on the
+// engine's buffers. A block is one tile: a row group of 128 weight rows (GEMM_GATE_UP: 64 of gate and the same
+// 64 of up) x one 128-token tile of the chunk. Warps 0-7 are two consumer warpgroups of 64 rows; lane 0 of warp
+// 8 is the producer, filling a ring of GEMM_STAGES slots by bulk copies (the token tile's slab of the k-block
+// and the block's eight 16-row fp8 units), completed on `full` mbarriers; consumers free a slot on `empty`.
+//
+// Arithmetic (NUMERICS.md "The prompt path"): per row and token the k-blocks in order from zero, each k-block's
+// fp32 partial from eight wgmma k16 steps in the decode units' k order (D66: decode's bits), promoted as decode
+// promotes it (mul_rn, mul_rn, add_rn with the block scale and the token's 2^-P). bf16 weight segments (in_proj's
+// b and a; the MTP fc) multiply the bf16 slabs by mma.sync (the same accumulator layout), partials added.
+// Epilogues: bf16; bf16(bf16(silu(g)) * u); bf16(x_in + bf16(y)). Rows of the tile past the chunk's r are not
+// stored. Written without a GPU (D68); tests/gpu/test_prompt_gpu.py compares it with the interpreter.
+#pragma once
+
+#include "prompt_ops.cuh"
+#include "wgmma.cuh"
+
+namespace mk {
+
+constexpr int GEMM_ROWS = 128;                                         // plan.PROMPT_TILE_ROWS
+constexpr int GEMM_UNIT = 16 * K_BLOCK;                                // a 16-row fp8 unit
+constexpr int GEMM_SLOT = (SLAB_BYTES + GEMM_ROWS * K_BLOCK + 1023) / 1024 * 1024;
+constexpr int GEMM_STAGES = 3;                                         // D67: a fourth slot 2-5 % slower
+constexpr int GEMM_CONSUMER_WARPS = 8;
+constexpr int GEMM_THREADS = 32 * (GEMM_CONSUMER_WARPS + 4);           // a whole producer warpgroup: setmaxnreg
+constexpr int GEMM_SMEM = GEMM_STAGES * GEMM_SLOT;                     // dynamic; the exchange reuses it
+
+// The tile's rows: for each consumer warpgroup its segment, the segment's local first row and its rows (<= 64).
+struct GemmTile {
+    int token_tile, rows_out0;  // the chunk's token tile; the first output column (GATE_UP: intermediate row)
+    int seg[2], local0[2], rows[2];
+};
+
+__device__ inline GemmTile gemm_tile_of(const Ctx& ctx, const Word& w, int tile) {
+    const int token_tiles = (w.chunk_rows() + PROMPT_TOKEN_TILE - 1) / PROMPT_TOKEN_TILE, tr = w.tile_rows();
+    const int group = tile / token_tiles;
+    GemmTile g{};
+    g.token_tile = tile % token_tiles;
+    if (w.opcode() == OP_GEMM_GATE_UP) {  // one segment's worth of intermediate rows, gate then up
+        const int r0 = group * tr, rows = min(tr, w.n() - r0);
+        g.rows_out0 = r0;
+        g.seg[0] = 0, g.seg[1] = 1, g.local0[0] = g.local0[1] = r0, g.rows[0] = g.rows[1] = rows;
+        return g;
+    }
+    int start = 0, index = 0;
+    for (int seg = 0; seg < w.weight_count(); ++seg) {
+        const int rows = ctx.weight(w.weight_first() + seg).rows, groups = (rows + tr - 1) / tr;
+        if (group < index + groups) {
+            const int local = (group - index) * tr, n = min(tr, rows - local);
+            g.rows_out0 = start + local;
+            g.seg[0] = g.seg[1] = seg;
+            g.local0[0] = local, g.local0[1] = local + GEMM_ROWS / 2;
+            g.rows[0] = min(n, GEMM_ROWS / 2), g.rows[1] = max(0, n - GEMM_ROWS / 2);
+            return g;
+        }
+        index += groups;
+        start += rows;
+    }
+    return g;
+}
+
+// Producer: k-block b of the tile into slot b % STAGES once its previous round is released: the slab (f16, or
+// bf16 for a bf16 segment) and, fp8, the units of each warp's strip that holds rows.
+__device__ inline void gemm_produce(u8* smem, u64* full, u64* empty, const Ctx& ctx, const Word& w,
+                                    const GemmTile& g, const u8* slabs, bool fp8, int blocks) {
+    const Weight seg0 = ctx.weight(w.weight_first() + g.seg[0]), seg1 = ctx.weight(w.weight_first() + g.seg[1]);
+    const u8* operand = slabs + static_cast<size_t>(g.token_tile) * blocks * SLAB_BYTES;
+    for (int b = 0; b < blocks; ++b) {
+        const int s = b % GEMM_STAGES;
+        if (b >= GEMM_STAGES) bar_wait(smem_addr(&empty[s]), (b / GEMM_STAGES + 1) & 1);
+        const u32 slot = smem_addr(smem + s * GEMM_SLOT), bar = smem_addr(&full[s]);
+        u32 bytes = SLAB_BYTES;
+        if (fp8)
+            for (int st = 0; st < GEMM_ROWS / 16; ++st) bytes += 16 * (st % 4) < (st < 4 ? g.rows[0] : g.rows[1]) ? GEMM_UNIT : 0;
+        bar_expect(bar, bytes);
+        bulk_copy(slot, operand + static_cast<size_t>(b) * SLAB_BYTES, SLAB_BYTES, bar);
+        if (!fp8) continue;
+        for (int st = 0; st < GEMM_ROWS / 16; ++st) {  // warpgroup st / 4's strip st % 4
+            const bool first = st < 4;
+            if (16 * (st % 4) >= (first ? g.rows[0] : g.rows[1])) continue;
+            const Weight& W = first ? seg0 : seg1;
+            const int strip = ((first ? g.local0[0] : g.local0[1]) + 16 * (st % 4)) / 16;
+            bulk_copy(slot + SLAB_BYTES + st * GEMM_UNIT, W.base + (static_cast<size_t>(strip) * blocks + b) * GEMM_UNIT,
+                      GEMM_UNIT, bar);
+        }
+    }
+}
+
+// The accumulator a consumer thread holds (wgmma m64n128's layout, which mma.sync m16n8k16 over 16 token octets
+// shares): acc[4 j + e] is row g + 8 (e / 2) of its warp's 16, token 8 j + 2 t + e % 2.
+__device__ __forceinline__ int acc_row(int i, int g) { return g + 8 * ((i >> 1) & 1); }
+__device__ __forceinline__ int acc_token(int i, int t) { return 8 * (i >> 2) + 2 * t + (i & 1); }
+
+// fp8 rows: per k-block eight wgmma steps into `part`, then the promotion.
+__device__ inline void gemm_consume_fp8(float (&acc)[64], u8* smem, u64* full, u64* empty, const Weight& W,
+                                        int local0, bool has_rows, int blocks, int warp, int lane) {
+    const int t = lane & 3;
+    const bf16* scales = reinterpret_cast<const bf16*>(W.scale) + static_cast<size_t>(local0 / ROW_BLOCK) * blocks;
+    u32 af[8][4];
+    float part[64];
+    for (int b = 0; b < blocks; ++b) {
+        const int s = b % GEMM_STAGES;
+        bar_wait(smem_addr(&full[s]), (b / GEMM_STAGES) & 1);
+        const u8* slot = smem + s * GEMM_SLOT;
+        if (has_rows) {
+            widen_unit(af, slot + SLAB_BYTES + warp * GEMM_UNIT, lane);
+        } else {
+#pragma unroll
+            for (int st = 0; st < 8; ++st) af[st][0] = af[st][1] = af[st][2] = af[st][3] = 0u;
+        }
+        const float sc = bf(scales[b]);
+        WGMMA(asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"));
+#pragma unroll
+        for (int st = 0; st < 8; ++st) wgmma_m64n128k16(part, af[st], smem_desc(slot + st * 4096, 128, 256), st);
+        WGMMA(asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"));
+        wait_groups<0>();
+        fence_all(part);
+        fence_all(af);
+        const float* unscale = reinterpret_cast<const float*>(slot + SLAB_X_BYTES);
+#pragma unroll
+        for (int i = 0; i < 64; ++i) acc[i] = promote_rn(acc[i], part[i], sc, unscale[acc_token(i, t)]);
+        __syncwarp();
+        if (lane == 0) bar_arrive(smem_addr(&empty[s]));
+    }
+}
+
+// bf16 rows (row-major weights, no scales): per k-block eight mma.sync k16 steps per token octet, A pairs read
+// from the weight in the units' k order (slab_k), B from the bf16 slab; partials added in order.
+__device__ inline void gemm_consume_bf16(float (&acc)[64], u8* smem, u64* full, u64* empty, const Weight& W,
+                                         int row0, int rows, int blocks, int lane) {
+    const int g = lane >> 2, t = lane & 3;
+    const bf16* wr = reinterpret_cast<const bf16*>(W.base);
+    const auto pair = [&](int row, int k) -> u32 {  // two consecutive weights of a row (zero past the rows)
+        return row < rows ? *reinterpret_cast<const u32*>(wr + static_cast<size_t>(row0 + row) * W.cols + k) : 0u;
+    };
+    for (int b = 0; b < blocks; ++b) {
+        const int s = b % GEMM_STAGES;
+        bar_wait(smem_addr(&full[s]), (b / GEMM_STAGES) & 1);
+        const u8* slot = smem + s * GEMM_SLOT;
+        float part[64];
+#pragma unroll
+        for (int i = 0; i < 64; ++i) part[i] = 0.0f;
+        for (int st = 0; st < 8; ++st) {
+            const int k = b * K_BLOCK;
+            const u32 a[4] = {pair(g, k + slab_k(st, 0, 2 * t)), pair(g + 8, k + slab_k(st, 0, 2 * t)),
+                              pair(g, k + slab_k(st, 1, 2 * t)), pair(g + 8, k + slab_k(st, 1, 2 * t))};
+#pragma unroll
+            for (int j = 0; j < 16; ++j) {  // token octet j: [step][8-token group][k half][token][slot]
+                const u8* b_at = slot + (st * 16 + j) * 256 + g * 16 + 4 * t;
+                const u32 bf[2] = {*reinterpret_cast<const u32*>(b_at), *reinterpret_cast<const u32*>(b_at + 128)};
+                float d[4] = {part[4 * j], part[4 * j + 1], part[4 * j + 2], part[4 * j + 3]};
+                mma_16816<false>(d, a, bf);
+                part[4 * j] = d[0], part[4 * j + 1] = d[1], part[4 * j + 2] = d[2], part[4 * j + 3] = d[3];
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < 64; ++i) acc[i] = add_rn(acc[i], part[i]);
+        __syncwarp();
+        if (lane == 0) bar_arrive(smem_addr(&empty[s]));
+    }
+}
+
+// Consumers: named barrier 1 over the two consumer warpgroups (the producer warpgroup has left).
+__device__ __forceinline__ void consumers_sync() {
+    asm volatile("bar.sync 1, %0;\n" ::"n"(32 * GEMM_CONSUMER_WARPS) : "memory");
+}
+
+__device__ inline void gemm_tile(const Ctx& ctx, const Word& w, int tile, u8* smem) {
+    __shared__ __align__(8) u64 full[GEMM_STAGES], empty[GEMM_STAGES];
+    const int op = w.opcode(), blocks = w.k() / K_BLOCK, r = chunk_rows_now(ctx, w);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const GemmTile g = gemm_tile_of(ctx, w, tile);
+    if (g.token_tile * PROMPT_TOKEN_TILE >= r) return;  // past the chunk: nothing to compute (all threads)
+    const Weight seg0 = ctx.weight(w.weight_first() + g.seg[0]);
+    const bool fp8 = seg0.scale != nullptr;  // a row group lies in one segment; gate and up are both fp8
+    const u8* slabs = ctx.buffer(fp8 ? w.buf_in() : w.buf_aux1()).base;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < GEMM_STAGES; ++s) {
+            bar_init(smem_addr(&full[s]), 1);
+            bar_init(smem_addr(&empty[s]), GEMM_CONSUMER_WARPS);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    if (warp >= GEMM_CONSUMER_WARPS) {  // the producer warpgroup gives its registers to the consumers
+        WGMMA(asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n"));
+        if (warp == GEMM_CONSUMER_WARPS && lane == 0) gemm_produce(smem, full, empty, ctx, w, g, slabs, fp8, blocks);
+        return;
+    }
+    WGMMA(asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n"));
+    const int wg = warp / 4, strip = warp % 4, gq = lane >> 2, t = lane & 3;
+    const int local0 = wg == 0 ? g.local0[0] : g.local0[1], rows = wg == 0 ? g.rows[0] : g.rows[1];
+    const Weight W = ctx.weight(w.weight_first() + (wg == 0 ? g.seg[0] : g.seg[1]));
+    float acc[64];
+#pragma unroll
+    for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
+    if (fp8)
+        gemm_consume_fp8(acc, smem, full, empty, W, local0, 16 * strip < rows, blocks, warp, lane);
+    else
+        gemm_consume_bf16(acc, smem, full, empty, W, local0 + 16 * strip, rows - 16 * strip, blocks, lane);
+
+    // Epilogue: token rows of the chunk below r, output rows of the warp's strip.
+    const Buffer out = ctx.buffer(w.buf_out());
+    const int token0 = g.token_tile * PROMPT_TOKEN_TILE;
+    if (op == OP_GEMM_GATE_UP) {  // up (warpgroup 1) through the ring's memory to gate's threads
+        float* up = reinterpret_cast<float*>(smem);  // [64 rows][128 tokens]
+        consumers_sync();  // every slot read by both warpgroups
+        if (wg == 1)
+#pragma unroll
+            for (int i = 0; i < 64; ++i) up[(16 * strip + acc_row(i, gq)) * PROMPT_TOKEN_TILE + acc_token(i, t)] = acc[i];
+        consumers_sync();
+        if (wg == 1) return;
+    }
+#pragma unroll
+    for (int i = 0; i < 64; ++i) {
+        const int row = 16 * strip + acc_row(i, gq), token = token0 + acc_token(i, t);
+        if (row >= rows || token >= r) continue;
+        const int c = g.rows_out0 + (op == OP_GEMM_GATE_UP ? 0 : wg * (GEMM_ROWS / 2)) + row;
+        float v;
+        if (op == OP_GEMM_GATE_UP) {
+            const float u = reinterpret_cast<const float*>(smem)[row * PROMPT_TOKEN_TILE + acc_token(i, t)];
+            v = mul_rn(round_bf16(silu_ref(round_bf16(acc[i]))), round_bf16(u));
+        } else if (op == OP_GEMM_RESIDUAL) {
+            v = add_rn(bf(*ctx.buffer(w.buf_aux0()).at<bf16>(token, c)), round_bf16(acc[i]));
+        } else {
+            v = acc[i];
+        }
+        *out.at<bf16>(token, c) = to_bf16(v);
+    }
+}
+
+}  // namespace mk
