@@ -326,7 +326,8 @@ def _prompt_qkv(program, w, stage, tile):
     cols = (kv * hd, (kv + 1) * hd)
     return [chunk_read(w), read(w.buf_in, 0, R, q_rows + cols[0], q_rows + cols[1]),
             read(w.buf_in, 0, R, q_rows + kv_dim + cols[0], q_rows + kv_dim + cols[1]),
-            write(w.buf_aux1, 0, _rows(program, w.buf_aux1), *cols), write(w.buf_aux2, 0, _rows(program, w.buf_aux2), *cols)]
+            write(w.buf_aux1, 0, _rows(program, w.buf_aux1), *cols),
+            write(w.buf_aux2, 0, _rows(program, w.buf_aux2), *cols)]
 
 
 def _attn_causal(program, w, stage, tile):
