@@ -1,5 +1,5 @@
 """The prompt programs' device functions written so far (megakernel/runtime/cuda/prompt_ops.cuh: PROMPT_EMBED,
-PROMPT_NORM, PROMPT_ADVANCE and the prepare words; prompt_gemm.cuh: the three GEMMs) against the CPU
+PROMPT_QKV, PROMPT_CONV, PROMPT_NORM, PROMPT_ADVANCE and the prepare words; prompt_gemm.cuh: the three GEMMs) against the CPU
 interpreter, word by word from the same arena (tests/gpu/per_word.py): every written buffer within the op
 tolerance (the operand slabs, int32, byte for byte; the GEMMs' bf16 outputs as the GEMV words'), every other
 byte exactly. The words without a kernel yet run on the interpreter alone, to carry the
@@ -48,8 +48,8 @@ def test_the_prompt_words_with_kernels_match_the_interpreter(tiny_weights):
     tokens = [(7919 * i) % c.defined_vocab for i in range(150)]
     problems, checked = words_beside_the_interpreter(tiny_weights, program, 37, tokens)
     assert not problems, problems[:10]
-    assert {"PROMPT_EMBED", "NORM_PREPARE", "PREPARE", "GEMM", "GEMM_GATE_UP", "GEMM_RESIDUAL", "PROMPT_NORM",
-            "PROMPT_ADVANCE"} <= checked
+    assert {"PROMPT_EMBED", "NORM_PREPARE", "PREPARE", "GEMM", "GEMM_GATE_UP", "GEMM_RESIDUAL", "PROMPT_QKV",
+            "PROMPT_CONV", "PROMPT_NORM", "PROMPT_ADVANCE"} <= checked
 
 
 def test_the_mtp_prepare_word_matches_the_interpreter(tiny_weights):

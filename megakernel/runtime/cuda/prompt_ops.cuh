@@ -1,10 +1,11 @@
 // The prompt programs' small words and prepare words (docs/ISA.md "Prompt programs"): PROMPT_EMBED,
-// PROMPT_NORM, PROMPT_ADVANCE, and NORM_PREPARE / PREPARE / MTP_PREPARE, which write a prompt GEMM's operand
-// slabs (isa/operand_layout.py). Run by the discrete build only (the megakernel refuses prompt programs:
+// PROMPT_NORM, PROMPT_ADVANCE, PROMPT_QKV, PROMPT_CONV, and NORM_PREPARE / PREPARE / MTP_PREPARE, which write a
+// prompt GEMM's operand slabs (isa/operand_layout.py). Run by the discrete build only (the megakernel refuses prompt programs:
 // persistent.py). Every tile reads the chunk's position and rows r from its control lane and computes the
 // rows below r; a prepare tile zeroes its token tile's rows past r.
 #pragma once
 
+#include "gdn.cuh"  // GDN_MAX_KERNEL
 #include "gemv_tile.cuh"
 
 namespace mk {
@@ -49,6 +50,95 @@ __device__ inline void prompt_norm_tile(const Ctx& ctx, const Word& w, int tile,
     for (int r0 = tile * w.tile_rows(); r0 < r1; r0 += MAX_ROWS)
         norm_rows([&](int i) { return in.at<bf16>(r0 + i, 0); }, [&](int i) { return out.at<bf16>(r0 + i, 0); },
                   min(MAX_ROWS, r1 - r0), n, ctx.weight(w.p(0)), w.pf(1), 0, n, scratch, smem);
+}
+
+// PROMPT_QKV: query head t (t < heads): [query | gate] columns of each row -> q_norm + RoPE -> buf_out, gate ->
+// buf_aux0; KV head t - heads: k -> k_norm + RoPE -> K cache rows pos.., v -> V cache. The arithmetic of the
+// decode GEMV's qkv epilogue (gemv_tile.cuh qkv_epilogue: a row's sum of squares as its 32-wide pieces' warp sums
+// added in order, bf16 cos and sin of fp32 angles, each RoPE product and the sum rounded), a warp a row.
+constexpr int QKV_MAX_HEAD_DIM = MAX_TILE_ROWS;  // the decode qkv epilogue's bound too: a head in one row group
+__device__ inline void prompt_qkv_tile(const Ctx& ctx, const Word& w, int tile) {
+    __shared__ float row_buf[TILE_WARPS][QKV_MAX_HEAD_DIM];
+    __shared__ float rope_buf[TILE_WARPS][QKV_MAX_HEAD_DIM];  // cos [0, half), sin [half, rot)
+    const int heads = w.p(3), kv_heads = w.p(4), hd = w.p(5), rot = w.p(6), half = rot / 2;
+    const float eps = w.pf(0), theta = w.pf(7);
+    const int r = chunk_rows_now(ctx, w), pos = ctx.control()[w.ctrl_base() + CTRL_POSITION];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, pieces = hd / 32;
+    const Buffer in = ctx.buffer(w.buf_in());
+    const bool query = tile < heads;
+    const int kv = tile - heads, q_cols = 2 * heads * hd, kv_cols = kv_heads * hd;
+    const int src_col = query ? 2 * tile * hd : q_cols + kv * hd;
+    const Weight nw = ctx.weight(query ? w.p(1) : w.p(2));
+    float* y = row_buf[warp];
+    float* rope = rope_buf[warp];
+    for (int row = warp; row < r; row += TILE_WARPS) {
+        const bf16* src = in.at<bf16>(row, src_col);
+        if (query) {  // the gate half as it is
+            bf16* gate = ctx.buffer(w.buf_aux0()).at<bf16>(row, tile * hd);
+            for (int i = lane; i < hd; i += 32) gate[i] = src[hd + i];
+        } else {  // v into the cache as it is
+            const bf16* v = in.at<bf16>(row, q_cols + kv_cols + kv * hd);
+            bf16* dst = ctx.buffer(w.buf_aux2()).at<bf16>(pos + row, kv * hd);
+            for (int i = lane; i < hd; i += 32) dst[i] = v[i];
+        }
+        float ss = 0.0f;
+        for (int p = 0; p < pieces; ++p) {
+            const float v = bf(src[32 * p + lane]);
+            ss = add_rn(ss, warp_sum(mul_rn(v, v)));
+        }
+        const float factor = rsqrt_ref(add_rn(div_rn(ss, static_cast<float>(hd)), eps));
+        for (int i = lane; i < hd; i += 32) y[i] = norm_1p(bf(src[i]), factor, nw.value(i));
+        for (int j = lane; j < half; j += 32) {
+            const float inv_freq = div_rn(1.0f, powf(theta, div_rn(static_cast<float>(2 * j), static_cast<float>(rot))));
+            const float angle = mul_rn(static_cast<float>(pos + row), inv_freq);
+            rope[j] = round_bf16(cosf(angle));
+            rope[half + j] = round_bf16(sinf(angle));
+        }
+        __syncwarp();
+        bf16* dst = query ? ctx.buffer(w.buf_out()).at<bf16>(row, tile * hd)
+                          : ctx.buffer(w.buf_aux1()).at<bf16>(pos + row, kv * hd);
+        for (int i = lane; i < hd; i += 32) {
+            float out = y[i];
+            if (i < rot) {
+                const float c = rope[i % half], sn = rope[half + i % half];
+                const float rotated = i < half ? -y[i + half] : y[i - half];
+                out = round_bf16(add_rn(round_bf16(mul_rn(y[i], c)), round_bf16(mul_rn(rotated, sn))));
+            }
+            dst[i] = to_bf16(out);
+        }
+        __syncwarp();  // the row's buffers free for the warp's next row
+    }
+}
+
+// PROMPT_CONV: a thread per channel of the tile, rows 0..r-1: out = bf16(silu(bf16(sum_i raw[pos + row - K + 1 +
+// i] * tap[i]))), taps added in order (the products rounded apart: the reference's and GDN_CORE's arithmetic),
+// earlier positions from the conv ring (rows position mod ring); then the chunk's last min(r, K - 1) raw rows into
+// the ring. The thread reads its channel's ring rows before it writes them.
+__device__ inline void prompt_conv_tile(const Ctx& ctx, const Word& w, int tile) {
+    const int K = w.p(1), R = w.p(2), c = tile * w.tile_rows() + threadIdx.x;
+    if (threadIdx.x >= w.tile_rows() || c >= w.n()) return;
+    const int r = chunk_rows_now(ctx, w), pos = ctx.control()[w.ctrl_base() + CTRL_POSITION];
+    const Buffer mixed = ctx.buffer(w.buf_in()), out = ctx.buffer(w.buf_out()), ring = ctx.buffer(w.buf_aux1());
+    const Weight taps = ctx.weight(w.p(0));
+    float tap[GDN_MAX_KERNEL], window[GDN_MAX_KERNEL];  // window[i]: position pos + row - K + 1 + i
+#pragma unroll
+    for (int i = 0; i < GDN_MAX_KERNEL; ++i) {
+        tap[i] = i < K ? taps.value(static_cast<size_t>(c) * K + i) : 0.0f;
+        const int p = pos - K + 1 + i;  // the history: positions before the chunk (the window before row 0)
+        window[i] = i < K - 1 ? bf(*ring.at<bf16>(((p % R) + R) % R, c)) : 0.0f;
+    }
+    for (int row = 0; row < r; ++row) {
+        window[K - 1] = bf(*mixed.at<bf16>(row, c));
+        float acc = mul_rn(window[0], tap[0]);
+#pragma unroll
+        for (int i = 1; i < GDN_MAX_KERNEL; ++i)
+            if (i < K) acc = add_rn(acc, mul_rn(window[i], tap[i]));
+        *out.at<bf16>(row, c) = to_bf16(round_bf16(silu_ref(round_bf16(acc))));
+#pragma unroll
+        for (int i = 0; i + 1 < GDN_MAX_KERNEL; ++i)
+            if (i + 1 < K) window[i] = window[i + 1];
+    }
+    for (int row = max(0, r - (K - 1)); row < r; ++row) *ring.at<bf16>((pos + row) % R, c) = *mixed.at<bf16>(row, c);
 }
 
 // Shared memory of a prepare tile: norm_rows' staging area (MAX_ROWS rows of the word's n or, MTP_PREPARE, n / 2
