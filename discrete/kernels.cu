@@ -213,6 +213,13 @@ extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS) tile_prompt_conv(
     mk::graph_trace(launch, 2);
 }
 
+extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS, 1) tile_attn_causal(PROGRAM_ARGS) {
+    __shared__ __align__(16) mk::u32 program[mk::LAUNCH_PROGRAM_BYTES / 4];
+    const mk::Ctx ctx = mk::launch_context(arena, weights, launch, program);
+    mk::attn_causal_tile(ctx, ctx.word(0), blockIdx.x);
+    mk::graph_trace(launch, 2);
+}
+
 // Dynamic shared memory: norm_rows' staging area (PROMPT_NORM), PrepareSmem (the prepare words).
 extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS, 1) tile_prompt_norm(PROGRAM_ARGS) {
     __shared__ __align__(16) mk::u32 program[mk::LAUNCH_PROGRAM_BYTES / 4];

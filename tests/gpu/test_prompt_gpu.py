@@ -1,9 +1,9 @@
 """The prompt programs' device functions written so far (megakernel/runtime/cuda/prompt_ops.cuh: PROMPT_EMBED,
-PROMPT_QKV, PROMPT_CONV, PROMPT_NORM, PROMPT_ADVANCE and the prepare words; prompt_gemm.cuh: the three GEMMs) against the CPU
-interpreter, word by word from the same arena (tests/gpu/per_word.py): every written buffer within the op
-tolerance (the operand slabs, int32, byte for byte; the GEMMs' bf16 outputs as the GEMV words'), every other
-byte exactly. The words without a kernel yet run on the interpreter alone, to carry the
-state on. Written in a session without a GPU (D68): not yet run.
+PROMPT_QKV, ATTN_CAUSAL, PROMPT_CONV, PROMPT_NORM, PROMPT_ADVANCE and the prepare words; prompt_gemm.cuh: the
+three GEMMs) against the CPU interpreter, word by word from the same arena (tests/gpu/per_word.py): every
+written buffer within the op tolerance (the operand slabs, int32, byte for byte; the GEMMs' and attention's
+bf16 outputs as the decode words'), every other byte exactly. GDN_CHUNK, without a kernel yet, runs on the
+interpreter alone, to carry the state on. Written in a session without a GPU (D68): not yet run.
 """
 
 import numpy as np
@@ -49,7 +49,7 @@ def test_the_prompt_words_with_kernels_match_the_interpreter(tiny_weights):
     problems, checked = words_beside_the_interpreter(tiny_weights, program, 37, tokens)
     assert not problems, problems[:10]
     assert {"PROMPT_EMBED", "NORM_PREPARE", "PREPARE", "GEMM", "GEMM_GATE_UP", "GEMM_RESIDUAL", "PROMPT_QKV",
-            "PROMPT_CONV", "PROMPT_NORM", "PROMPT_ADVANCE"} <= checked
+            "ATTN_CAUSAL", "PROMPT_CONV", "PROMPT_NORM", "PROMPT_ADVANCE"} <= checked
 
 
 def test_the_mtp_prepare_word_matches_the_interpreter(tiny_weights):
@@ -66,8 +66,8 @@ def test_a_partial_program_refuses_a_whole_pass(tiny_weights):
     program = lower_prompt(tiny_weights.config, rows=64, sms=132, capacity=CAPACITY)
     runner = DiscreteProgram(program, DeviceWeights.from_weightset(program, tiny_weights, progress=False),
                              DeviceSession(program), partial=True)
-    assert "ATTN_CAUSAL" in runner.missing
-    with pytest.raises(ValueError, match="no discrete kernel for .*ATTN_CAUSAL"):
+    assert runner.missing == ["GDN_CHUNK"]
+    with pytest.raises(ValueError, match="no discrete kernel for GDN_CHUNK"):
         runner.step()
     with pytest.raises(ValueError, match="no discrete kernel for"):
         DiscreteProgram(program, runner.weights, runner.session)
