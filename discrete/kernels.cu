@@ -5,7 +5,8 @@
 
 #define MK_DISCRETE_BUILD  // GEMV tiles keep the launch program before their shared memory (gemv_tile.cuh)
 #include "tiles.cuh"
-#include "prompt_gemm.cuh"  // the prompt programs' words: the discrete build only (persistent.py refuses them)
+#include "prompt_gdn.cuh"  // the prompt programs' words: the discrete build only (persistent.py refuses them)
+#include "prompt_gemm.cuh"
 
 #define GEMV_THREADS 512  // 16 warps: each 16-row strip of a pass shared by 16 / strips warps (gemv.cuh WarpRole)
 
@@ -217,6 +218,15 @@ extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS, 1) tile_attn_caus
     __shared__ __align__(16) mk::u32 program[mk::LAUNCH_PROGRAM_BYTES / 4];
     const mk::Ctx ctx = mk::launch_context(arena, weights, launch, program);
     mk::attn_causal_tile(ctx, ctx.word(0), blockIdx.x);
+    mk::graph_trace(launch, 2);
+}
+
+// Dynamic shared memory: the head's state and the WY chunk's rows (prompt_gdn.cuh ChunkSmem).
+extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS, 1) tile_gdn_chunk(PROGRAM_ARGS) {
+    __shared__ __align__(16) mk::u32 program[mk::LAUNCH_PROGRAM_BYTES / 4];
+    const mk::Ctx ctx = mk::launch_context(arena, weights, launch, program);
+    extern __shared__ __align__(16) unsigned char smem[];
+    mk::gdn_chunk_tile(ctx, ctx.word(0), blockIdx.x, smem);
     mk::graph_trace(launch, 2);
 }
 

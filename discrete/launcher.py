@@ -23,16 +23,16 @@ from .launch_program import launch_program
 KERNEL_OF = {Op.EMBED: "tile_embed", Op.GDN_CORE: "tile_gdn", Op.ATTN_SCORES: "tile_attn_scores",
              Op.ATTN_PV: "tile_attn_pv", Op.ATTN_MERGE: "tile_attn_merge", Op.ARGMAX: "tile_argmax",
              Op.HANDOFF: "tile_handoff",
-             # the prompt programs' words written so far (prompt_ops.cuh; issue 21, D68)
+             # the prompt programs' words (prompt_ops.cuh, prompt_gdn.cuh, prompt_gemm.cuh; issue 21, D68)
              Op.PROMPT_EMBED: "tile_prompt_embed", Op.PROMPT_ADVANCE: "tile_prompt_advance",
              Op.PROMPT_NORM: "tile_prompt_norm", Op.NORM_PREPARE: "tile_prepare", Op.PREPARE: "tile_prepare",
              Op.MTP_PREPARE: "tile_prepare", Op.GEMM: "tile_gemm", Op.GEMM_GATE_UP: "tile_gemm",
              Op.GEMM_RESIDUAL: "tile_gemm", Op.PROMPT_QKV: "tile_prompt_qkv", Op.PROMPT_CONV: "tile_prompt_conv",
-             Op.ATTN_CAUSAL: "tile_attn_causal"}
+             Op.ATTN_CAUSAL: "tile_attn_causal", Op.GDN_CHUNK: "tile_gdn_chunk"}
 GEMV_KERNEL = "tile_gemv"
 # kernels whose tiles take the dynamic shared memory the launcher gives them (beside their launch program)
 WHOLE_SMEM_OPS = frozenset({Op.ATTN_SCORES, Op.ATTN_PV, Op.GDN_CORE, Op.PROMPT_NORM, Op.NORM_PREPARE, Op.PREPARE,
-                            Op.MTP_PREPARE})
+                            Op.MTP_PREPARE, Op.GDN_CHUNK})
 
 
 def launch_args(program: Program, index: int, arena, weights, arrivals, trace_slot: int = 0) -> tuple:
@@ -46,23 +46,19 @@ class DiscreteProgram:
     """`program` bound to device weights and a session: `step()` runs one pass eagerly, `replay()` runs it
     from the CUDA graph (captured on first use)."""
 
-    def __init__(self, program: Program, weights: DeviceWeights, session: DeviceSession, overlap: bool = True,
-                 partial: bool = False):
+    def __init__(self, program: Program, weights: DeviceWeights, session: DeviceSession, overlap: bool = True):
         """`overlap`: a launch whose blocks hold an SM alone may start while the one before it runs, up to
         its kernel's wait for it (programmatic dependent launch, D40); False launches every kernel one after
-        the other (for A/B). `partial` (tests of a Program whose words do not all have kernels yet): those
-        words get no launch, run_word runs the others, and a whole pass is refused."""
+        the other (for A/B)."""
         import cupy
 
         if not weights.serves(program):
             raise ValueError("the device weights were laid out for another Program's weight table")
         if not session.serves(program):
             raise ValueError("the session was laid out for another Program (session buffers or a smaller arena)")
-        self.missing = sorted({w.opcode.name for w in program.words
-                               if w.opcode not in KERNEL_OF and w.opcode not in GEMV_OPS and w.opcode != Op.NOP})
-        if self.missing and not partial:
-            raise ValueError(f"no discrete kernel for {', '.join(self.missing)}")
         for w in program.words:
+            if w.opcode not in KERNEL_OF and w.opcode not in GEMV_OPS and w.opcode != Op.NOP:
+                raise ValueError(f"no discrete kernel for {w.opcode.name}")
             if w.opcode in GEMV_OPS and w.k % plan.K_BLOCK:
                 raise ValueError(f"GEMV k = {w.k} is not a multiple of {plan.K_BLOCK}")
         self.program, self.weights, self.session = program, weights, session
@@ -85,7 +81,7 @@ class DiscreteProgram:
         self.threads = cuda_build.tile_threads()
         self.launches = []  # (word index, DependentLaunch)
         for i, w in enumerate(program.words):
-            if w.opcode == Op.NOP or w.opcode.name in self.missing:
+            if w.opcode == Op.NOP:
                 continue
             args = launch_args(program, i, self.session.arena, self.weights.data, self.arrivals)
             if w.opcode in GEMV_OPS:
@@ -127,8 +123,6 @@ class DiscreteProgram:
         """One pass, launch by launch, on the current stream; no host-side checks (benchmarks time this)."""
         import cupy
 
-        if self.missing:  # a partial Program (tests): its words run one by one only
-            raise ValueError(f"no discrete kernel for {', '.join(self.missing)}: a whole pass cannot run")
         stream = cupy.cuda.get_current_stream().ptr
         for launch in self.launches:
             self._launch(launch, stream)

@@ -138,6 +138,8 @@ def test_the_device_opcodes_and_prompt_constants_are_the_isas():
     assert cuda_build.define(prompt, "PROMPT_TOKEN_TILE") == plan.PROMPT_TOKEN_TILE
     assert cuda_build.define(prompt, "PREPARE_MAX_BLOCKS") == plan.PROMPT_PREPARE_BLOCKS
     assert cuda_build.define(prompt, "CAUSAL_KEY_TILE") == plan.PROMPT_KEY_TILE
+    from megakernel.reference import gdn
+    assert cuda_build.define(CUDA_DIR / "prompt_gdn.cuh", "WY_CHUNK") == gdn.CHUNK
     assert cuda_build.define(CUDA_DIR / "common.cuh", "CTRL_ROWS") == CTRL_ROWS
     assert (X_BYTES, SLAB_BYTES) == (plan.PROMPT_TOKEN_TILE * plan.K_BLOCK * 2, X_BYTES + plan.PROMPT_TOKEN_TILE * 4)
 

@@ -124,9 +124,9 @@ def gemm_threads() -> int:
 
 
 def prompt_word_smem(w) -> int:
-    """Dynamic shared memory of a prompt word's tile (prompt_ops.cuh; 0 for the words that take none):
-    PROMPT_NORM norm_rows' staging of MAX_ROWS rows and the weight (as fp32, a bound); a prepare word's
-    PrepareSmem (prepare_smem_bytes)."""
+    """Dynamic shared memory of a prompt word's tile (prompt_ops.cuh, prompt_gdn.cuh, prompt_gemm.cuh; 0 for the
+    words that take none): PROMPT_NORM norm_rows' staging of MAX_ROWS rows and the weight (as fp32, a bound);
+    GDN_CHUNK's ChunkSmem; a GEMM's ring; a prepare word's PrepareSmem (prepare_smem_bytes)."""
     from isa import Op
 
     rows, k_block = define(CUDA_DIR / "common.cuh", "MAX_ROWS"), define(CUDA_DIR / "gemv.cuh", "K_BLOCK")
@@ -134,6 +134,10 @@ def prompt_word_smem(w) -> int:
         return gemm_smem_bytes()
     if w.opcode == Op.PROMPT_NORM:
         return 2 * rows * w.n + 4 * w.n
+    if w.opcode == Op.GDN_CHUNK:  # prompt_gdn.cuh CHUNK_SMEM: the state, the WY chunk's rows and matrices
+        gdn, chunk = CUDA_DIR / "gdn.cuh", define(CUDA_DIR / "prompt_gdn.cuh", "WY_CHUNK")
+        dk, dv = define(gdn, "GDN_DK"), define(gdn, "GDN_MAX_COLS")
+        return 4 * (dk * dv + 3 * chunk * dk + chunk * dv + chunk * chunk + 3 * chunk)
     if w.opcode not in (Op.NORM_PREPARE, Op.PREPARE, Op.MTP_PREPARE):
         return 0
     blocks = define(CUDA_DIR / "prompt_ops.cuh", "PREPARE_MAX_BLOCKS")

@@ -78,7 +78,7 @@ class Megakernel:
         unsupported = sorted({w.opcode.name for w in program.words if w.opcode in PROMPT_OPS})
         if unsupported:  # the device interpreter's default case would run them as GEMVs
             raise MegakernelError(f"the megakernel does not run {', '.join(unsupported)} yet: prompt programs run on "
-                                  "the CPU interpreter (issue 21)")
+                                  "the discrete build and the CPU interpreter (issue 21)")
         import cupy
 
         if not weights.serves(program):

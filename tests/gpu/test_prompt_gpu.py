@@ -1,9 +1,12 @@
-"""The prompt programs' device functions written so far (megakernel/runtime/cuda/prompt_ops.cuh: PROMPT_EMBED,
-PROMPT_QKV, ATTN_CAUSAL, PROMPT_CONV, PROMPT_NORM, PROMPT_ADVANCE and the prepare words; prompt_gemm.cuh: the
-three GEMMs) against the CPU interpreter, word by word from the same arena (tests/gpu/per_word.py): every
-written buffer within the op tolerance (the operand slabs, int32, byte for byte; the GEMMs' and attention's
-bf16 outputs as the decode words'), every other byte exactly. GDN_CHUNK, without a kernel yet, runs on the
-interpreter alone, to carry the state on. Written in a session without a GPU (D68): not yet run.
+"""The prompt programs on the GPU (discrete build; megakernel/runtime/cuda/prompt_ops.cuh, prompt_gdn.cuh,
+prompt_gemm.cuh), tiny preset:
+
+* every word against the CPU interpreter, word by word from the same arena (tests/gpu/per_word.py): every
+  written buffer within the op tolerance (the operand slabs, int32, byte for byte; bf16 outputs as the decode
+  words'; the GDN state in fp32), every other byte exactly;
+* a chunk run eagerly and from the CUDA graph, bit for bit.
+
+Written in a session without a GPU (D68): not yet run.
 """
 
 import numpy as np
@@ -13,61 +16,64 @@ cupy = pytest.importorskip("cupy")
 
 from compiler import lower_mtp_prompt, lower_prompt  # noqa: E402
 from compiler.interpreter import Interpreter  # noqa: E402
-from discrete.launcher import KERNEL_OF, DiscreteProgram  # noqa: E402
+from discrete.launcher import DiscreteProgram  # noqa: E402
+from isa import PROMPT_OPS, Op  # noqa: E402
 from isa.opcodes import CTRL_POSITION, MTP_LAYER, control_base  # noqa: E402
 from megakernel.runtime.device import DeviceSession, DeviceWeights  # noqa: E402
-from per_word import check_word, interpret_word, randomise_session  # noqa: E402
+from per_word import check_word, randomise_session  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 CAPACITY = 384
-ROWS = 160  # two token tiles, the second partial; the chunk below runs 150 of them
+ROWS = 160  # two token tiles, the second partial; the chunks below run 150 and 131 of them
 
 
-def words_beside_the_interpreter(weights, program, position, tokens, seed=0):
-    """Random session state at `position`, the chunk's tokens set; each word with a kernel on the GPU and the
-    interpreter from the same arena, the others on the interpreter alone. Problems, and the opcodes checked."""
+def chunk_beside_the_interpreter(weights, program, position, tokens, seed=0):
+    """Random session state at `position` (the program's own control lane), the chunk's tokens set; the
+    interpreter and its GPU runner on that arena."""
     interp = Interpreter(program, weights)
     randomise_session(interp, program, np.random.default_rng(seed), position)
-    interp.view(0)[0, control_base(program.words[0].layer) + CTRL_POSITION] = position  # the MTP's own lane
+    interp.view(0)[0, control_base(program.words[0].layer) + CTRL_POSITION] = position
     interp.set_prompt_chunk(tokens)
     runner = DiscreteProgram(program, DeviceWeights.from_weightset(program, weights, progress=False),
-                             DeviceSession(program), partial=True)
-    problems, checked = [], set()
-    for i, w in enumerate(program.words):
-        if w.opcode in KERNEL_OF:
-            problems += check_word(interp, runner, program, i)
-            checked.add(w.opcode.name)
-        else:
-            interpret_word(interp, program, i)
-    return problems, checked
+                             DeviceSession(program))
+    return interp, runner
 
 
-def test_the_prompt_words_with_kernels_match_the_interpreter(tiny_weights):
+def every_word(weights, program, position, tokens, seed=0):
+    interp, runner = chunk_beside_the_interpreter(weights, program, position, tokens, seed)
+    problems = []
+    for i in range(len(program.words)):
+        problems += check_word(interp, runner, program, i)
+    return problems
+
+
+def test_every_prompt_word_matches_the_interpreter(tiny_weights):
     c = tiny_weights.config
     program = lower_prompt(c, rows=ROWS, sms=132, capacity=CAPACITY)
-    tokens = [(7919 * i) % c.defined_vocab for i in range(150)]
-    problems, checked = words_beside_the_interpreter(tiny_weights, program, 37, tokens)
+    assert {w.opcode for w in program.words} == PROMPT_OPS - {Op.MTP_PREPARE}  # every kernel but the MTP's
+    problems = every_word(tiny_weights, program, 37, [(7919 * i) % c.defined_vocab for i in range(150)])
     assert not problems, problems[:10]
-    assert {"PROMPT_EMBED", "NORM_PREPARE", "PREPARE", "GEMM", "GEMM_GATE_UP", "GEMM_RESIDUAL", "PROMPT_QKV",
-            "ATTN_CAUSAL", "PROMPT_CONV", "PROMPT_NORM", "PROMPT_ADVANCE"} <= checked
 
 
-def test_the_mtp_prepare_word_matches_the_interpreter(tiny_weights):
+def test_every_mtp_prompt_word_matches_the_interpreter(tiny_weights):
     c = tiny_weights.config
     program = lower_mtp_prompt(c, rows=ROWS, sms=132, capacity=CAPACITY)
-    tokens = [(104729 * i + 11) % c.defined_vocab for i in range(131)]
-    assert program.words[0].layer == MTP_LAYER
-    problems, checked = words_beside_the_interpreter(tiny_weights, program, 64, tokens, seed=1)
+    assert program.words[0].layer == MTP_LAYER and program.words[0].opcode == Op.MTP_PREPARE
+    problems = every_word(tiny_weights, program, 64, [(104729 * i + 11) % c.defined_vocab for i in range(131)],
+                          seed=1)
     assert not problems, problems[:10]
-    assert {"MTP_PREPARE", "GEMM"} <= checked  # the MTP fc: bf16 weights, the bf16 slabs
 
 
-def test_a_partial_program_refuses_a_whole_pass(tiny_weights):
-    program = lower_prompt(tiny_weights.config, rows=64, sms=132, capacity=CAPACITY)
-    runner = DiscreteProgram(program, DeviceWeights.from_weightset(program, tiny_weights, progress=False),
-                             DeviceSession(program), partial=True)
-    assert runner.missing == ["GDN_CHUNK"]
-    with pytest.raises(ValueError, match="no discrete kernel for GDN_CHUNK"):
-        runner.step()
-    with pytest.raises(ValueError, match="no discrete kernel for"):
-        DiscreteProgram(program, runner.weights, runner.session)
+def test_a_chunk_runs_eagerly_and_from_the_graph_bit_for_bit(tiny_weights):
+    c = tiny_weights.config
+    program = lower_prompt(c, rows=ROWS, sms=132, capacity=CAPACITY)
+    interp, runner = chunk_beside_the_interpreter(tiny_weights, program, 37,
+                                                  [(7919 * i) % c.defined_vocab for i in range(150)])
+    arenas = []
+    for run in (runner.step, runner.replay, runner.replay):
+        runner.session.load(interp.arena)
+        run()
+        arenas.append(runner.session.arena.get())
+    assert np.array_equal(arenas[0], arenas[1]) and np.array_equal(arenas[1], arenas[2])
+    position = arenas[0][4:8].view(np.int32)[0]  # control word 1
+    assert position == 37 + 150
