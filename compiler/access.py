@@ -204,14 +204,9 @@ def _gdn_core(program, w, stage, tile):
     p, j = params(w), tile
     m, dk, dv = w.rows, p["key_dim"], p["value_dim"]
     per_key = p["value_heads"] // p["key_heads"]
-    key_dim = p["key_heads"] * dk
-    kh = j // per_key
-    q = (kh * dk, (kh + 1) * dk)
-    k = (key_dim + q[0], key_dim + q[1])
-    v = (2 * key_dim + j * dv, 2 * key_dim + (j + 1) * dv)
-    z = (v[0] + p["value_heads"] * dv, v[1] + p["value_heads"] * dv)  # the gated norm's gate
-    b_col = 2 * key_dim + 2 * p["value_heads"] * dv + j  # mixed = [q | k | v | z | b | a]
-    a_col = b_col + p["value_heads"]
+    cols = gdn_head_columns(p, j)
+    q, k, v, z = cols["q"], cols["k"], cols["v"], cols["z"]  # z: the gated norm's gate
+    b_col, a_col = cols["b"][0], cols["a"][0]
     ring, ring_rows, gates, hv = w.buf_aux1, p["ring"], w.buf_aux2, p["value_heads"]
     base = control_base(w.layer)
     out = [position_read(w), read(CONTROL_BUFFER, 0, 1, base + CTRL_PENDING, base + CTRL_SPECULATIVE + 1)]
@@ -348,8 +343,9 @@ def _prompt_conv(program, w, stage, tile):
             write(w.buf_aux1, 0, ring, c0, c1, tag=NEW), write(w.buf_out, 0, w.chunk_rows, c0, c1)]
 
 
-def gdn_chunk_columns(p, j: int) -> dict[str, tuple[int, int]]:
-    """Value head j's columns: q, k (its key head's) and v of the convolved rows; z, b, a of in_proj's."""
+def gdn_head_columns(p, j: int) -> dict[str, tuple[int, int]]:
+    """Value head j's columns of in_proj's output [q | k | v | z | b | a] (GDN_CORE's buf_in; GDN_CHUNK's q, k, v
+    of the convolved rows, which keep those columns, and z, b, a of in_proj's): q and k its key head's."""
     dk, dv, hv = p["key_dim"], p["value_dim"], p["value_heads"]
     key_dim, kh = p["key_heads"] * dk, j // (hv // p["key_heads"])
     conv_dim = 2 * key_dim + hv * dv  # in_proj's output: [q | k | v | z | b | a]
@@ -361,7 +357,7 @@ def gdn_chunk_columns(p, j: int) -> dict[str, tuple[int, int]]:
 
 def _gdn_chunk(program, w, stage, tile):
     p, R = params(w), w.chunk_rows
-    cols, dk, dv = gdn_chunk_columns(p, tile), p["key_dim"], p["value_dim"]
+    cols, dk, dv = gdn_head_columns(p, tile), p["key_dim"], p["value_dim"]
     return [chunk_read(w), *(read(w.buf_in, 0, R, *cols[n]) for n in "qkv"),
             *(read(w.buf_aux1, 0, R, *cols[n]) for n in "zba"),
             read(w.buf_aux0, tile, tile + 1, 0, dv * dk), write(w.buf_aux0, tile, tile + 1, 0, dv * dk),

@@ -36,11 +36,16 @@ from megakernel.reference.numerics import F32, bf16
 from megakernel.model.tensors import scale_name
 from megakernel.model.weights import WeightSet
 
-from .access import Access, accesses, gdn_chunk_columns
+from .access import Access, accesses, gdn_head_columns
 from .hb import signals, waits_of
 from .tiling import block_range, gemm_tile, main_tile, params, prepare_tile, query_tile, row_groups, tile_meaning
 
 NUMPY = {DType.BF16: BF16, DType.F32: np.float32, DType.I32: np.int32}
+
+
+# How a linear word's outputs leave it (Interpreter._linear_out).
+_EPILOGUE = {Op.NORM_GEMV: "bf16", Op.MTP_FC: "bf16", Op.GEMM: "bf16", Op.NORM_GATE_UP: "swiglu",
+             Op.GEMM_GATE_UP: "swiglu", Op.GEMV_RESIDUAL: "residual", Op.GEMM_RESIDUAL: "residual"}
 
 
 class Deadlock(RuntimeError):
@@ -333,18 +338,24 @@ class Interpreter:
         self._epilogue(ctx, w, rg, y)
 
     def _epilogue(self, ctx: _Tile, w, rg, y: list[np.ndarray]) -> None:
-        m, op = w.rows, w.opcode
-        if op in (Op.NORM_GEMV, Op.MTP_FC):
-            ctx.write(w.buf_out, 0, rg.r0, bf16(y[0]))
-        elif op == Op.NORM_GATE_UP:
-            ctx.write(w.buf_out, 0, rg.r0, ops.swiglu(bf16(y[0]), bf16(y[1])))
-        elif op == Op.GEMV_RESIDUAL:
-            x_in = ctx.read(w.buf_aux0, 0, m, rg.r0, rg.r1)
-            ctx.write(w.buf_out, 0, rg.r0, bf16(x_in + bf16(y[0])))
-        elif op == Op.NORM_HEAD:
+        if w.opcode == Op.NORM_HEAD:
             self._head_epilogue(ctx, w, rg, y[0])
-        else:
+        elif w.opcode == Op.NORM_GEMV_QKV:
             self._qkv_epilogue(ctx, w, rg, bf16(y[0]))
+        else:
+            self._linear_out(ctx, w, rg, y, 0, w.rows)
+
+    def _linear_out(self, ctx: _Tile, w, rg, y: list[np.ndarray], r0: int, r1: int) -> None:
+        """A linear's rows [r0, r1) of its row group, by its epilogue (the GEMV family's and the prompt GEMMs'):
+        bf16(y); bf16(bf16(silu(gate)) * up); bf16(x_in + bf16(y))."""
+        kind = _EPILOGUE[w.opcode]
+        if kind == "swiglu":
+            out = ops.swiglu(bf16(y[0]), bf16(y[1]))
+        elif kind == "residual":
+            out = bf16(ctx.read(w.buf_aux0, r0, r1, rg.r0, rg.r1) + bf16(y[0]))
+        else:
+            out = bf16(y[0])
+        ctx.write(w.buf_out, r0, rg.r0, out)
 
     def _head_epilogue(self, ctx: _Tile, w, rg, logits: np.ndarray) -> None:
         defined = params(w)["defined_vocab"]
@@ -363,7 +374,7 @@ class Interpreter:
 
     def _qkv_epilogue(self, ctx: _Tile, w, rg, y: np.ndarray) -> None:
         p = params(w)
-        hd, m = p["head_dim"], w.rows
+        hd = p["head_dim"]
         lr0, _ = rg.local()
         if rg.segment == 0 and (lr0 // hd) % 2 == 1:  # a head's output-gate half
             ctx.write(w.buf_aux0, 0, (lr0 // (2 * hd)) * hd, y)
@@ -373,21 +384,27 @@ class Interpreter:
             ctx.write(w.buf_aux2, pos, (lr0 // hd) * hd, y)
             return
         pos = self._ctrl(ctx, w, CTRL_POSITION)
-        norm = self._weight(p["q_norm_weight"] if rg.segment == 0 else p["k_norm_weight"])
-        x = ops.rms_norm_1p(y.reshape(m, 1, hd), norm, p["eps"])
-        cos, sin = ops.rope_tables(np.arange(pos, pos + m), p["rotary_dim"], p["rope_theta"])
-        x = ops.apply_rope(x, cos, sin).reshape(m, hd)
+        x = self._norm_rope(y, p["q_norm_weight"] if rg.segment == 0 else p["k_norm_weight"], pos, p)
         if rg.segment == 0:
             ctx.write(w.buf_out, 0, (lr0 // (2 * hd)) * hd, x)
         else:
             ctx.write(w.buf_aux1, pos, (lr0 // hd) * hd, x)
 
+    def _norm_rope(self, x: np.ndarray, norm: int, pos: int, p) -> np.ndarray:
+        """One head's rows [m, head_dim] at positions pos.. : q_norm or k_norm (weight `norm`), then RoPE."""
+        m, hd = x.shape
+        x = ops.rms_norm_1p(x.reshape(m, 1, hd), self._weight(norm), p["eps"])
+        cos, sin = ops.rope_tables(np.arange(pos, pos + m), p["rotary_dim"], p["rope_theta"])
+        return ops.apply_rope(x, cos, sin).reshape(m, hd)
+
     def _embed(self, ctx: _Tile, w, tile: int) -> None:
-        c0, c1 = tile_meaning(self.program, w, 0, tile)["cols"]
         first = control_base(w.layer) + CTRL_TOKENS_IN
-        tokens = ctx.read(w.buf_in, 0, 1, first, first + w.rows)[0]
-        table = self._weight(params(w)["embed_weight"])
-        ctx.write(w.buf_out, 0, c0, table[tokens, c0:c1].astype(np.float32))
+        self._embed_rows(ctx, w, tile, ctx.read(w.buf_in, 0, 1, first, first + w.rows)[0])
+
+    def _embed_rows(self, ctx: _Tile, w, tile: int, tokens: np.ndarray) -> None:
+        """The tile's columns of the tokens' embedding rows (EMBED and PROMPT_EMBED)."""
+        c0, c1 = tile_meaning(self.program, w, 0, tile)["cols"]
+        ctx.write(w.buf_out, 0, c0, self._weight(params(w)["embed_weight"])[tokens, c0:c1].astype(np.float32))
 
     def _gdn_core(self, ctx: _Tile, w, tile: int) -> None:
         """Fold the pending rows of the last speculative pass (raw inputs from the rings), then this
@@ -396,10 +413,8 @@ class Interpreter:
         p, j = params(w), tile
         m, dk, dv, hv = w.rows, p["key_dim"], p["value_dim"], p["value_heads"]
         per_key = hv // p["key_heads"]
-        key_dim = p["key_heads"] * dk
-        kh = j // per_key
-        channels = [(kh * dk, (kh + 1) * dk), (key_dim + kh * dk, key_dim + (kh + 1) * dk),
-                    (2 * key_dim + j * dv, 2 * key_dim + (j + 1) * dv)]
+        cols = gdn_head_columns(p, j)
+        channels = [cols["q"], cols["k"], cols["v"]]
         pos = self._ctrl(ctx, w, CTRL_POSITION)
         pending, speculative = self._ctrl(ctx, w, CTRL_PENDING), self._ctrl(ctx, w, CTRL_SPECULATIVE)
         ring, gate_ring, R, K = w.buf_aux1, w.buf_aux2, p["ring"], p["conv_kernel"]
@@ -415,7 +430,7 @@ class Interpreter:
             for r in range(pending + m):
                 out[r], _ = gdn.conv_step(window_rows[r + K - 1], window_rows[r:r + K - 1], taps[c0:c1])
             convolved.append(out)
-        b_col = 2 * key_dim + 2 * hv * dv + j
+        b_col = cols["b"][0]
         old_rows = [(first + r) % R for r in range(pending)]
         b = np.concatenate([ctx.ring_rows(gate_ring, old_rows, j, j + 1)[:, 0],
                             ctx.read(w.buf_in, 0, m, b_col, b_col + 1)[:, 0]])
@@ -433,8 +448,7 @@ class Interpreter:
                 outs[r - pending] = o[0]
         if pending or not speculative:
             ctx.write(w.buf_aux0, j, 0, kept[0].T.reshape(1, -1))
-        z_col = channels[2][0] + hv * dv  # mixed = [q | k | v | z | b | a]
-        z = ctx.read(w.buf_in, 0, m, z_col, z_col + dv)
+        z = ctx.read(w.buf_in, 0, m, *cols["z"])
         ctx.write(w.buf_out, 0, j * dv, ops.gated_rms_norm(bf16(outs), z, self._weight(p["norm_weight"]), p["eps"]))
         rows = [(pos + r) % R for r in range(m)]
         ctx.ring_rows(ring, rows, *channels[2], mixed[2])
@@ -517,10 +531,7 @@ class Interpreter:
         return int(pos), int(rows)
 
     def _prompt_embed(self, ctx: _Tile, w, tile: int) -> None:
-        c0, c1 = tile_meaning(self.program, w, 0, tile)["cols"]
-        _, r = self._chunk(ctx, w)
-        tokens = ctx.read(w.buf_in, 0, 1, 0, r)[0]
-        ctx.write(w.buf_out, 0, c0, self._weight(params(w)["embed_weight"])[tokens, c0:c1].astype(np.float32))
+        self._embed_rows(ctx, w, tile, ctx.read(w.buf_in, 0, 1, 0, self._chunk(ctx, w)[1])[0])
 
     def _prepare_operand(self, ctx: _Tile, w, tile: int) -> None:
         """A prepare tile: its token tile's rows below r (normalised whole, for NORM_PREPARE and MTP_PREPARE) as
@@ -588,32 +599,21 @@ class Interpreter:
                 sc = scale[lr0:lr1]
                 sums = [ops.slice_sum(ops.block_partials(wb, x16[m]), sc, unscale[m]) for m in range(t1 - t0)]
             y.append(ops.combine_slices([np.stack(sums)]))
-        if w.opcode == Op.GEMM:
-            ctx.write(w.buf_out, t0, rg.r0, bf16(y[0]))
-        elif w.opcode == Op.GEMM_GATE_UP:
-            ctx.write(w.buf_out, t0, rg.r0, ops.swiglu(bf16(y[0]), bf16(y[1])))
-        else:
-            ctx.write(w.buf_out, t0, rg.r0, bf16(ctx.read(w.buf_aux0, t0, t1, rg.r0, rg.r1) + bf16(y[0])))
+        self._linear_out(ctx, w, rg, y, t0, t1)
 
     def _prompt_qkv(self, ctx: _Tile, w, tile: int) -> None:
         p = params(w)
         pos, r = self._chunk(ctx, w)
         hd, heads = p["head_dim"], p["heads"]
-        cos, sin = ops.rope_tables(np.arange(pos, pos + r), p["rotary_dim"], p["rope_theta"])
-
-        def normed_rotated(x, norm):
-            x = ops.rms_norm_1p(x.reshape(r, 1, hd), self._weight(p[norm]), p["eps"])
-            return ops.apply_rope(x, cos, sin).reshape(r, hd)
-
         if tile < heads:  # per head [query | gate]
             raw = ctx.read(w.buf_in, 0, r, 2 * tile * hd, 2 * (tile + 1) * hd)
-            ctx.write(w.buf_out, 0, tile * hd, normed_rotated(raw[:, :hd], "q_norm_weight"))
+            ctx.write(w.buf_out, 0, tile * hd, self._norm_rope(raw[:, :hd], p["q_norm_weight"], pos, p))
             ctx.write(w.buf_aux0, 0, tile * hd, raw[:, hd:])
             return
         kv, q_rows, kv_dim = tile - heads, 2 * heads * hd, p["kv_heads"] * hd
         k = ctx.read(w.buf_in, 0, r, q_rows + kv * hd, q_rows + (kv + 1) * hd)
         v = ctx.read(w.buf_in, 0, r, q_rows + kv_dim + kv * hd, q_rows + kv_dim + (kv + 1) * hd)
-        ctx.write(w.buf_aux1, pos, kv * hd, normed_rotated(k, "k_norm_weight"))
+        ctx.write(w.buf_aux1, pos, kv * hd, self._norm_rope(k, p["k_norm_weight"], pos, p))
         ctx.write(w.buf_aux2, pos, kv * hd, v)
 
     def _attn_causal(self, ctx: _Tile, w, tile: int) -> None:
@@ -650,7 +650,7 @@ class Interpreter:
         """Value head j over the chunk: the reference's gates, q/k preparation, WY form and gated norm."""
         p, j = params(w), tile
         pos, r = self._chunk(ctx, w)
-        cols, dk, dv = gdn_chunk_columns(p, j), p["key_dim"], p["value_dim"]
+        cols, dk, dv = gdn_head_columns(p, j), p["key_dim"], p["value_dim"]
         q, k, v = (ctx.read(w.buf_in, 0, r, *cols[n])[:, None, :] for n in "qkv")
         z, b, a = (ctx.read(w.buf_aux1, 0, r, *cols[n]) for n in "zba")
         beta, g = gdn.gates(b[:, 0], a[:, 0], self._weight(p["a_log"])[j:j + 1], self._weight(p["dt_bias"])[j:j + 1])

@@ -16,6 +16,8 @@ need the position or the tokens read the control block (buffer 0) implicitly.
 
 from __future__ import annotations
 
+import functools
+
 from isa import DType, Flag, Kind, Op
 from isa.opcodes import CTRL_WORDS, MAX_ROWS, MTP_LAYER, PROMPT_MAX_ROWS
 from isa.operand_layout import SLAB_BYTES
@@ -283,6 +285,11 @@ class _Builder:
         self.emit(Instr(Op.HANDOFF, f"{L}handoff", -1, bufs={"in": "ctrl", "out": "ctrl"}))
 
 
+@functools.cache
+def _fp8_weights(c: ModelConfig) -> frozenset[str]:
+    return frozenset(spec.name for spec in tensor_specs(c) if spec.is_fp8)
+
+
 class _PromptBuilder(_Builder):
     """The prompt programs' words: the decode builder's buffers and names, GEMM-shaped words over `rows`, each
     GEMM reading operand slabs (isa/operand_layout.py) that the prepare word before it writes."""
@@ -297,8 +304,7 @@ class _PromptBuilder(_Builder):
         slab_rows = -(-self.m // plan.PROMPT_TOKEN_TILE) * (k // plan.K_BLOCK)
         operand = self.buffer(f"{name}.operand", slab_rows, SLAB_BYTES // 4, DType.I32)
         bufs = {"in": x, "out": operand, **({"aux0": tokens} if tokens else {})}
-        fp8 = {spec.name for spec in tensor_specs(self.c) if spec.is_fp8}
-        if any(w not in fp8 for w in weights):
+        if any(w not in _fp8_weights(self.c) for w in weights):
             bufs["aux1"] = self.buffer(f"{name}.operand_bf16", slab_rows, SLAB_BYTES // 4, DType.I32)
         self.emit(Instr(op, f"{name}.prepare", layer, n=k, bufs=bufs, params=params))
         return operand

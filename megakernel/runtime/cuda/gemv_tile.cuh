@@ -313,6 +313,21 @@ __device__ inline void head_epilogue(const Ctx& ctx, const Word& w, const RowGro
     }
 }
 
+// RoPE's bf16 cos and sin of frequency j < rot / 2 at `position`, from an fp32 angle (HF computes, then casts).
+__device__ __forceinline__ void rope_cos_sin(int position, int j, int rot, float theta, float& c, float& s) {
+    const float inv_freq = div_rn(1.0f, powf(theta, div_rn(static_cast<float>(2 * j), static_cast<float>(rot))));
+    const float angle = mul_rn(static_cast<float>(position), inv_freq);
+    c = round_bf16(cosf(angle));
+    s = round_bf16(sinf(angle));
+}
+
+// A linear's epilogues on its fp32 sums (the GEMV family's and the prompt GEMMs'): SwiGLU bf16(bf16(silu(g)) u)
+// and the residual add bf16(x_in + bf16(y)), before the final bf16 rounding.
+__device__ __forceinline__ float swiglu_rn(float gate, float up) {
+    return mul_rn(round_bf16(silu_ref(round_bf16(gate))), round_bf16(up));
+}
+__device__ __forceinline__ float residual_rn(bf16 x_in, float y) { return add_rn(bf(x_in), round_bf16(y)); }
+
 // NORM_GEMV_QKV (one head per row group): q -> q_norm, RoPE -> out; gate half -> aux0; k -> k_norm, RoPE
 // -> K cache rows [position, position + m); v -> V cache.
 constexpr int QK_MAX_PIECES = MAX_TILE_ROWS / 32;  // warp-wide pieces of a head (qkv_epilogue)
@@ -347,11 +362,8 @@ __device__ inline void qkv_epilogue(const Ctx& ctx, const Word& w, const RowGrou
     // and by the few warps that hold a row's first rot elements, they bounded the finish at M = 8 (D59).
     for (int e = threadIdx.x; e < m * half; e += TILE_THREADS) {
         const int row = e / half, j = e % half;
-        const float inv_freq = div_rn(1.0f, powf(theta, div_rn(static_cast<float>(2 * j), static_cast<float>(rot))));
-        const float angle = mul_rn(static_cast<float>(pos + row), inv_freq);
         float* rope = sm.y_at(1, row);
-        rope[j] = round_bf16(cosf(angle));
-        rope[MAX_TILE_ROWS / 2 + j] = round_bf16(sinf(angle));
+        rope_cos_sin(pos + row, j, rot, theta, rope[j], rope[MAX_TILE_ROWS / 2 + j]);
     }
     for (int q = warp; q < m * pieces; q += TILE_WARPS) {
         const float v = round_bf16(sm.y_at(0, q / pieces)[32 * (q % pieces) + lane]);
@@ -398,9 +410,9 @@ __device__ inline void gemv_epilogue(const Ctx& ctx, const Word& w, const RowGro
         const float y = sm.y_at(0, row)[i % rows];
         float v;
         if (op == OP_NORM_GATE_UP)
-            v = mul_rn(round_bf16(silu_ref(round_bf16(y))), round_bf16(sm.y_at(1, row)[i % rows]));
+            v = swiglu_rn(y, sm.y_at(1, row)[i % rows]);
         else if (op == OP_GEMV_RESIDUAL)
-            v = add_rn(bf(*ctx.buffer(w.buf_aux0()).at<bf16>(row, c)), round_bf16(y));
+            v = residual_rn(*ctx.buffer(w.buf_aux0()).at<bf16>(row, c), y);
         else  // NORM_GEMV, MTP_FC
             v = y;
         *out.at<bf16>(row, c) = to_bf16(v);

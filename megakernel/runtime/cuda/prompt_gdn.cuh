@@ -43,6 +43,7 @@ struct ChunkSmem {
 };
 constexpr int CHUNK_SMEM = 4 * (GDN_DK * GDN_MAX_COLS + 2 * WY_CHUNK * GDN_DK + WY_CHUNK * GDN_MAX_COLS +
                                 WY_CHUNK * GDN_DK + WY_CHUNK * WY_CHUNK + 3 * WY_CHUNK);
+static_assert(CHUNK_SMEM + LAUNCH_PROGRAM_BYTES <= 232448, "ChunkSmem fits the H200's shared memory (227 KB)");
 
 __device__ inline void gdn_chunk_tile(const Ctx& ctx, const Word& w, int j, u8* smem) {
     const ChunkSmem sm(smem);

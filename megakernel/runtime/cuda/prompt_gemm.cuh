@@ -25,6 +25,7 @@ constexpr int GEMM_STAGES = 3;                                         // D67: a
 constexpr int GEMM_CONSUMER_WARPS = 8;
 constexpr int GEMM_THREADS = 32 * (GEMM_CONSUMER_WARPS + 4);           // a whole producer warpgroup: setmaxnreg
 constexpr int GEMM_SMEM = GEMM_STAGES * GEMM_SLOT;                     // dynamic; the exchange reuses it
+static_assert(GEMM_SMEM + LAUNCH_PROGRAM_BYTES <= 232448, "the ring fits the H200's shared memory (227 KB)");
 
 // The tile's rows: for each consumer warpgroup its segment, the segment's local first row and its rows (<= 64).
 struct GemmTile {
@@ -219,10 +220,9 @@ __device__ inline void gemm_tile(const Ctx& ctx, const Word& w, int tile, u8* sm
         const int c = g.rows_out0 + (op == OP_GEMM_GATE_UP ? 0 : wg * (GEMM_ROWS / 2)) + row;
         float v;
         if (op == OP_GEMM_GATE_UP) {
-            const float u = reinterpret_cast<const float*>(smem)[row * PROMPT_TOKEN_TILE + acc_token(i, t)];
-            v = mul_rn(round_bf16(silu_ref(round_bf16(acc[i]))), round_bf16(u));
+            v = swiglu_rn(acc[i], reinterpret_cast<const float*>(smem)[row * PROMPT_TOKEN_TILE + acc_token(i, t)]);
         } else if (op == OP_GEMM_RESIDUAL) {
-            v = add_rn(bf(*ctx.buffer(w.buf_aux0()).at<bf16>(token, c)), round_bf16(acc[i]));
+            v = residual_rn(*ctx.buffer(w.buf_aux0()).at<bf16>(token, c), acc[i]);
         } else {
             v = acc[i];
         }

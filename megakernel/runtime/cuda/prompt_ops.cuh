@@ -7,6 +7,7 @@
 
 #include "gdn.cuh"  // GDN_MAX_KERNEL
 #include "gemv_tile.cuh"
+#include "small_ops.cuh"
 
 namespace mk {
 
@@ -20,17 +21,9 @@ __device__ __forceinline__ int chunk_rows_now(const Ctx& ctx, const Word& w) {
     return ctx.control()[w.ctrl_base() + CTRL_ROWS];
 }
 
-// Columns [t tile_rows, ...) of the embedding rows of prompt_tokens[0, 0..r).
+// The embedding rows of prompt_tokens[0, 0..r).
 __device__ inline void prompt_embed_tile(const Ctx& ctx, const Word& w, int tile) {
-    const Weight table = ctx.weight(w.p(0));
-    const Buffer out = ctx.buffer(w.buf_out());
-    const int r = chunk_rows_now(ctx, w), width = w.tile_rows(), c0 = tile * width, c1 = min(w.n(), c0 + width);
-    const int* tokens = ctx.buffer(w.buf_in()).at<int>(0, 0);
-    const bf16* rows = reinterpret_cast<const bf16*>(table.base);
-    for (int i = threadIdx.x; i < r * (c1 - c0); i += TILE_THREADS) {
-        const int row = i / (c1 - c0), c = c0 + i % (c1 - c0);
-        *out.at<bf16>(row, c) = rows[static_cast<size_t>(tokens[row]) * table.cols + c];
-    }
+    embed_rows(ctx, w, tile, ctx.buffer(w.buf_in()).at<int>(0, 0), chunk_rows_now(ctx, w));
 }
 
 // position += r (in the word's lane).
@@ -88,12 +81,7 @@ __device__ inline void prompt_qkv_tile(const Ctx& ctx, const Word& w, int tile) 
         }
         const float factor = rsqrt_ref(add_rn(div_rn(ss, static_cast<float>(hd)), eps));
         for (int i = lane; i < hd; i += 32) y[i] = norm_1p(bf(src[i]), factor, nw.value(i));
-        for (int j = lane; j < half; j += 32) {
-            const float inv_freq = div_rn(1.0f, powf(theta, div_rn(static_cast<float>(2 * j), static_cast<float>(rot))));
-            const float angle = mul_rn(static_cast<float>(pos + row), inv_freq);
-            rope[j] = round_bf16(cosf(angle));
-            rope[half + j] = round_bf16(sinf(angle));
-        }
+        for (int j = lane; j < half; j += 32) rope_cos_sin(pos + row, j, rot, theta, rope[j], rope[half + j]);
         __syncwarp();
         bf16* dst = query ? ctx.buffer(w.buf_out()).at<bf16>(row, tile * hd)
                           : ctx.buffer(w.buf_aux1()).at<bf16>(pos + row, kv * hd);
@@ -219,13 +207,9 @@ __device__ inline void attn_causal_tile(const Ctx& ctx, const Word& w, int tile)
 // Shared memory of a prepare tile: norm_rows' staging area (MAX_ROWS rows of the word's n or, MTP_PREPARE, n / 2
 // columns, then the norm weight's columns; none for PREPARE), the group's bf16 rows and their f16 operand
 // (MAX_ROWS x the tile's k-blocks, natural k order) and P per (row, k-block) (f16_operand's MAX_SLICE_BLOCKS
-// stride). prepare_smem_bytes: all of it for n columns (cuda_build.tile_smem_bytes sizes the launch by it).
+// stride); cuda_build.prompt_word_smem sizes the launch from the same terms.
 __host__ __device__ constexpr int prepare_stage_bytes(int op, int n) {
     return op == OP_PREPARE ? 0 : MAX_ROWS * (op == OP_MTP_PREPARE ? n / 2 : n) * 2 + PREPARE_MAX_BLOCKS * K_BLOCK * 4;
-}
-__host__ __device__ constexpr int prepare_smem_bytes(int op, int n) {
-    return (prepare_stage_bytes(op, n) + 127) / 128 * 128 + 2 * MAX_ROWS * PREPARE_MAX_BLOCKS * K_BLOCK * 2 +
-           MAX_ROWS * MAX_SLICE_BLOCKS;
 }
 
 struct PrepareSmem {

@@ -5,18 +5,23 @@
 
 namespace mk {
 
-// Columns [t tile_rows, ...) of the embedding rows of the lane's input tokens. Token ids are checked
-// by the host before they reach the control block (and ARGMAX only chooses defined ids).
-__device__ inline void embed_tile(const Ctx& ctx, const Word& w, int tile) {
+// Columns [t tile_rows, ...) of the embedding rows (weight p0) of m tokens into buf_out's rows 0..m-1 (EMBED and
+// the prompt programs' PROMPT_EMBED). Token ids are checked by the host before they reach the device (and ARGMAX
+// only chooses defined ids).
+__device__ inline void embed_rows(const Ctx& ctx, const Word& w, int tile, const int* tokens, int m) {
     const Weight table = ctx.weight(w.p(0));
     const Buffer out = ctx.buffer(w.buf_out());
-    const int m = w.rows(), width = w.tile_rows(), c0 = tile * width, c1 = min(w.n(), c0 + width);
-    const int* tokens = ctx.control() + w.ctrl_base() + CTRL_TOKENS_IN;
+    const int width = w.tile_rows(), c0 = tile * width, c1 = min(w.n(), c0 + width);
     const bf16* rows = reinterpret_cast<const bf16*>(table.base);
     for (int i = threadIdx.x; i < m * (c1 - c0); i += TILE_THREADS) {
         const int row = i / (c1 - c0), c = c0 + i % (c1 - c0);
         *out.at<bf16>(row, c) = rows[static_cast<size_t>(tokens[row]) * table.cols + c];
     }
+}
+
+// EMBED: the lane's input tokens.
+__device__ inline void embed_tile(const Ctx& ctx, const Word& w, int tile) {
+    embed_rows(ctx, w, tile, ctx.control() + w.ctrl_base() + CTRL_TOKENS_IN, w.rows());
 }
 
 // Row `tile`: the best of the head's per-group candidates (largest value, lowest id; -1 if none).
