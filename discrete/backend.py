@@ -11,7 +11,8 @@ import numpy as np
 from compiler import lower, lower_mtp
 from isa.opcodes import CTRL_PENDING, CTRL_SPECULATIVE
 from megakernel.runtime.device import DeviceSession, DeviceWeights
-from megakernel.generation.generate import MAX_PROMPT_ROWS, ProgramBackend, session_arena_bytes
+from megakernel.generation.generate import MAX_PROMPT_ROWS, ProgramBackend, prompt_programs, session_arena_bytes
+from megakernel.generation.passes import PROMPT_CHUNK
 from megakernel.model.models import model_config
 from megakernel.model.synthetic import parse_synthetic
 from megakernel.model.tensors import LM_HEAD
@@ -44,17 +45,22 @@ class DiscreteBackend(ProgramBackend):
     kernel, megakernel/runtime/persistent.py: same device functions, same Program). One session holds every
     Program the backend runs (one per row count and the MTP draft passes, built when first needed);
     passes, prompts and speculation as in generate.ProgramBackend; the prompt enters `prompt_rows`
-    (default 8) rows a pass, bit-identical to one-row passes (tests/gpu/test_speculative_gpu.py).
+    (default 8) rows a pass, bit-identical to one-row passes (tests/gpu/test_speculative_gpu.py), or
+    (prompt_path "program") through the prompt programs in chunks of `prompt_chunk` rows, which every mode
+    runs with the discrete kernels from a CUDA graph (the megakernel mode too: its persistent kernel runs
+    decode passes only; the session after the prompt is the same in every mode, so decode stays
+    megakernel == graph).
     `weights`: another backend's device weights of the same model (benchmarks: several builds, one copy
     of the weights); `watchdog_s`: the megakernel's bound on one wait (longer under compute-sanitizer).
     Everything a pass uses is allocated when its runner is built (generate.ProgramBackend.prepare builds
     them all): the decode loop allocates nothing (tests/gpu/test_no_alloc_gpu.py)."""
 
     def __init__(self, model: str, capacity: int, mode: str = "graph", prompt_rows: int = MAX_PROMPT_ROWS,
-                 weights: DeviceWeights | None = None, watchdog_s: float = 0.5):
+                 weights: DeviceWeights | None = None, watchdog_s: float = 0.5, prompt_path: str = "passes",
+                 prompt_chunk: int = PROMPT_CHUNK):
         if mode not in ("eager", "graph", "megakernel"):
             raise ValueError(f"mode must be eager, graph or megakernel, got {mode!r}")
-        super().__init__(prompt_rows)
+        super().__init__(prompt_rows, prompt_path, prompt_chunk)
         config = model_config(model)
         self._lower = lambda rows: lower(config, rows=rows, capacity=capacity, debug_logits=True)
         self._lower_mtp = lambda rows, chained, working: lower_mtp(config, rows=rows, capacity=capacity,
@@ -64,7 +70,12 @@ class DiscreteBackend(ProgramBackend):
         self.program = self._programs[1]
         # the widest target Program's session, with room for the widest MTP pass: it holds them all
         widest = self._programs[MAX_PROMPT_ROWS]
-        self.session = DeviceSession(widest, session_arena_bytes(widest, config, capacity))
+        arena = session_arena_bytes(widest, config, capacity)
+        self._prompt_programs = {}
+        if self.prompt_path != "passes":  # the session holds a chunk's activations too
+            self._prompt_programs = prompt_programs(config, prompt_chunk, capacity)
+            arena = max([arena] + [p.arena_bytes for p in self._prompt_programs.values()])
+        self.session = DeviceSession(widest, arena)
         # the config's one weight table (MTP weights too); another backend's weights may be shared
         self.weights = weights if weights is not None else device_weights(self.program, model)
         if not self.weights.serves(self.program):
@@ -90,6 +101,24 @@ class DiscreteBackend(ProgramBackend):
                 if self.mode == "graph":
                     self._runners[key].capture()  # now, not at the first pass: nothing is allocated later
         return self._runners[key]
+
+    def _prompt_runner(self, mtp: bool = False):
+        """The prompt program's runner (or the MTP head's prefill program's): the discrete kernels, eagerly in
+        eager mode, else from a CUDA graph (captured when built)."""
+        key = ("prompt", mtp)
+        if key not in self._runners:
+            if mtp not in self._prompt_programs:
+                raise ValueError("this model has no MTP head" if mtp else
+                                 "the backend was built with prompt_path 'passes': no prompt program")
+            runner = DiscreteProgram(self._prompt_programs[mtp], self.weights, self.session)
+            if self.mode != "eager":
+                runner.capture()
+            self._runners[key] = runner
+        return self._runners[key]
+
+    def _run_prompt(self, runner, tokens: list[int]) -> None:
+        self.session.set_prompt_chunk(tokens, self.vocab, runner.program)
+        runner.launch_eager() if self.mode == "eager" else runner.launch_graph()
 
     def _runner(self, rows: int):
         return self._bind(rows, lambda: self._programs.get(rows) or self._lower(rows))
@@ -120,7 +149,8 @@ class DiscreteBackend(ProgramBackend):
         self.session.reset()
         if self.mode == "megakernel":
             for runner in self._runners.values():
-                runner.clear_counters()
+                if not isinstance(runner, DiscreteProgram):  # the prompt programs' runners
+                    runner.clear_counters()
 
     @property
     def position(self) -> int:

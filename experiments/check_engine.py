@@ -2,6 +2,11 @@
 checker (megakernel/measurement/checker.py), teacher-forced one token per pass, weights generated on the GPU.
 
   python experiments/check_engine.py --out DIR [--goldens tests/fixtures/oracle_27b.npz,...]
+                                     [--prompt-path program [--prompt-chunk 64]]
+
+--prompt-path program scores the prompt path instead (issue 21): each prompt through the prompt program in
+chunks (discrete/observe.py observe_prompt_path; every position's logits from the chunk's post-final-norm rows)
+and writes engine_prompt_path_vs_oracle.json.
 
 Per goldens file: the engine as built, and two negative controls the checker must reject (the same build
 compiled with RoPE base 1e6 instead of the model's 1e7; rotary over half of each head instead of a quarter). Goldens recorded without states (the 27B file)
@@ -43,20 +48,27 @@ def exact_runs(goldens) -> dict | None:
     return {n: observe(model, list(ids)) for n, ids in enumerate(goldens.prompts)}
 
 
-def score(goldens, config, weights, label: str, exact: dict | None) -> dict:
-    from compiler import lower
+def score(goldens, config, weights, label: str, exact: dict | None, prompt_chunk: int = 0) -> dict:
+    """prompt_chunk 0: one token per decode pass; else the prompt program in chunks of that many rows."""
+    from compiler import lower, lower_prompt
     from discrete.launcher import DiscreteProgram
-    from discrete.observe import observe_device
+    from discrete.observe import observe_device, observe_prompt_path
     from megakernel.measurement.checker import check, check_exact
     from megakernel.runtime.device import DeviceSession
 
     capacity = max(len(p) for p in goldens.prompts) + 1
     program = lower(config, rows=1, sms=132, capacity=capacity, debug_logits=True)
-    runner = DiscreteProgram(program, weights, DeviceSession(program))
     states = goldens.get("p0_decode_conv") is not None
+    if prompt_chunk:
+        prompt = lower_prompt(config, rows=prompt_chunk, sms=132, capacity=capacity)
+        runner = DiscreteProgram(prompt, weights, DeviceSession(program, prompt.arena_bytes))
+        runner.capture()
+        observe = lambda ids: observe_prompt_path(runner, weights, config, ids, states=states)  # noqa: E731
+    else:
+        runner = DiscreteProgram(program, weights, DeviceSession(program))
+        observe = lambda ids: observe_device(runner, config, ids, graph=True, states=states)  # noqa: E731
     t0 = time.time()
-    observations = {n: observe_device(runner, config, list(ids), graph=True, states=states)
-                    for n, ids in enumerate(goldens.prompts)}
+    observations = {n: observe(list(ids)) for n, ids in enumerate(goldens.prompts)}
     report = check(goldens, observations)
     print(f"\n{label}: {'PASS' if report.passed else 'FAIL'} ({time.time() - t0:.1f} s)\n{report.table()}", flush=True)
     entry = {"name": label, "passed": report.passed,
@@ -80,7 +92,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True)
     parser.add_argument("--goldens", default=DEFAULT, help="comma-separated oracle_*.npz files")
+    parser.add_argument("--prompt-path", default="passes", choices=["passes", "program"],
+                        help="the prompt one token per decode pass, or through the prompt program")
+    parser.add_argument("--prompt-chunk", type=int, default=64,
+                        help="with --prompt-path program: the chunk's rows (a multiple of 64 keeps every bit)")
     args = parser.parse_args()
+    chunk = args.prompt_chunk if args.prompt_path == "program" else 0
+    kind = "engine_prompt_path" if chunk else "engine_graph"
     results = []
     for path in args.goldens.split(","):
         goldens = Goldens(path)
@@ -96,9 +114,9 @@ def main() -> None:
         controls = {"rope_theta_1e6": dataclasses.replace(config, rope_theta=1e6),
                     "rotary_half_head": dataclasses.replace(config, partial_rotary_factor=0.5)}
         exact = exact_runs(goldens)
-        for label, cfg in ((f"engine_graph_{name}", config),
+        for label, cfg in ((f"{kind}_{name}", config),
                            *((f"negative_control_{c}_{name}", cfg) for c, cfg in controls.items())):
-            entry = score(goldens, cfg, weights, label, exact)
+            entry = score(goldens, cfg, weights, label, exact, chunk)
             entry["goldens"] = {"file": os.path.basename(path), "model": goldens.meta["model"],
                                 "pow2_scales": goldens.pow2_scales, "recorded": goldens.meta.get("created"),
                                 "oracle": goldens.meta.get("oracle")}
@@ -106,7 +124,7 @@ def main() -> None:
         weights = None
         cupy.get_default_memory_pool().free_all_blocks()
     os.makedirs(args.out, exist_ok=True)
-    out = os.path.join(args.out, "engine_vs_oracle.json")
+    out = os.path.join(args.out, f"{'engine_prompt_path' if chunk else 'engine'}_vs_oracle.json")
     with open(out, "w") as f:
         json.dump({
             "device": cupy.cuda.runtime.getDeviceProperties(0)["name"].decode(),

@@ -13,7 +13,7 @@ import sys
 from isa.opcodes import MAX_ROWS, PROMPT_MAX_ROWS
 
 from . import __version__
-from .generation.passes import PROMPT_CHUNK, PROMPT_PATHS
+from .generation.passes import PROMPT_CHUNK, PROMPT_PATHS, PROMPT_PROGRAM_MIN
 from .measurement.budgets import (DEVICE_RESERVE_BYTES, budgets, host_available_bytes, host_plan, session_plan,
                                   sessions_that_fit)
 from .model.config import PRESETS
@@ -216,12 +216,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
         raise InputError("--draft-vocab working needs --spec-k (it restricts the MTP head's drafts)")
     if args.backend in program_backends and args.numerics != "engine":
         raise InputError(f"--backend {args.backend} computes the engine's numerics: use --numerics engine")
-    if args.prompt_path == "program":
-        if args.backend not in ("reference", "interpreter"):
-            raise InputError(f"--prompt-path program: --backend {args.backend} does not run the prompt program yet "
-                             "(issue 21: the CPU interpreter and the reference do)")
-        if args.backend == "reference" and args.numerics != "engine":
-            raise InputError("--prompt-path program is the engine's prompt arithmetic: use --numerics engine")
+    if args.prompt_path == "program" and args.backend == "reference" and args.numerics != "engine":
+        raise InputError("--prompt-path program is the engine's prompt arithmetic: use --numerics engine")
     config = model_config(args.model)
     if args.backend in ("reference", "interpreter"):
         _check_host_memory(config, args)
@@ -240,7 +236,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         from discrete.backend import DiscreteBackend
 
         try:
-            backend = DiscreteBackend(args.model, args.context, args.backend)
+            backend = DiscreteBackend(args.model, args.context, args.backend, prompt_path=args.prompt_path)
         except cupy.cuda.memory.OutOfMemoryError as e:
             raise InputError(_out_of_memory(cupy, config, args.context)) from e
     elif args.backend == "interpreter":
@@ -475,6 +471,8 @@ def cmd_bench(args: argparse.Namespace) -> None:
         raise InputError("--contexts, --tokens and --rounds must be positive")
     if args.spec_k:
         return _bench_speculative(args, names, contexts[0])
+    if args.ttft is not None:
+        return _bench_ttft(args, names)
     config = model_config(args.model)
     program = lower(config, rows=1, capacity=max(contexts) + args.tokens + 1)
     session = DeviceSession(program)
@@ -533,11 +531,11 @@ def _bench_speculative(args: argparse.Namespace, modes: list[str], context: int)
     from .generation.speculative import check_draft_count
 
     check_draft_count(args.spec_k)
-    ttft = [int(n) for n in args.ttft.split(",")] if args.ttft else []
-    if args.prompt_tokens < 1 or any(n < 1 for n in ttft):
-        raise InputError("--prompt-tokens and --ttft lengths must be positive")
+    ttft = _ttft_lengths(args.ttft or SPEC_TTFT)
+    if args.prompt_tokens < 1:
+        raise InputError("--prompt-tokens must be positive")
     result = specbench.run(args.model, args.spec_k, modes, context, args.tokens, args.prompt_tokens, ttft,
-                           args.iters)
+                           SPEC_ITERS if args.iters is None else args.iters)
     verify = [{"backend": mode, "rows": int(m), "ms_per_pass": ms,
                "ratio_to_one_row": b["pass_costs"]["target_relative_to_1_row"][m]}
               for mode, b in result["builds"].items() for m, ms in b["pass_costs"]["target_ms_by_rows"].items()]
@@ -552,6 +550,56 @@ def _bench_speculative(args: argparse.Namespace, modes: list[str], context: int)
     print(f"wrote {args.out}")
     if args.plot:
         specbench.plot(out, args.plot)
+        print(f"wrote {args.plot}")
+
+
+SPEC_TTFT = "128,1024,4096"  # bench --spec-k's prompt lengths for time to first token
+SPEC_ITERS, TTFT_REPEATS = 20, 3  # --iters' defaults: timed repetitions of a pass kind, of a prompt
+
+
+def _ttft_lengths(text: str) -> list[int]:
+    try:
+        lengths = [int(n) for n in text.split(",")]
+    except ValueError:
+        raise InputError(f"--ttft: a comma list of prompt lengths, got {text!r}") from None
+    if not lengths or min(lengths) < 2:
+        raise InputError(f"--ttft: prompt lengths must be at least 2 tokens, got {text!r}")
+    return lengths
+
+
+def _bench_ttft(args: argparse.Namespace, modes: list[str]) -> None:
+    """bench --ttft (no --spec-k): time to first token per build and prompt path, a prompt chunk's profile and
+    the prompt GEMMs' TFLOP/s against the dense rate (megakernel/measurement/ttftbench.py); JSON, optional plot."""
+    import datetime
+
+    from .measurement import ttftbench
+
+    lengths = _ttft_lengths(args.ttft)
+    paths = args.prompt_paths.split(",")
+    if not paths or any(p not in ttftbench.PATHS for p in paths):
+        raise InputError(f"--prompt-paths: a comma list of {', '.join(ttftbench.PATHS)}, got {args.prompt_paths!r}")
+    if not 64 <= args.prompt_chunk <= PROMPT_MAX_ROWS or args.prompt_chunk % 64:
+        raise InputError(f"--prompt-chunk: a multiple of 64 in 64..{PROMPT_MAX_ROWS}, got {args.prompt_chunk}")
+    repeats = TTFT_REPEATS if args.iters is None else args.iters
+    if repeats < 1:
+        raise InputError(f"--iters must be positive, got {repeats}")
+    _check_context(max(lengths) + 16)
+    import cupy
+
+    from discrete.kernels import read_bandwidth_gbps
+
+    from .provenance import git_commit
+
+    result = ttftbench.run(args.model, modes, lengths, paths, args.prompt_chunk, repeats)
+    out = {"device": cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"].decode(),
+           "git_commit": git_commit(), "command": "megakernel " + " ".join(sys.argv[1:]),
+           "created": datetime.datetime.now(datetime.UTC).isoformat(), "model": args.model,
+           "read_bandwidth_gbps": read_bandwidth_gbps(), **result}
+    with open(args.out, "w") as f:
+        json.dump(out, f, indent=1)
+    print(f"wrote {args.out}")
+    if args.plot:
+        ttftbench.plot(out, args.plot)
         print(f"wrote {args.plot}")
 
 
@@ -614,9 +662,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--numerics", default=None, choices=["oracle", "engine"],
                    help="reference rounding points: the HF oracle's or the GPU engine's (docs/NUMERICS.md)")
     p.add_argument("--prompt-path", default="passes", choices=list(PROMPT_PATHS),
-                   help="how the prompt enters: decode passes of up to 8 rows (passes, exact with decode), or the "
+                   help="how the prompt enters: decode passes of up to 8 rows (passes, exact with decode), the "
                         f"prompt program in chunks of {PROMPT_CHUNK} rows (program: the prompt path's arithmetic, "
-                        "docs/NUMERICS.md; interpreter and reference backends so far)")
+                        f"docs/NUMERICS.md; the reference needs --numerics engine), or auto: the program for prompts "
+                        f"of more than {PROMPT_PROGRAM_MIN} tokens where the backend computes the engine's numerics")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object (prompt_ids, tokens, text, stop_reason, ms_per_token) at the end")
     p.set_defaults(func=cmd_generate)
@@ -665,8 +714,16 @@ def build_parser() -> argparse.ArgumentParser:
                         "(megakernel/measurement/specbench.py): pass "
                         "costs at the first --contexts value, --tokens greedy tokens per run, time to first token")
     p.add_argument("--prompt-tokens", type=int, default=128, help="with --spec-k: the decode runs' prompt length")
-    p.add_argument("--ttft", default="128,1024,4096", help="with --spec-k: prompt lengths for time to first token")
-    p.add_argument("--iters", type=int, default=20, help="with --spec-k: timed repetitions of each pass kind")
+    p.add_argument("--ttft", default=None,
+                   help="time to first token at these prompt lengths (comma list) through each --prompt-paths, "
+                        "a prompt chunk's profile and the prompt GEMMs' TFLOP/s (megakernel/measurement/"
+                        f"ttftbench.py); with --spec-k: its prompt lengths (default {SPEC_TTFT})")
+    p.add_argument("--prompt-paths", default="program,passes",
+                   help="with --ttft: the prompt paths timed (comma list of program, passes)")
+    p.add_argument("--prompt-chunk", type=int, default=PROMPT_CHUNK, help="with --ttft: the prompt program's chunk rows")
+    p.add_argument("--iters", type=int, default=None,
+                   help=f"with --spec-k: timed repetitions of each pass kind (default {SPEC_ITERS}); with --ttft: "
+                        f"of each prompt (default {TTFT_REPEATS})")
     p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("tokenize", help="text -> token ids (the real Qwen3.5 tokenizer)")

@@ -141,8 +141,6 @@ def test_tokenize_detokenize_round_trip(capsys):
     (["generate", "--prompt", "hi", "--context", "3000000000"], "--context must be at most 2,147,483,639 tokens"),
     (["compile", "--rows", "9"], "--rows must be 1..8 for the target program, got 9"),
     (["compile", "--rows", "0"], "--rows must be 1..8 for the target program, got 0"),
-    (["generate", "--prompt", "hi", "--backend", "graph", "--prompt-path", "program"],
-     "--prompt-path program: --backend graph does not run the prompt program yet"),
     (["generate", "--prompt", "hi", "--backend", "reference", "--prompt-path", "program"],
      "--prompt-path program is the engine's prompt arithmetic: use --numerics engine"),
     (["compile", "--program", "prompt", "--rows", "1025"], "--rows must be 1..1024 for the prompt program, got 1025"),
@@ -409,7 +407,7 @@ def test_auto_runs_the_megakernel_where_a_gpu_is_usable_and_says_which_backend_r
     chosen = []
 
     class Backend:  # stands in for DiscreteBackend: records the build auto chose, runs nothing
-        def __init__(self, model, context, build):
+        def __init__(self, model, context, build, **options):
             chosen.append(build)
             raise cli.InputError("stopped here")
 

@@ -222,6 +222,28 @@ def test_speculative_decoding_after_the_prompt_program_is_plain_greedy(weights):
     assert tokens[:12] == plain and accepted
 
 
+def test_auto_sends_long_prompts_through_the_program_where_the_arithmetic_is_the_engines(weights, reference):
+    """--prompt-path auto: a prompt of more than PROMPT_PROGRAM_MIN tokens takes the prompt program (the
+    logits of "program"), a shorter one the decode passes (the logits of "passes"); an oracle-mode reference
+    keeps the passes (the prompt path is the engine's arithmetic)."""
+    from megakernel.generation.generate import InterpreterBackend, ReferenceBackend
+    from megakernel.generation.passes import PROMPT_PROGRAM_MIN
+    from megakernel.reference.model import ReferenceModel
+
+    long, short = PROMPT[:PROMPT_PROGRAM_MIN + 2], PROMPT[:PROMPT_PROGRAM_MIN]
+    auto = InterpreterBackend(weights, CAPACITY, prompt_path="auto", prompt_chunk=64)
+    program = ReferenceBackend(reference, CAPACITY, prompt_path="program", prompt_chunk=64)
+    passes = ReferenceBackend(reference, CAPACITY)
+    assert np.array_equal(auto.start(long), program.start(long))
+    assert np.array_equal(auto.start(short), passes.start(short))
+    assert not np.array_equal(program.start(long), passes.start(long))  # the two paths differ: the control
+    assert np.array_equal(ReferenceBackend(reference, CAPACITY, prompt_path="auto", prompt_chunk=64).start(long),
+                          program.start(long))
+    oracle = ReferenceModel(weights, "oracle")
+    assert np.array_equal(ReferenceBackend(oracle, CAPACITY, prompt_path="auto").start(long),
+                          ReferenceBackend(oracle, CAPACITY).start(long))
+
+
 def test_a_bad_prompt_path_is_one_clear_error(weights):
     from megakernel.generation.generate import InterpreterBackend
 

@@ -17,7 +17,8 @@ from isa.opcodes import (
 
 from ..model.draft_vocab import DRAFT_CORE, WorkingVocab, draft_rows
 from ..errors import InputError, ModelOutputError
-from .passes import MAX_PROMPT_ROWS, PROMPT_CHUNK, PROMPT_PATHS, prompt_chunks, prompt_path_chunks
+from .passes import (MAX_PROMPT_ROWS, PROMPT_CHUNK, PROMPT_PATHS, prompt_chunks, prompt_path_chunks,
+                     uses_prompt_program)
 from ..model.sampling import SamplingParams, make_rng, sample
 from .speculative import check_draft_count, mtp_batches
 from ..model.tensors import LM_HEAD
@@ -58,8 +59,9 @@ def check_prompt_path(prompt_path: str) -> str:
 
 
 class ReferenceBackend:
-    """The NumPy reference model behind the generation loop (CPU). prompt_path "program": the prompt in the
-    prompt path's arithmetic (form="prompt") in the prompt program's chunks, its last token as a decode step."""
+    """The NumPy reference model behind the generation loop (CPU). prompt_path "program" (or "auto" on a long
+    prompt) in engine mode: the prompt in the prompt path's arithmetic (form="prompt") in the prompt program's
+    chunks, its last token as a decode step."""
 
     def __init__(self, model, capacity: int, prompt_path: str = "passes", prompt_chunk: int = PROMPT_CHUNK):
         self.model = model
@@ -71,9 +73,16 @@ class ReferenceBackend:
     def defined_vocab(self) -> int:
         return self.model.config.defined_vocab
 
+    def uses_prompt_program(self, prompt_tokens: int) -> bool:
+        """The prompt path is the engine's arithmetic: an oracle-mode model takes the passes under "auto"."""
+        from ..reference.numerics import Mode
+
+        engine = self.model.mode == Mode.ENGINE
+        return (engine or self.prompt_path == "program") and uses_prompt_program(self.prompt_path, prompt_tokens)
+
     def start(self, prompt_ids: list[int]) -> np.ndarray:
         self.session = self.model.new_session(self.capacity)
-        if self.prompt_path == "passes":
+        if not self.uses_prompt_program(len(prompt_ids)):
             return self.model.forward(self.session, prompt_ids, last_logits_only=True).logits[-1]
         chunks, last = prompt_path_chunks(prompt_ids, self.prompt_chunk)
         for chunk in chunks:
@@ -97,6 +106,16 @@ def session_arena_bytes(widest: Program, config, capacity: int, sms: int = 132) 
     """A session's arena: the widest target Program's (`widest`) or the widest MTP pass's, whichever is
     larger; every Program a backend runs shares it."""
     return max(widest.arena_bytes, mtp_arena_bytes(config, capacity, sms))
+
+
+def prompt_programs(config, rows: int, capacity: int, sms: int = 132) -> dict:
+    """The prompt program of `rows`-row chunks and, with an MTP head, its prefill program: {mtp: Program}."""
+    from compiler import lower_mtp_prompt, lower_prompt
+
+    out = {False: lower_prompt(config, rows=rows, sms=sms, capacity=capacity)}
+    if config.mtp_num_hidden_layers:
+        out[True] = lower_mtp_prompt(config, rows=rows, sms=sms, capacity=capacity)
+    return out
 
 
 class ProgramBackend:
@@ -141,10 +160,14 @@ class ProgramBackend:
         self._pending = 0
         return runner
 
+    def uses_prompt_program(self, prompt_tokens: int) -> bool:
+        """Whether a prompt of `prompt_tokens` tokens enters through the prompt program (prompt_path)."""
+        return uses_prompt_program(self.prompt_path, prompt_tokens)
+
     def prepare(self, prompt_tokens: int, k: int = 0) -> None:
         """Build every Program a generation from a `prompt_tokens` prompt will run (with k drafts per verify
         pass, or none), so that none is compiled and loaded inside its timing."""
-        if self.prompt_path == "program" and prompt_tokens > 1:
+        if self.uses_prompt_program(prompt_tokens):
             self._prompt_runner()
             if k:
                 self._prompt_runner(mtp=True)
@@ -178,7 +201,7 @@ class ProgramBackend:
         """A new session with the prompt in it; the last row's logits. mtp (the prompt program's path): the MTP
         head is prefilled over every prompt row but the last, whose one-row MTP pass (mtp_prefill) drafts."""
         self.reset()
-        if self.prompt_path == "program":
+        if self.uses_prompt_program(len(prompt_ids)):
             return self._prompt_program_start(prompt_ids, mtp)
         *head, last = prompt_chunks(prompt_ids, self.prompt_rows)
         for chunk in head:  # only the last pass's logits are wanted
@@ -284,13 +307,8 @@ class InterpreterBackend(ProgramBackend):
         widest = self._lower(MAX_PROMPT_ROWS)
         arena = session_arena_bytes(widest, weights.config, capacity, sms)
         self._prompt_programs = {}
-        if prompt_path == "program":  # the session has room for a chunk's activations too
-            from compiler import lower_mtp_prompt, lower_prompt
-
-            self._prompt_programs[False] = lower_prompt(weights.config, rows=prompt_chunk, sms=sms, capacity=capacity)
-            if weights.config.mtp_num_hidden_layers:
-                self._prompt_programs[True] = lower_mtp_prompt(weights.config, rows=prompt_chunk, sms=sms,
-                                                               capacity=capacity)
+        if prompt_path != "passes":  # the session has room for a chunk's activations too
+            self._prompt_programs = prompt_programs(weights.config, prompt_chunk, capacity, sms)
             arena = max([arena] + [p.arena_bytes for p in self._prompt_programs.values()])
         self.interpreter = Interpreter(widest, weights, arena_bytes=arena)
         self._rows = {MAX_PROMPT_ROWS: self.interpreter}  # interpreters by rows, built when first needed

@@ -8,9 +8,21 @@ from isa.opcodes import MAX_ROWS
 MAX_PROMPT_ROWS = MAX_ROWS
 # How a prompt enters (issue 21): "passes" as decode passes of up to MAX_PROMPT_ROWS rows (exact with one-row
 # decode); "program" through the prompt program in chunks of PROMPT_CHUNK rows (the prompt path's arithmetic,
-# docs/NUMERICS.md "The prompt path"), its last token through a one-row decode pass.
-PROMPT_PATHS = ("passes", "program")
+# docs/NUMERICS.md "The prompt path"), its last token through a one-row decode pass; "auto" the program for a
+# prompt of more than PROMPT_PROGRAM_MIN tokens where the backend computes the engine's arithmetic, else passes.
+PROMPT_PATHS = ("passes", "program", "auto")
 PROMPT_CHUNK = 1024  # the prompt GEMM measured 16 % faster on 1,024-row chunks than on 512 (D67)
+# Below this many tokens "auto" keeps the decode passes: a handful of 8-row passes costs about one prompt
+# program's fixed cost (~640 launches; an estimate until bench --ttft measures both paths at 128 tokens).
+PROMPT_PROGRAM_MIN = 64
+
+
+def uses_prompt_program(prompt_path: str, prompt_tokens: int) -> bool:
+    """Whether a prompt of `prompt_tokens` tokens enters through the prompt program under `prompt_path` (on a
+    backend that computes the engine's arithmetic)."""
+    if prompt_path == "auto":
+        return prompt_tokens > PROMPT_PROGRAM_MIN
+    return prompt_path == "program" and prompt_tokens > 1
 
 
 def prompt_chunks(prompt_ids: list[int], rows: int) -> list[list[int]]:

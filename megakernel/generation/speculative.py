@@ -71,9 +71,9 @@ Control = Callable[[int, list[int]], list[int]]
 def ingest_prompt(backend, prompt_ids: list[int], pick: Callable) -> tuple[int, int]:
     """A new session with the prompt in the target and the MTP head: (the target's token after the prompt,
     chosen by `pick` from its logits; the MTP head's first draft, the token after that). The prompt enters as
-    8-row verify-width passes, each followed by the MTP's prefill over its rows, or (backend.prompt_path
-    "program") through the prompt programs, the last row by one-row passes."""
-    if getattr(backend, "prompt_path", "passes") == "program":
+    8-row verify-width passes, each followed by the MTP's prefill over its rows, or (where the backend's
+    prompt_path sends this prompt through them) through the prompt programs, the last row by one-row passes."""
+    if backend.uses_prompt_program(len(prompt_ids)):
         current = pick(backend.start(prompt_ids, mtp=True))
         return current, backend.mtp_prefill([current], len(prompt_ids) - 1, MAX_PROMPT_ROWS - 1)
     backend.reset()

@@ -19,7 +19,10 @@ import numpy as np
 from isa import DType, Kind, Program
 from isa.opcodes import (
     CTRL_LANE,
+    CTRL_PENDING,
     CTRL_POSITION,
+    CTRL_ROWS,
+    CTRL_SPECULATIVE,
     CTRL_TOKENS_IN,
     CTRL_TOKENS_OUT,
     CTRL_WORDS,
@@ -226,6 +229,27 @@ class DeviceSession:
             raise SessionInputError(f"token ids {bad} outside the vocabulary [0, {vocab})")
         first = 4 * (self._lane(program) + CTRL_TOKENS_IN)
         self.arena[first:first + 4 * len(tokens)].set(np.asarray(tokens, np.int32).view(np.uint8))
+
+    def set_prompt_chunk(self, tokens: list[int], vocab: int, program: Program) -> None:
+        """A prompt program's next chunk (docs/ISA.md "Prompt programs"): its tokens into prompt_tokens and its
+        rows r into the program's control lane (CTRL_ROWS). Checked as the CPU interpreter checks it: 1..the
+        program's chunk rows ids in [0, vocab), room in the session for r more rows, no speculative rows
+        pending (the prompt words fold none)."""
+        rows = program.words[0].chunk_rows
+        if not 1 <= len(tokens) <= rows:
+            raise SessionInputError(f"a prompt chunk of {len(tokens)} tokens: this program takes 1..{rows}")
+        bad = [t for t in tokens if not 0 <= t < vocab]
+        if bad:
+            raise SessionInputError(f"token ids {bad[:8]} outside the vocabulary [0, {vocab})")
+        lane, control = self._lane(program), self.control()
+        position = int(control[lane + CTRL_POSITION])
+        if position + len(tokens) > self.capacity:
+            raise SessionInputError(f"context_full: a {len(tokens)}-token chunk at position {position} passes "
+                                    f"the session capacity {self.capacity}")
+        if control[lane + CTRL_PENDING] or control[lane + CTRL_SPECULATIVE]:
+            raise SessionInputError("a prompt chunk after a speculative pass: its pending rows must be folded first")
+        self.view("prompt_tokens", program)[0, :len(tokens)].set(np.asarray(tokens, np.int32))
+        self._set_word(lane + CTRL_ROWS, len(tokens))
 
     def set_position(self, position: int, program: Program | None = None) -> None:
         """Set the lane's position (benchmarks: time a pass at a given context without filling it; the MTP
