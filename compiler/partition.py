@@ -62,8 +62,8 @@ def partition(low: Lowered, c: ModelConfig) -> None:
             ins.tile_rows = plan.PROMPT_QUERY_TILE
             ins.tiles = -(-low.rows // plan.PROMPT_QUERY_TILE)
         elif op == Op.ATTN_CAUSAL:
-            ins.tile_rows = plan.PROMPT_QUERY_TILE
-            ins.tiles = p["kv_heads"] * -(-low.rows // plan.PROMPT_QUERY_TILE)
+            ins.tile_rows = plan.PROMPT_ATTN_ROWS
+            ins.tiles = p["kv_heads"] * -(-low.rows // plan.PROMPT_ATTN_ROWS)
         elif op == Op.PROMPT_CONV:
             ins.tile_rows = plan.PROMPT_CONV_COLS
             ins.tiles = -(-ins.n // plan.PROMPT_CONV_COLS)

@@ -128,8 +128,12 @@ def prepare_tile(word: Word, tile: int) -> tuple[int, tuple[int, int], tuple[int
 
 
 def query_tile(word: Word, tile: int) -> tuple[int, tuple[int, int]]:
-    """ATTN_CAUSAL tile -> (KV head, query rows [r0, r1) of the chunk)."""
-    kv_head, q = divmod(tile, -(-word.chunk_rows // word.tile_rows))
+    """ATTN_CAUSAL tile -> (KV head, query rows [r0, r1) of the chunk): the last rows' tiles (the most keys)
+    first, the KV heads side by side, so that the longest tiles start in the first wave
+    (prompt_attention.cuh)."""
+    kv_heads = params(word)["kv_heads"]
+    from_end, kv_head = divmod(tile, kv_heads)
+    q = -(-word.chunk_rows // word.tile_rows) - 1 - from_end
     return kv_head, (q * word.tile_rows, min(word.chunk_rows, (q + 1) * word.tile_rows))
 
 

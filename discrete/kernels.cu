@@ -5,7 +5,8 @@
 
 #define MK_DISCRETE_BUILD  // GEMV tiles keep the launch program before their shared memory (gemv_tile.cuh)
 #include "tiles.cuh"
-#include "prompt_gdn.cuh"  // the prompt programs' words: the discrete build only (persistent.py refuses them)
+#include "prompt_attention.cuh"  // the prompt programs' words: the discrete build only (persistent.py refuses them)
+#include "prompt_gdn.cuh"
 #include "prompt_gemm.cuh"
 
 #define GEMV_THREADS 512  // 16 warps: each 16-row strip of a pass shared by 16 / strips warps (gemv.cuh WarpRole)
@@ -214,10 +215,13 @@ extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS) tile_prompt_conv(
     mk::graph_trace(launch, 2);
 }
 
-extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS, 1) tile_attn_causal(PROGRAM_ARGS) {
+// A warp per query head of the group (launched with 32 x the group's threads: cuda_build.word_threads); dynamic
+// shared memory: the group's queries and the key and value slots (prompt_attention.cuh CAUSAL_SMEM).
+extern "C" __global__ void __launch_bounds__(mk::CAUSAL_THREADS, 1) tile_attn_causal(PROGRAM_ARGS) {
     __shared__ __align__(16) mk::u32 program[mk::LAUNCH_PROGRAM_BYTES / 4];
     const mk::Ctx ctx = mk::launch_context(arena, weights, launch, program);
-    mk::attn_causal_tile(ctx, ctx.word(0), blockIdx.x);
+    extern __shared__ __align__(16) unsigned char smem[];
+    mk::attn_causal_tile(ctx, ctx.word(0), blockIdx.x, smem);
     mk::graph_trace(launch, 2);
 }
 

@@ -76,6 +76,8 @@ class DiscreteProgram:
         for op in WHOLE_SMEM_OPS:
             mod.get_function(KERNEL_OF[op]).max_dynamic_shared_size_bytes = self.smem - self.program_smem
         mod.get_function(KERNEL_OF[Op.GEMM]).max_dynamic_shared_size_bytes = cuda_build.gemm_smem_bytes()
+        causal_smem = cuda_build.define(cuda_build.CUDA_DIR / "prompt_attention.cuh", "CAUSAL_SMEM")
+        mod.get_function(KERNEL_OF[Op.ATTN_CAUSAL]).max_dynamic_shared_size_bytes = causal_smem
         # split-K arrivals, laid out as the megakernel's counters (one per row group at its arrival counter)
         self.arrivals = cupy.zeros(max(1, len(program.counters)) * COUNTER_STRIDE, dtype=cupy.uint32)
         self.threads = cuda_build.tile_threads()
@@ -92,10 +94,10 @@ class DiscreteProgram:
             else:
                 kernel = mod.get_function(KERNEL_OF[w.opcode])
                 smem = self.smem - self.program_smem if w.opcode in WHOLE_SMEM_OPS else 0
-                if w.opcode in GEMM_OPS:  # the ring of its slots (prompt_gemm.cuh)
-                    smem = cuda_build.gemm_smem_bytes()
+                if w.opcode in GEMM_OPS or w.opcode == Op.ATTN_CAUSAL:  # their rings (prompt_gemm.cuh, ...)
+                    smem = cuda_build.prompt_word_smem(w)
                 block_smem = smem + self.program_smem
-            threads = cuda_build.gemm_threads() if w.opcode in GEMM_OPS else self.threads
+            threads = cuda_build.word_threads(w)
             overlaps = overlap and self._alone_on_sm(block_smem)
             launch = DependentLaunch(kernel, w.tiles, threads, smem, args, overlaps)
             self.launches.append((i, launch))

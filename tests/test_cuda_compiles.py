@@ -137,7 +137,9 @@ def test_the_device_opcodes_and_prompt_constants_are_the_isas():
     prompt = CUDA_DIR / "prompt_ops.cuh"
     assert cuda_build.define(prompt, "PROMPT_TOKEN_TILE") == plan.PROMPT_TOKEN_TILE
     assert cuda_build.define(prompt, "PREPARE_MAX_BLOCKS") == plan.PROMPT_PREPARE_BLOCKS
-    assert cuda_build.define(prompt, "CAUSAL_KEY_TILE") == plan.PROMPT_KEY_TILE
+    causal = CUDA_DIR / "prompt_attention.cuh"
+    assert cuda_build.define(causal, "CAUSAL_KEY_TILE") == plan.PROMPT_KEY_TILE
+    assert cuda_build.define(causal, "CAUSAL_ROWS") == plan.PROMPT_ATTN_ROWS
     from megakernel.reference import gdn
     assert cuda_build.define(CUDA_DIR / "prompt_gdn.cuh", "WY_CHUNK") == gdn.CHUNK
     assert cuda_build.define(CUDA_DIR / "common.cuh", "CTRL_ROWS") == CTRL_ROWS
@@ -146,6 +148,7 @@ def test_the_device_opcodes_and_prompt_constants_are_the_isas():
 
 def test_the_27b_prompt_words_fit_the_h200_shared_memory():
     from compiler import lower_mtp_prompt, lower_prompt
+    from isa import Op
     from megakernel.runtime import cuda_build
     from megakernel.model.config import preset
 
@@ -154,3 +157,19 @@ def test_the_27b_prompt_words_fit_the_h200_shared_memory():
                     lower_mtp_prompt(config, rows=1024, sms=132, capacity=64)):
         need = cuda_build.tile_smem_bytes(program)
         assert 0 < need <= H200_MAX_DYNAMIC_SMEM - 4096, f"{need} bytes needed"
+        causal = [w for w in program.words if w.opcode == Op.ATTN_CAUSAL]
+        assert all(cuda_build.word_threads(w) == 32 * 6 for w in causal)  # a warp per query head of the group
+
+
+def test_causal_attention_refuses_a_group_it_has_no_warps_for():
+    import dataclasses
+
+    from compiler import lower_prompt
+    from isa import Op
+    from megakernel.model.config import preset
+    from megakernel.runtime import cuda_build
+
+    config = dataclasses.replace(preset("tiny"), num_attention_heads=18)  # 9 query heads a KV head
+    word = next(w for w in lower_prompt(config, rows=64, sms=132, capacity=128).words if w.opcode == Op.ATTN_CAUSAL)
+    with pytest.raises(ValueError, match="ATTN_CAUSAL takes up to 8 query heads a KV head"):
+        cuda_build.word_threads(word)

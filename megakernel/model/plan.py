@@ -37,10 +37,12 @@ PROMPT_KEY_TILE = 64
 PROMPT_SLICES = 1
 # Prompt program tiles (compiler/partition.py): a GEMM tile is PROMPT_TILE_ROWS weight rows (gate_up: half
 # of them gate, half up) x PROMPT_TOKEN_TILE rows of the chunk, the prompt GEMM's block (D67); attention
-# tiles are one KV head's group over PROMPT_QUERY_TILE query rows; conv tiles PROMPT_CONV_COLS channels.
+# tiles are one KV head's group over PROMPT_ATTN_ROWS query rows (one mma fragment a query head: D69), final
+# norm tiles PROMPT_QUERY_TILE rows; conv tiles PROMPT_CONV_COLS channels.
 PROMPT_TILE_ROWS = 128
 PROMPT_TOKEN_TILE = 128
 PROMPT_QUERY_TILE = 64
+PROMPT_ATTN_ROWS = 16
 PROMPT_CONV_COLS = 512
 PROMPT_PREPARE_BLOCKS = 8  # k-blocks of one prepare tile (its token tile's rows are normalised whole)
 

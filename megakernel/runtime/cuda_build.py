@@ -123,15 +123,37 @@ def gemm_threads() -> int:
     return 32 * (define(CUDA_DIR / "prompt_gemm.cuh", "GEMM_CONSUMER_WARPS") + 4)
 
 
+def word_threads(w) -> int:
+    """Threads per block of a discrete word's kernel: a GEMM's warpgroups (gemm_threads), ATTN_CAUSAL's warp
+    per query head of the group (prompt_attention.cuh; refused past ATTN_MAX_GROUP heads or a head_dim other
+    than ATTN_HEAD_DIM), every other kernel's TILE_THREADS."""
+    from isa import GEMM_OPS, Op
+    from compiler.tiling import params
+
+    if w.opcode in GEMM_OPS:
+        return gemm_threads()
+    if w.opcode == Op.ATTN_CAUSAL:
+        p, attention = params(w), CUDA_DIR / "attention.cuh"
+        group, most = p["heads"] // p["kv_heads"], define(attention, "ATTN_MAX_GROUP")
+        if group > most or p["head_dim"] != define(attention, "ATTN_HEAD_DIM"):
+            raise ValueError(f"ATTN_CAUSAL takes up to {most} query heads a KV head of head_dim "
+                             f"{define(attention, 'ATTN_HEAD_DIM')}, the word has {group} of {p['head_dim']}")
+        return 32 * group
+    return tile_threads()
+
+
 def prompt_word_smem(w) -> int:
-    """Dynamic shared memory of a prompt word's tile (prompt_ops.cuh, prompt_gdn.cuh, prompt_gemm.cuh; 0 for the
-    words that take none): PROMPT_NORM norm_rows' staging of MAX_ROWS rows and the weight (as fp32, a bound);
-    GDN_CHUNK's ChunkSmem; a GEMM's ring; a prepare word's PrepareSmem (prepare_smem_bytes)."""
+    """Dynamic shared memory of a prompt word's tile (prompt_ops.cuh, prompt_attention.cuh, prompt_gdn.cuh,
+    prompt_gemm.cuh; 0 for the words that take none): PROMPT_NORM norm_rows' staging of MAX_ROWS rows and the
+    weight (as fp32, a bound); ATTN_CAUSAL's queries and key and value slots; GDN_CHUNK's ChunkSmem; a GEMM's
+    ring; a prepare word's PrepareSmem (prepare_smem_bytes)."""
     from isa import Op
 
     rows, k_block = define(CUDA_DIR / "common.cuh", "MAX_ROWS"), define(CUDA_DIR / "gemv.cuh", "K_BLOCK")
     if w.opcode in (Op.GEMM, Op.GEMM_GATE_UP, Op.GEMM_RESIDUAL):
         return gemm_smem_bytes()
+    if w.opcode == Op.ATTN_CAUSAL:
+        return define(CUDA_DIR / "prompt_attention.cuh", "CAUSAL_SMEM")
     if w.opcode == Op.PROMPT_NORM:
         return 2 * rows * w.n + 4 * w.n
     if w.opcode == Op.GDN_CHUNK:  # prompt_gdn.cuh CHUNK_SMEM: the state, the WY chunk's rows and matrices

@@ -52,11 +52,12 @@ def every_word(weights, program, position, tokens, seed=0):
     return problems
 
 
-def test_every_prompt_word_matches_the_interpreter(tiny_weights):
+@pytest.mark.parametrize("position, capacity", [(37, CAPACITY), (2950, 3200)])  # 3 and 49 key tiles
+def test_every_prompt_word_matches_the_interpreter(tiny_weights, position, capacity):
     c = tiny_weights.config
-    program = lower_prompt(c, rows=ROWS, sms=132, capacity=CAPACITY)
+    program = lower_prompt(c, rows=ROWS, sms=132, capacity=capacity)
     assert {w.opcode for w in program.words} == PROMPT_OPS - {Op.MTP_PREPARE}  # every kernel but the MTP's
-    problems = every_word(tiny_weights, program, 37, [(7919 * i) % c.defined_vocab for i in range(150)])
+    problems = every_word(tiny_weights, program, position, [(7919 * i) % c.defined_vocab for i in range(150)])
     assert not problems, problems[:10]
 
 

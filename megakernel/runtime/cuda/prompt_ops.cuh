@@ -1,5 +1,5 @@
 // The prompt programs' small words and prepare words (docs/ISA.md "Prompt programs"): PROMPT_EMBED,
-// PROMPT_NORM, PROMPT_ADVANCE, PROMPT_QKV, PROMPT_CONV, ATTN_CAUSAL (a first version on the CUDA cores), and
+// PROMPT_NORM, PROMPT_ADVANCE, PROMPT_QKV, PROMPT_CONV (ATTN_CAUSAL: prompt_attention.cuh), and
 // NORM_PREPARE / PREPARE / MTP_PREPARE, which write a prompt GEMM's operand slabs (isa/operand_layout.py). Run by the discrete build only (the megakernel refuses prompt programs:
 // persistent.py). Every tile reads the chunk's position and rows r from its control lane and computes the
 // rows below r; a prepare tile zeroes its token tile's rows past r.
@@ -127,81 +127,6 @@ __device__ inline void prompt_conv_tile(const Ctx& ctx, const Word& w, int tile)
             if (i + 1 < K) window[i] = window[i + 1];
     }
     for (int row = max(0, r - (K - 1)); row < r; ++row) *ring.at<bf16>((pos + row) % R, c) = *mixed.at<bf16>(row, c);
-}
-
-// ATTN_CAUSAL, a first version on the CUDA cores (correct before fast; the tensor-core version is the next
-// step): KV head j, query rows [q0, q1) below r; a warp takes one (row, query head of the group) at a time.
-// Row i (L = pos + i + 1 keys): pass 1 folds each 64-key tile's (max, sum of exp(s - max)) in key order
-// (ops.online_stats), a lane scoring one key of the tile (bf16(bf16(q.k) x scale), dims in order); pass 2
-// scores the keys again, P = bf16(exp(s - m) / l), and the lanes (8 dims each) add P.V key by key; then
-// bf16(bf16(o) x bf16(sigmoid(gate))).
-constexpr int CAUSAL_KEY_TILE = 64;  // plan.PROMPT_KEY_TILE (the word's p3)
-__device__ inline void attn_causal_tile(const Ctx& ctx, const Word& w, int tile) {
-    __shared__ float q_buf[TILE_WARPS][QKV_MAX_HEAD_DIM];
-    const int heads = w.p(0), kv_heads = w.p(1), hd = w.p(2), key_tile = w.p(3), group = heads / kv_heads;
-    const float scale = w.pf(4);
-    const int r = chunk_rows_now(ctx, w), pos = ctx.control()[w.ctrl_base() + CTRL_POSITION];
-    const int query_tiles = (w.chunk_rows() + w.tile_rows() - 1) / w.tile_rows();
-    const int kv = tile / query_tiles, q0 = (tile % query_tiles) * w.tile_rows();
-    const int q1 = min(r, q0 + w.tile_rows());
-    const Buffer q_in = ctx.buffer(w.buf_in()), keys = ctx.buffer(w.buf_aux0()), values = ctx.buffer(w.buf_aux1());
-    const Buffer gate = ctx.buffer(w.buf_aux2()), out = ctx.buffer(w.buf_out());
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, dims = hd / 32;
-    float* q = q_buf[warp];
-    const auto score = [&](int key) {  // bf16(bf16(q.k) x scale), the dims in order
-        const bf16* k = keys.at<bf16>(key, kv * hd);
-        float dot = 0.0f;
-        for (int d = 0; d < hd; ++d) dot = d == 0 ? mul_rn(q[0], bf(k[0])) : add_rn(dot, mul_rn(q[d], bf(k[d])));
-        return round_bf16(mul_rn(round_bf16(dot), scale));
-    };
-    for (int pair = warp; pair < (q1 - q0) * group; pair += TILE_WARPS) {
-        const int i = q0 + pair / group, h = kv * group + pair % group, length = pos + i + 1;
-        for (int d = lane; d < hd; d += 32) q[d] = bf(*q_in.at<bf16>(i, h * hd + d));
-        __syncwarp();
-        float m = neg_inf(), l = 0.0f;
-        for (int t0 = 0; t0 < length; t0 += key_tile) {  // pass 1: the tiles' statistics, folded in key order
-            float s[CAUSAL_KEY_TILE / 32];
-            float tm = neg_inf();
-#pragma unroll
-            for (int e = 0; e < CAUSAL_KEY_TILE / 32; ++e) {
-                const int key = t0 + 32 * e + lane;
-                s[e] = key < min(length, t0 + key_tile) ? score(key) : neg_inf();
-                tm = fmaxf(tm, s[e]);
-            }
-            tm = warp_max(tm);
-            float ts = 0.0f;
-#pragma unroll
-            for (int e = 0; e < CAUSAL_KEY_TILE / 32; ++e)
-                if (s[e] > neg_inf()) ts = add_rn(ts, expf(sub_rn(s[e], tm)));
-            ts = warp_sum(ts);
-            const float next = fmaxf(m, tm);
-            l = add_rn(mul_rn(l, expf(sub_rn(m, next))), mul_rn(ts, expf(sub_rn(tm, next))));
-            m = next;
-        }
-        constexpr int MAX_DIMS = QKV_MAX_HEAD_DIM / 32;  // a lane's dims, in registers (loops over all of them)
-        float o[MAX_DIMS];
-#pragma unroll
-        for (int e = 0; e < MAX_DIMS; ++e) o[e] = 0.0f;
-        for (int t0 = 0; t0 < length; t0 += 32) {  // pass 2: P = bf16(exp(s - m) / l); P.V key by key
-            const int key = t0 + lane;
-            const float p = key < length ? round_bf16(div_rn(expf(sub_rn(score(key), m)), l)) : 0.0f;
-            for (int e = 0; e < 32 && t0 + e < length; ++e) {
-                const float pe = __shfl_sync(0xFFFFFFFFu, p, e);
-                const bf16* v = values.at<bf16>(t0 + e, kv * hd);
-#pragma unroll
-                for (int d = 0; d < MAX_DIMS; ++d)
-                    if (d < dims) o[d] = add_rn(o[d], mul_rn(pe, bf(v[32 * d + lane])));
-            }
-        }
-#pragma unroll
-        for (int d = 0; d < MAX_DIMS; ++d) {
-            if (d >= dims) break;
-            const int c = h * hd + 32 * d + lane;
-            const float g = round_bf16(sigmoid_ref(bf(*gate.at<bf16>(i, c))));
-            *out.at<bf16>(i, c) = to_bf16(mul_rn(round_bf16(o[d]), g));
-        }
-        __syncwarp();  // q free for the warp's next pair
-    }
 }
 
 // Shared memory of a prepare tile: norm_rows' staging area (MAX_ROWS rows of the word's n or, MTP_PREPARE, n / 2
