@@ -1,7 +1,7 @@
 // GDN_CHUNK (docs/ISA.md "Prompt programs"): value head j over the chunk's rows in the WY form (reference/gdn.py
-// chunked: WY chunks of at most 64 rows anchored at absolute multiples of 64), a first version on the CUDA cores
-// (correct before fast; the tensor-core version is the next step). The head's fp32 state stays in shared memory
-// across the WY chunks; per WY chunk of C rows:
+// chunked: WY chunks of at most 64 rows anchored at absolute multiples of 64) on the CUDA cores, its three
+// products with the state (W S, (q exp(G)) S, the state's update) in register tiles (D69). The head's fp32 state
+// stays in shared memory across the WY chunks; per WY chunk of C rows:
 //   q, k l2-normalised (q / sqrt(dk)) as GDN_CORE normalises them; beta = bf16(sigmoid(b)), g = -exp(A_log)
 //   softplus(a + dt_bias); G = cumsum(g); D[i][j] = exp(G_i - G_j), j <= i;
 //   A = (k beta) k^T * D below the diagonal; U = (I + A)^-1 (v beta), W = (I + A)^-1 (k beta exp(G)) by forward
@@ -9,7 +9,7 @@
 //   S = S exp(G_last) + (k exp(G_last - G))^T v_new;
 // then per row the gated RMSNorm of bf16(o) (GDN_CORE's arithmetic) -> buf_out. Sums over dk, keys and rows in
 // order (the reference's BLAS products sum in theirs: the per-word GPU test compares within the fp32 tolerance).
-// Written without a GPU (D68).
+// Written without a GPU (D68, D69).
 #pragma once
 
 #include "prompt_ops.cuh"
@@ -44,6 +44,8 @@ struct ChunkSmem {
 constexpr int CHUNK_SMEM = 4 * (GDN_DK * GDN_MAX_COLS + 2 * WY_CHUNK * GDN_DK + WY_CHUNK * GDN_MAX_COLS +
                                 WY_CHUNK * GDN_DK + WY_CHUNK * WY_CHUNK + 3 * WY_CHUNK);
 static_assert(CHUNK_SMEM + LAUNCH_PROGRAM_BYTES <= 232448, "ChunkSmem fits the H200's shared memory (227 KB)");
+static_assert(TILE_WARPS * 4 == WY_CHUNK && TILE_WARPS * 8 == GDN_DK && 4 * 32 == GDN_MAX_COLS,
+              "the register tiles: a warp 4 rows of a WY chunk (8 of dk), a lane 4 value columns");
 
 __device__ inline void gdn_chunk_tile(const Ctx& ctx, const Word& w, int j, u8* smem) {
     const ChunkSmem sm(smem);
@@ -113,14 +115,29 @@ __device__ inline void gdn_chunk_tile(const Ctx& ctx, const Word& w, int j, u8* 
             }
         }
         __syncthreads();
-        // 4. v_new = U - W S
-        for (int e = tid; e < C * dv; e += TILE_THREADS) {
-            const int i = e / dv, c = e % dv;
-            float acc = 0.0f;
-            for (int d = 0; d < dk; ++d) acc = add_rn(acc, mul_rn(sm.w[i * GDN_DK + d], sm.S[d * dv + c]));
-            sm.v[i * GDN_MAX_COLS + c] = sub_rn(sm.v[i * GDN_MAX_COLS + c], acc);
+        // 4. v_new = U - W S, then q k^T * D on and below the diagonal (A is spent). The products below keep
+        // each output's sum in the order of the plain loops (so the bits are theirs) with the work cut into
+        // register tiles: warp ty the rows 4 ty .. 4 ty + 3 (8 ty .. for S), lane tx the columns tx + 32 b.
+        const int ty = warp, tx = lane;
+        {
+            float acc[4][4];
+#pragma unroll
+            for (int e = 0; e < 16; ++e) acc[e >> 2][e & 3] = 0.0f;
+            for (int d = 0; d < GDN_DK; ++d) {
+                float wv[4], sv[4];
+#pragma unroll
+                for (int a = 0; a < 4; ++a) wv[a] = sm.w[(4 * ty + a) * GDN_DK + d];
+#pragma unroll
+                for (int b = 0; b < 4; ++b) sv[b] = tx + 32 * b < dv ? sm.S[d * dv + tx + 32 * b] : 0.0f;
+#pragma unroll
+                for (int e = 0; e < 16; ++e) acc[e >> 2][e & 3] = add_rn(acc[e >> 2][e & 3], mul_rn(wv[e >> 2], sv[e & 3]));
+            }
+#pragma unroll
+            for (int e = 0; e < 16; ++e) {
+                const int i = 4 * ty + (e >> 2), c = tx + 32 * (e & 3);
+                if (i < C && c < dv) sm.v[i * GDN_MAX_COLS + c] = sub_rn(sm.v[i * GDN_MAX_COLS + c], acc[e >> 2][e & 3]);
+            }
         }
-        // q k^T * D on and below the diagonal (A is spent)
         for (int e = tid; e < C * C; e += TILE_THREADS) {
             const int i = e / C, jj = e % C;
             float dot = 0.0f;
@@ -131,24 +148,66 @@ __device__ inline void gdn_chunk_tile(const Ctx& ctx, const Word& w, int j, u8* 
             sm.a[i * WY_CHUNK + jj] = dot;
         }
         __syncthreads();
+        // the products' scaled operands, once each (the plain loops scaled them inside): q exp(G_i) for o, k
+        // exp(G_last - G_i) for S (q and k are spent but for these)
+        const float g_last = sm.G[C - 1], decay = expf(g_last);
+        for (int e = tid; e < C * GDN_DK; e += TILE_THREADS) {
+            const int i = e / GDN_DK;
+            sm.q[e] = mul_rn(sm.q[e], sm.gexp[i]);
+            sm.k[e] = mul_rn(sm.k[e], expf(sub_rn(g_last, sm.G[i])));
+        }
+        __syncthreads();
         // 5. o = (q exp(G)) S + (q k^T * D) v_new, into w (W is spent)
-        for (int e = tid; e < C * dv; e += TILE_THREADS) {
-            const int i = e / dv, c = e % dv;
-            float inter = 0.0f, intra = 0.0f;
-            for (int d = 0; d < dk; ++d) inter = add_rn(inter, mul_rn(mul_rn(sm.q[i * GDN_DK + d], sm.gexp[i]), sm.S[d * dv + c]));
-            for (int jj = 0; jj <= i; ++jj) intra = add_rn(intra, mul_rn(sm.a[i * WY_CHUNK + jj], sm.v[jj * GDN_MAX_COLS + c]));
-            sm.w[i * GDN_DK + c] = add_rn(inter, intra);
+        {
+            float inter[4][4], intra[4][4];
+#pragma unroll
+            for (int e = 0; e < 16; ++e) inter[e >> 2][e & 3] = intra[e >> 2][e & 3] = 0.0f;
+            for (int d = 0; d < GDN_DK; ++d) {
+                float qv[4], sv[4];
+#pragma unroll
+                for (int a = 0; a < 4; ++a) qv[a] = sm.q[(4 * ty + a) * GDN_DK + d];
+#pragma unroll
+                for (int b = 0; b < 4; ++b) sv[b] = tx + 32 * b < dv ? sm.S[d * dv + tx + 32 * b] : 0.0f;
+#pragma unroll
+                for (int e = 0; e < 16; ++e)
+                    inter[e >> 2][e & 3] = add_rn(inter[e >> 2][e & 3], mul_rn(qv[e >> 2], sv[e & 3]));
+            }
+            for (int jj = 0; jj <= min(4 * ty + 3, C - 1); ++jj) {
+                float vv[4];
+#pragma unroll
+                for (int b = 0; b < 4; ++b) vv[b] = tx + 32 * b < dv ? sm.v[jj * GDN_MAX_COLS + tx + 32 * b] : 0.0f;
+#pragma unroll
+                for (int e = 0; e < 16; ++e)
+                    if (jj <= 4 * ty + (e >> 2))
+                        intra[e >> 2][e & 3] = add_rn(intra[e >> 2][e & 3],
+                                                      mul_rn(sm.a[(4 * ty + (e >> 2)) * WY_CHUNK + jj], vv[e & 3]));
+            }
+#pragma unroll
+            for (int e = 0; e < 16; ++e) {
+                const int i = 4 * ty + (e >> 2), c = tx + 32 * (e & 3);
+                if (i < C && c < dv) sm.w[i * GDN_DK + c] = add_rn(inter[e >> 2][e & 3], intra[e >> 2][e & 3]);
+            }
         }
         __syncthreads();
         // 6. S = S exp(G_last) + (k exp(G_last - G))^T v_new
-        const float g_last = sm.G[C - 1], decay = expf(g_last);
-        for (int e = tid; e < dk * dv; e += TILE_THREADS) {
-            const int d = e / dv, c = e % dv;
-            float acc = 0.0f;
-            for (int i = 0; i < C; ++i)
-                acc = add_rn(acc, mul_rn(mul_rn(sm.k[i * GDN_DK + d], expf(sub_rn(g_last, sm.G[i]))),
-                                         sm.v[i * GDN_MAX_COLS + c]));
-            sm.S[d * dv + c] = add_rn(mul_rn(sm.S[d * dv + c], decay), acc);
+        {
+            float acc[8][4];
+#pragma unroll
+            for (int e = 0; e < 32; ++e) acc[e >> 2][e & 3] = 0.0f;
+            for (int i = 0; i < C; ++i) {
+                float kv[8], vv[4];
+#pragma unroll
+                for (int a = 0; a < 8; ++a) kv[a] = sm.k[i * GDN_DK + 8 * ty + a];
+#pragma unroll
+                for (int b = 0; b < 4; ++b) vv[b] = tx + 32 * b < dv ? sm.v[i * GDN_MAX_COLS + tx + 32 * b] : 0.0f;
+#pragma unroll
+                for (int e = 0; e < 32; ++e) acc[e >> 2][e & 3] = add_rn(acc[e >> 2][e & 3], mul_rn(kv[e >> 2], vv[e & 3]));
+            }
+#pragma unroll
+            for (int e = 0; e < 32; ++e) {
+                const int d = 8 * ty + (e >> 2), c = tx + 32 * (e & 3);
+                if (c < dv) sm.S[d * dv + c] = add_rn(mul_rn(sm.S[d * dv + c], decay), acc[e >> 2][e & 3]);
+            }
         }
         // 7. the gated RMSNorm of bf16(o), a warp a row: bf16(bf16(w bf16(o rsqrt(mean(o^2) + eps))) silu(z))
         for (int row = warp; row < C; row += TILE_WARPS) {
