@@ -1,6 +1,6 @@
 // GDN_CHUNK (docs/ISA.md "Prompt programs"): value head j over the chunk's rows in the WY form (reference/gdn.py
 // chunked: WY chunks of at most 64 rows anchored at absolute multiples of 64) on the CUDA cores, its three
-// products with the state (W S, (q exp(G)) S, the state's update) in register tiles (D69). The head's fp32 state
+// products with the state (W S, (q exp(G)) S, the state's update) in register tiles of fused multiply-adds (D69). The head's fp32 state
 // stays in shared memory across the WY chunks; per WY chunk of C rows:
 //   q, k l2-normalised (q / sqrt(dk)) as GDN_CORE normalises them; beta = bf16(sigmoid(b)), g = -exp(A_log)
 //   softplus(a + dt_bias); G = cumsum(g); D[i][j] = exp(G_i - G_j), j <= i;
@@ -8,7 +8,8 @@
 //   substitution, a thread a column; v_new = U - W S; o = (q exp(G)) S + ((q k^T) * D) v_new;
 //   S = S exp(G_last) + (k exp(G_last - G))^T v_new;
 // then per row the gated RMSNorm of bf16(o) (GDN_CORE's arithmetic) -> buf_out. Sums over dk, keys and rows in
-// order (the reference's BLAS products sum in theirs: the per-word GPU test compares within the fp32 tolerance).
+// order (the reference's BLAS products sum in theirs, and round each product: the per-word GPU test compares
+// within the fp32 tolerance).
 // Written without a GPU (D68, D69).
 #pragma once
 
@@ -115,9 +116,9 @@ __device__ inline void gdn_chunk_tile(const Ctx& ctx, const Word& w, int j, u8* 
             }
         }
         __syncthreads();
-        // 4. v_new = U - W S, then q k^T * D on and below the diagonal (A is spent). The products below keep
-        // each output's sum in the order of the plain loops (so the bits are theirs) with the work cut into
-        // register tiles: warp ty the rows 4 ty .. 4 ty + 3 (8 ty .. for S), lane tx the columns tx + 32 b.
+        // 4. v_new = U - W S, then q k^T * D on and below the diagonal (A is spent). The products with the state
+        // sum each output in order by fused multiply-adds (one rounding a term, as GDN_CORE's delta rule), the
+        // work in register tiles: warp ty the rows 4 ty .. 4 ty + 3 (8 ty .. for S), lane tx the columns tx + 32 b.
         const int ty = warp, tx = lane;
         {
             float acc[4][4];
@@ -130,7 +131,7 @@ __device__ inline void gdn_chunk_tile(const Ctx& ctx, const Word& w, int j, u8* 
 #pragma unroll
                 for (int b = 0; b < 4; ++b) sv[b] = tx + 32 * b < dv ? sm.S[d * dv + tx + 32 * b] : 0.0f;
 #pragma unroll
-                for (int e = 0; e < 16; ++e) acc[e >> 2][e & 3] = add_rn(acc[e >> 2][e & 3], mul_rn(wv[e >> 2], sv[e & 3]));
+                for (int e = 0; e < 16; ++e) acc[e >> 2][e & 3] = fma_rn(wv[e >> 2], sv[e & 3], acc[e >> 2][e & 3]);
             }
 #pragma unroll
             for (int e = 0; e < 16; ++e) {
@@ -170,7 +171,7 @@ __device__ inline void gdn_chunk_tile(const Ctx& ctx, const Word& w, int j, u8* 
                 for (int b = 0; b < 4; ++b) sv[b] = tx + 32 * b < dv ? sm.S[d * dv + tx + 32 * b] : 0.0f;
 #pragma unroll
                 for (int e = 0; e < 16; ++e)
-                    inter[e >> 2][e & 3] = add_rn(inter[e >> 2][e & 3], mul_rn(qv[e >> 2], sv[e & 3]));
+                    inter[e >> 2][e & 3] = fma_rn(qv[e >> 2], sv[e & 3], inter[e >> 2][e & 3]);
             }
             for (int jj = 0; jj <= min(4 * ty + 3, C - 1); ++jj) {
                 float vv[4];
@@ -179,8 +180,8 @@ __device__ inline void gdn_chunk_tile(const Ctx& ctx, const Word& w, int j, u8* 
 #pragma unroll
                 for (int e = 0; e < 16; ++e)
                     if (jj <= 4 * ty + (e >> 2))
-                        intra[e >> 2][e & 3] = add_rn(intra[e >> 2][e & 3],
-                                                      mul_rn(sm.a[(4 * ty + (e >> 2)) * WY_CHUNK + jj], vv[e & 3]));
+                        intra[e >> 2][e & 3] = fma_rn(sm.a[(4 * ty + (e >> 2)) * WY_CHUNK + jj], vv[e & 3],
+                                                      intra[e >> 2][e & 3]);
             }
 #pragma unroll
             for (int e = 0; e < 16; ++e) {
@@ -201,7 +202,7 @@ __device__ inline void gdn_chunk_tile(const Ctx& ctx, const Word& w, int j, u8* 
 #pragma unroll
                 for (int b = 0; b < 4; ++b) vv[b] = tx + 32 * b < dv ? sm.v[i * GDN_MAX_COLS + tx + 32 * b] : 0.0f;
 #pragma unroll
-                for (int e = 0; e < 32; ++e) acc[e >> 2][e & 3] = add_rn(acc[e >> 2][e & 3], mul_rn(kv[e >> 2], vv[e & 3]));
+                for (int e = 0; e < 32; ++e) acc[e >> 2][e & 3] = fma_rn(kv[e >> 2], vv[e & 3], acc[e >> 2][e & 3]);
             }
 #pragma unroll
             for (int e = 0; e < 32; ++e) {
