@@ -520,14 +520,7 @@ BENCH_BACKENDS = ("megakernel", "graph", "eager")
 def _bench_speculative(args: argparse.Namespace, modes: list[str], context: int) -> None:
     """bench --spec-k K: pass costs against rows, MTP draft costs, tokens/s against the acceptance rate,
     time to first token (megakernel/measurement/specbench.py), per build; JSON and an optional plot."""
-    import datetime
-
-    import cupy
-
-    from discrete.kernels import read_bandwidth_gbps
-
     from .measurement import specbench
-    from .provenance import git_commit
     from .generation.speculative import check_draft_count
 
     check_draft_count(args.spec_k)
@@ -541,15 +534,29 @@ def _bench_speculative(args: argparse.Namespace, modes: list[str], context: int)
               for mode, b in result["builds"].items() for m, ms in b["pass_costs"]["target_ms_by_rows"].items()]
     checks = [{"name": f"{mode} {name}: tokens equal plain greedy's", "passed": True, "detail": run}
               for mode, b in result["builds"].items() for name, run in b["decode"].items()]
+    _write_results(args, {"verify": verify, "checks": checks, **result}, specbench.plot)
+
+
+def _write_results(args: argparse.Namespace, result: dict, plot) -> None:
+    """A bench variant's results JSON (docs/RESULTS_FILES.md: the common fields, then `result`) at --out, and
+    `plot(results, path)` at --plot if asked for."""
+    import datetime
+
+    import cupy
+
+    from discrete.kernels import read_bandwidth_gbps
+
+    from .provenance import git_commit
+
     out = {"device": cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"].decode(),
            "git_commit": git_commit(), "command": "megakernel " + " ".join(sys.argv[1:]),
            "created": datetime.datetime.now(datetime.UTC).isoformat(), "model": args.model,
-           "read_bandwidth_gbps": read_bandwidth_gbps(), "verify": verify, "checks": checks, **result}
+           "read_bandwidth_gbps": read_bandwidth_gbps(), **result}
     with open(args.out, "w") as f:
         json.dump(out, f, indent=1)
     print(f"wrote {args.out}")
     if args.plot:
-        specbench.plot(out, args.plot)
+        plot(out, args.plot)
         print(f"wrote {args.plot}")
 
 
@@ -570,8 +577,6 @@ def _ttft_lengths(text: str) -> list[int]:
 def _bench_ttft(args: argparse.Namespace, modes: list[str]) -> None:
     """bench --ttft (no --spec-k): time to first token per build and prompt path, a prompt chunk's profile and
     the prompt GEMMs' TFLOP/s against the dense rate (megakernel/measurement/ttftbench.py); JSON, optional plot."""
-    import datetime
-
     from .measurement import ttftbench
 
     lengths = _ttft_lengths(args.ttft)
@@ -584,23 +589,7 @@ def _bench_ttft(args: argparse.Namespace, modes: list[str]) -> None:
     if repeats < 1:
         raise InputError(f"--iters must be positive, got {repeats}")
     _check_context(max(lengths) + 16)
-    import cupy
-
-    from discrete.kernels import read_bandwidth_gbps
-
-    from .provenance import git_commit
-
-    result = ttftbench.run(args.model, modes, lengths, paths, args.prompt_chunk, repeats)
-    out = {"device": cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"].decode(),
-           "git_commit": git_commit(), "command": "megakernel " + " ".join(sys.argv[1:]),
-           "created": datetime.datetime.now(datetime.UTC).isoformat(), "model": args.model,
-           "read_bandwidth_gbps": read_bandwidth_gbps(), **result}
-    with open(args.out, "w") as f:
-        json.dump(out, f, indent=1)
-    print(f"wrote {args.out}")
-    if args.plot:
-        ttftbench.plot(out, args.plot)
-        print(f"wrote {args.plot}")
+    _write_results(args, ttftbench.run(args.model, modes, lengths, paths, args.prompt_chunk, repeats), ttftbench.plot)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -48,6 +48,23 @@ static_assert(CHUNK_SMEM + LAUNCH_PROGRAM_BYTES <= 232448, "ChunkSmem fits the H
 static_assert(TILE_WARPS * 4 == WY_CHUNK && TILE_WARPS * 8 == GDN_DK && 4 * 32 == GDN_MAX_COLS,
               "the register tiles: a warp 4 rows of a WY chunk (8 of dk), a lane 4 value columns");
 
+// acc[a][b] += the sum over i in [0, n) of A(a, i) B(i, tx + 32 b), in order by fused multiply-adds: A(a, i) at
+// a[a * a_row + i * a_col], B's row i at b + i * b_stride (its columns past dv read as zero). A register tile of
+// GDN_CHUNK's products: R rows of A a warp, 4 columns of B a lane.
+template <int R>
+__device__ __forceinline__ void tile_fma(float (&acc)[R][4], const float* a, int a_row, int a_col, const float* b,
+                                         int b_stride, int n, int tx, int dv) {
+    for (int i = 0; i < n; ++i) {
+        float av[R], bv[4];
+#pragma unroll
+        for (int r = 0; r < R; ++r) av[r] = a[r * a_row + i * a_col];
+#pragma unroll
+        for (int c = 0; c < 4; ++c) bv[c] = tx + 32 * c < dv ? b[i * b_stride + tx + 32 * c] : 0.0f;
+#pragma unroll
+        for (int e = 0; e < 4 * R; ++e) acc[e >> 2][e & 3] = fma_rn(av[e >> 2], bv[e & 3], acc[e >> 2][e & 3]);
+    }
+}
+
 __device__ inline void gdn_chunk_tile(const Ctx& ctx, const Word& w, int j, u8* smem) {
     const ChunkSmem sm(smem);
     const int key_heads = w.p(2), hv = w.p(3), dk = w.p(4), dv = w.p(5);
@@ -124,15 +141,7 @@ __device__ inline void gdn_chunk_tile(const Ctx& ctx, const Word& w, int j, u8* 
             float acc[4][4];
 #pragma unroll
             for (int e = 0; e < 16; ++e) acc[e >> 2][e & 3] = 0.0f;
-            for (int d = 0; d < GDN_DK; ++d) {
-                float wv[4], sv[4];
-#pragma unroll
-                for (int a = 0; a < 4; ++a) wv[a] = sm.w[(4 * ty + a) * GDN_DK + d];
-#pragma unroll
-                for (int b = 0; b < 4; ++b) sv[b] = tx + 32 * b < dv ? sm.S[d * dv + tx + 32 * b] : 0.0f;
-#pragma unroll
-                for (int e = 0; e < 16; ++e) acc[e >> 2][e & 3] = fma_rn(wv[e >> 2], sv[e & 3], acc[e >> 2][e & 3]);
-            }
+            tile_fma<4>(acc, sm.w + 4 * ty * GDN_DK, GDN_DK, 1, sm.S, dv, GDN_DK, tx, dv);
 #pragma unroll
             for (int e = 0; e < 16; ++e) {
                 const int i = 4 * ty + (e >> 2), c = tx + 32 * (e & 3);
@@ -163,16 +172,7 @@ __device__ inline void gdn_chunk_tile(const Ctx& ctx, const Word& w, int j, u8* 
             float inter[4][4], intra[4][4];
 #pragma unroll
             for (int e = 0; e < 16; ++e) inter[e >> 2][e & 3] = intra[e >> 2][e & 3] = 0.0f;
-            for (int d = 0; d < GDN_DK; ++d) {
-                float qv[4], sv[4];
-#pragma unroll
-                for (int a = 0; a < 4; ++a) qv[a] = sm.q[(4 * ty + a) * GDN_DK + d];
-#pragma unroll
-                for (int b = 0; b < 4; ++b) sv[b] = tx + 32 * b < dv ? sm.S[d * dv + tx + 32 * b] : 0.0f;
-#pragma unroll
-                for (int e = 0; e < 16; ++e)
-                    inter[e >> 2][e & 3] = fma_rn(qv[e >> 2], sv[e & 3], inter[e >> 2][e & 3]);
-            }
+            tile_fma<4>(inter, sm.q + 4 * ty * GDN_DK, GDN_DK, 1, sm.S, dv, GDN_DK, tx, dv);
             for (int jj = 0; jj <= min(4 * ty + 3, C - 1); ++jj) {
                 float vv[4];
 #pragma unroll
@@ -195,15 +195,7 @@ __device__ inline void gdn_chunk_tile(const Ctx& ctx, const Word& w, int j, u8* 
             float acc[8][4];
 #pragma unroll
             for (int e = 0; e < 32; ++e) acc[e >> 2][e & 3] = 0.0f;
-            for (int i = 0; i < C; ++i) {
-                float kv[8], vv[4];
-#pragma unroll
-                for (int a = 0; a < 8; ++a) kv[a] = sm.k[i * GDN_DK + 8 * ty + a];
-#pragma unroll
-                for (int b = 0; b < 4; ++b) vv[b] = tx + 32 * b < dv ? sm.v[i * GDN_MAX_COLS + tx + 32 * b] : 0.0f;
-#pragma unroll
-                for (int e = 0; e < 32; ++e) acc[e >> 2][e & 3] = fma_rn(kv[e >> 2], vv[e & 3], acc[e >> 2][e & 3]);
-            }
+            tile_fma<8>(acc, sm.k + 8 * ty, 1, GDN_DK, sm.v, GDN_MAX_COLS, C, tx, dv);  // k^T: A(a, i) = k[i][8 ty + a]
 #pragma unroll
             for (int e = 0; e < 32; ++e) {
                 const int d = 8 * ty + (e >> 2), c = tx + 32 * (e & 3);
