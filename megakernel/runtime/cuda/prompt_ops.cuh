@@ -28,9 +28,10 @@ __device__ inline void prompt_embed_tile(const Ctx& ctx, const Word& w, int tile
 
 // position += r (in the word's lane).
 __device__ inline void prompt_advance_tile(const Ctx& ctx, const Word& w) {
-    if (threadIdx.x != 0) return;
-    int* c = ctx.control() + w.ctrl_base();
-    c[CTRL_POSITION] += c[CTRL_ROWS];
+    if (threadIdx.x == 0) {
+        int* c = ctx.control() + w.ctrl_base();
+        c[CTRL_POSITION] += c[CTRL_ROWS];
+    }
 }
 
 // Rows [t tile_rows, ...) below r: RMSNorm1p (weight p0, eps p1) of buf_in's rows into buf_out's, MAX_ROWS at a
@@ -102,9 +103,8 @@ __device__ inline void prompt_qkv_tile(const Ctx& ctx, const Word& w, int tile) 
 // i] * tap[i]))), taps added in order (the products rounded apart: the reference's and GDN_CORE's arithmetic),
 // earlier positions from the conv ring (rows position mod ring); then the chunk's last min(r, K - 1) raw rows into
 // the ring. The thread reads its channel's ring rows before it writes them.
-__device__ inline void prompt_conv_tile(const Ctx& ctx, const Word& w, int tile) {
-    const int K = w.p(1), R = w.p(2), c = tile * w.tile_rows() + threadIdx.x;
-    if (threadIdx.x >= w.tile_rows() || c >= w.n()) return;
+__device__ inline void prompt_conv_channel(const Ctx& ctx, const Word& w, int c) {
+    const int K = w.p(1), R = w.p(2);
     const int r = chunk_rows_now(ctx, w), pos = ctx.control()[w.ctrl_base() + CTRL_POSITION];
     const Buffer mixed = ctx.buffer(w.buf_in()), out = ctx.buffer(w.buf_out()), ring = ctx.buffer(w.buf_aux1());
     const Weight taps = ctx.weight(w.p(0));
@@ -127,6 +127,12 @@ __device__ inline void prompt_conv_tile(const Ctx& ctx, const Word& w, int tile)
             if (i + 1 < K) window[i] = window[i + 1];
     }
     for (int row = max(0, r - (K - 1)); row < r; ++row) *ring.at<bf16>((pos + row) % R, c) = *mixed.at<bf16>(row, c);
+}
+
+// No thread returns early: the graph trace's build ends every tile with a block barrier (common.cuh graph_trace).
+__device__ inline void prompt_conv_tile(const Ctx& ctx, const Word& w, int tile) {
+    const int c = tile * w.tile_rows() + threadIdx.x;
+    if (threadIdx.x < w.tile_rows() && c < w.n()) prompt_conv_channel(ctx, w, c);
 }
 
 // Shared memory of a prepare tile: norm_rows' staging area (MAX_ROWS rows of the word's n or, MTP_PREPARE, n / 2
