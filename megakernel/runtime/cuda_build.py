@@ -157,9 +157,14 @@ def prompt_word_smem(w) -> int:
     if w.opcode == Op.PROMPT_NORM:
         return 2 * rows * w.n + 4 * w.n
     if w.opcode == Op.GDN_CHUNK:  # prompt_gdn.cuh CHUNK_SMEM: the state, the WY chunk's rows and matrices
-        gdn, chunk = CUDA_DIR / "gdn.cuh", define(CUDA_DIR / "prompt_gdn.cuh", "WY_CHUNK")
-        dk, dv = define(gdn, "GDN_DK"), define(gdn, "GDN_MAX_COLS")
-        return 4 * (dk * dv + 3 * chunk * dk + chunk * dv + chunk * chunk + 3 * chunk)
+        from compiler.tiling import params
+
+        gdn = CUDA_DIR / "gdn.cuh"
+        p = params(w)
+        if p["key_dim"] != define(gdn, "GDN_DK") or p["value_dim"] > define(gdn, "GDN_MAX_COLS"):
+            raise ValueError(f"GDN_CHUNK takes dk = {define(gdn, 'GDN_DK')} and dv up to {define(gdn, 'GDN_MAX_COLS')}, "
+                             f"the word has {p['key_dim']} and {p['value_dim']}")
+        return define(CUDA_DIR / "prompt_gdn.cuh", "CHUNK_SMEM")
     if w.opcode not in (Op.NORM_PREPARE, Op.PREPARE, Op.MTP_PREPARE):
         return 0
     blocks = define(CUDA_DIR / "prompt_ops.cuh", "PREPARE_MAX_BLOCKS")

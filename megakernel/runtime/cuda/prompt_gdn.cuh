@@ -19,8 +19,11 @@ namespace mk {
 
 constexpr int WY_CHUNK = 64;  // reference/gdn.py CHUNK
 
-// Dynamic shared memory (floats): the state S [dk][dv], then q, k, v (-> U -> v_new), w (-> W -> o) [64][dk or dv],
-// a [64][64] (A -> q k^T * D), G, exp(G), beta [64].
+// Dynamic shared memory (floats): the state S [dk][dv], then q, k [64][QK_STRIDE], v (-> U -> v_new) [64][dv],
+// w (-> W -> o) [64][dk], a [64][64] (A -> q k^T * D), G, exp(G), beta [64]. q and k rows are padded by one float:
+// A and q k^T give a warp's lanes consecutive rows of k at one d, which an unpadded 128-float stride would put in
+// one bank (a 32-way conflict every step; found by review, D69).
+constexpr int QK_STRIDE = GDN_DK + 1;
 struct ChunkSmem {
     float* S;
     float* q;
@@ -34,16 +37,17 @@ struct ChunkSmem {
     __device__ explicit ChunkSmem(u8* smem)
         : S(reinterpret_cast<float*>(smem)),
           q(S + GDN_DK * GDN_MAX_COLS),
-          k(q + WY_CHUNK * GDN_DK),
-          v(k + WY_CHUNK * GDN_DK),
+          k(q + WY_CHUNK * QK_STRIDE),
+          v(k + WY_CHUNK * QK_STRIDE),
           w(v + WY_CHUNK * GDN_MAX_COLS),
           a(w + WY_CHUNK * GDN_DK),
           G(a + WY_CHUNK * WY_CHUNK),
           gexp(G + WY_CHUNK),
           beta(gexp + WY_CHUNK) {}
 };
-constexpr int CHUNK_SMEM = 4 * (GDN_DK * GDN_MAX_COLS + 2 * WY_CHUNK * GDN_DK + WY_CHUNK * GDN_MAX_COLS +
-                                WY_CHUNK * GDN_DK + WY_CHUNK * WY_CHUNK + 3 * WY_CHUNK);
+constexpr int CHUNK_SMEM = 214272;  // megakernel/runtime/cuda_build.py prompt_word_smem reads it
+static_assert(CHUNK_SMEM == 4 * (GDN_DK * GDN_MAX_COLS + 2 * WY_CHUNK * QK_STRIDE + WY_CHUNK * GDN_MAX_COLS +
+                                 WY_CHUNK * GDN_DK + WY_CHUNK * WY_CHUNK + 3 * WY_CHUNK), "CHUNK_SMEM");
 static_assert(CHUNK_SMEM + LAUNCH_PROGRAM_BYTES <= 232448, "ChunkSmem fits the H200's shared memory (227 KB)");
 static_assert(TILE_WARPS * 4 == WY_CHUNK && TILE_WARPS * 8 == GDN_DK && 4 * 32 == GDN_MAX_COLS,
               "the register tiles: a warp 4 rows of a WY chunk (8 of dk), a lane 4 value columns");
@@ -85,7 +89,7 @@ __device__ inline void gdn_chunk_tile(const Ctx& ctx, const Word& w, int j, u8* 
             sm.v[(e / dv) * GDN_MAX_COLS + e % dv] = bf(*conv.at<bf16>(c0 + e / dv, 2 * key_dim + j * dv + e % dv));
         for (int pair = warp; pair < 2 * C; pair += TILE_WARPS) {
             const int row = pair % C, col0 = pair < C ? kh * dk : key_dim + kh * dk;
-            float* x = (pair < C ? sm.q : sm.k) + row * GDN_DK;
+            float* x = (pair < C ? sm.q : sm.k) + row * QK_STRIDE;
             float ss = 0.0f;
             for (int i = lane; i < dk; i += 32) {
                 x[i] = bf(*conv.at<bf16>(c0 + row, col0 + i));
@@ -108,7 +112,7 @@ __device__ inline void gdn_chunk_tile(const Ctx& ctx, const Word& w, int j, u8* 
         // 2. the right-hand sides and A
         for (int e = tid; e < C * GDN_DK; e += TILE_THREADS) {
             const int i = e / GDN_DK, d = e % GDN_DK;
-            sm.w[i * GDN_DK + d] = mul_rn(mul_rn(sm.k[i * GDN_DK + d], sm.beta[i]), sm.gexp[i]);
+            sm.w[i * GDN_DK + d] = mul_rn(mul_rn(sm.k[i * QK_STRIDE + d], sm.beta[i]), sm.gexp[i]);
             if (d < dv) sm.v[i * GDN_MAX_COLS + d] = mul_rn(sm.v[i * GDN_MAX_COLS + d], sm.beta[i]);
         }
         for (int e = tid; e < C * C; e += TILE_THREADS) {
@@ -116,7 +120,7 @@ __device__ inline void gdn_chunk_tile(const Ctx& ctx, const Word& w, int j, u8* 
             float dot = 0.0f;
             if (jj < i) {
                 for (int d = 0; d < dk; ++d)
-                    dot = add_rn(dot, mul_rn(mul_rn(sm.k[i * GDN_DK + d], sm.beta[i]), sm.k[jj * GDN_DK + d]));
+                    dot = add_rn(dot, mul_rn(mul_rn(sm.k[i * QK_STRIDE + d], sm.beta[i]), sm.k[jj * QK_STRIDE + d]));
                 dot = mul_rn(dot, expf(sub_rn(sm.G[i], sm.G[jj])));
             }
             sm.a[i * WY_CHUNK + jj] = dot;
@@ -152,7 +156,8 @@ __device__ inline void gdn_chunk_tile(const Ctx& ctx, const Word& w, int j, u8* 
             const int i = e / C, jj = e % C;
             float dot = 0.0f;
             if (jj <= i) {
-                for (int d = 0; d < dk; ++d) dot = add_rn(dot, mul_rn(sm.q[i * GDN_DK + d], sm.k[jj * GDN_DK + d]));
+                for (int d = 0; d < dk; ++d)
+                    dot = add_rn(dot, mul_rn(sm.q[i * QK_STRIDE + d], sm.k[jj * QK_STRIDE + d]));
                 dot = mul_rn(dot, expf(sub_rn(sm.G[i], sm.G[jj])));
             }
             sm.a[i * WY_CHUNK + jj] = dot;
@@ -162,9 +167,9 @@ __device__ inline void gdn_chunk_tile(const Ctx& ctx, const Word& w, int j, u8* 
         // exp(G_last - G_i) for S (q and k are spent but for these)
         const float g_last = sm.G[C - 1], decay = expf(g_last);
         for (int e = tid; e < C * GDN_DK; e += TILE_THREADS) {
-            const int i = e / GDN_DK;
-            sm.q[e] = mul_rn(sm.q[e], sm.gexp[i]);
-            sm.k[e] = mul_rn(sm.k[e], expf(sub_rn(g_last, sm.G[i])));
+            const int i = e / GDN_DK, at = i * QK_STRIDE + e % GDN_DK;
+            sm.q[at] = mul_rn(sm.q[at], sm.gexp[i]);
+            sm.k[at] = mul_rn(sm.k[at], expf(sub_rn(g_last, sm.G[i])));
         }
         __syncthreads();
         // 5. o = (q exp(G)) S + (q k^T * D) v_new, into w (W is spent)
@@ -172,7 +177,7 @@ __device__ inline void gdn_chunk_tile(const Ctx& ctx, const Word& w, int j, u8* 
             float inter[4][4], intra[4][4];
 #pragma unroll
             for (int e = 0; e < 16; ++e) inter[e >> 2][e & 3] = intra[e >> 2][e & 3] = 0.0f;
-            tile_fma<4>(inter, sm.q + 4 * ty * GDN_DK, GDN_DK, 1, sm.S, dv, GDN_DK, tx, dv);
+            tile_fma<4>(inter, sm.q + 4 * ty * QK_STRIDE, QK_STRIDE, 1, sm.S, dv, GDN_DK, tx, dv);
             for (int jj = 0; jj <= min(4 * ty + 3, C - 1); ++jj) {
                 float vv[4];
 #pragma unroll
@@ -195,7 +200,7 @@ __device__ inline void gdn_chunk_tile(const Ctx& ctx, const Word& w, int j, u8* 
             float acc[8][4];
 #pragma unroll
             for (int e = 0; e < 32; ++e) acc[e >> 2][e & 3] = 0.0f;
-            tile_fma<8>(acc, sm.k + 8 * ty, 1, GDN_DK, sm.v, GDN_MAX_COLS, C, tx, dv);  // k^T: A(a, i) = k[i][8 ty + a]
+            tile_fma<8>(acc, sm.k + 8 * ty, 1, QK_STRIDE, sm.v, GDN_MAX_COLS, C, tx, dv);  // k^T: A(a, i) = k[i][8 ty + a]
 #pragma unroll
             for (int e = 0; e < 32; ++e) {
                 const int d = 8 * ty + (e >> 2), c = tx + 32 * (e & 3);
