@@ -69,18 +69,12 @@ class DiscreteProgram:
         need, self.smem = cuda_build.tile_smem_bytes(program) + self.program_smem, cuda_build.max_dynamic_smem()
         if need > self.smem:
             raise ValueError(f"the tiles need {need} bytes of shared memory, the device offers {self.smem}")
-        # A kernel's dynamic shared memory is what the device offers less its static arrays as built (the
-        # launch program, and the module's alignment of the dynamic region: an extern array aligned to 1 KB
-        # rounds every kernel's static part up to 1 KB), so each kernel is asked for its own room.
-        gemv = mod.get_function(GEMV_KERNEL)
-        gemv.max_dynamic_shared_size_bytes = self._room(gemv)
-        # the attention tiles stream keys or values through all they are given; GDN_CORE needs more than
-        # a static array may hold (tile_smem_bytes covers it: kernels.cu)
-        for op in WHOLE_SMEM_OPS:
-            kernel = mod.get_function(KERNEL_OF[op])
-            kernel.max_dynamic_shared_size_bytes = self._room(kernel)
-        for op in (Op.GEMM, Op.ATTN_CAUSAL):  # their rings (prompt_gemm.cuh, prompt_attention.cuh)
-            kernel = mod.get_function(KERNEL_OF[op])
+        # Every kernel may take what the device offers less its static arrays as built (the launch program, and
+        # the module's alignment of the dynamic region: an extern array aligned to 1 KB rounds every kernel's
+        # static part up to 1 KB), for the kernels that take dynamic shared memory; a launch then asks for what
+        # its word needs (below).
+        for name in {GEMV_KERNEL} | {KERNEL_OF[op] for op in (*WHOLE_SMEM_OPS, Op.GEMM, Op.ATTN_CAUSAL)}:
+            kernel = mod.get_function(name)
             kernel.max_dynamic_shared_size_bytes = self._room(kernel)
         # split-K arrivals, laid out as the megakernel's counters (one per row group at its arrival counter)
         self.arrivals = cupy.zeros(max(1, len(program.counters)) * COUNTER_STRIDE, dtype=cupy.uint32)
@@ -93,16 +87,19 @@ class DiscreteProgram:
             if w.opcode in GEMV_OPS:
                 # one tile an SM with all the shared memory it may take: the deepest ring, primed before the
                 # tile waits for the launch before it (kernels.cu tile_gemv; D57)
-                kernel = gemv
+                kernel = mod.get_function(GEMV_KERNEL)
                 smem = self._room(kernel)
             else:
-                kernel = mod.get_function(KERNEL_OF[w.opcode])
+                # the attention tiles stream keys or values through all they are given; GDN_CORE needs more than
+                # a static array may hold (tile_smem_bytes covers it: kernels.cu); the GEMMs and ATTN_CAUSAL take
+                # their rings' size (prompt_gemm.cuh, prompt_attention.cuh)
+                kernel, need = mod.get_function(KERNEL_OF[w.opcode]), cuda_build.prompt_word_smem(w)
+                if need > self._room(kernel):  # a prompt word's own need (0: a decode word)
+                    raise ValueError(f"word {i} ({w.opcode.name}) needs {need} bytes of dynamic shared memory, "
+                                     f"its kernel has {self._room(kernel)}")
                 smem = self._room(kernel) if w.opcode in WHOLE_SMEM_OPS else 0
                 if w.opcode in GEMM_OPS or w.opcode == Op.ATTN_CAUSAL:
-                    smem = cuda_build.prompt_word_smem(w)
-                if cuda_build.prompt_word_smem(w) > self._room(kernel):  # a prompt word's own need (0: a decode word)
-                    raise ValueError(f"word {i} ({w.opcode.name}) needs {cuda_build.prompt_word_smem(w)} bytes of "
-                                     f"dynamic shared memory, its kernel has {self._room(kernel)}")
+                    smem = need
             block_smem = smem + kernel.shared_size_bytes
             threads = cuda_build.word_threads(w)
             overlaps = overlap and self._alone_on_sm(block_smem)
