@@ -24,6 +24,14 @@ constexpr int MAX_ROWS = 8;
 // --- fp32 arithmetic -------------------------------------------------------------------------------
 // Rounded to nearest, never fused and never flushing subnormals: CuPy builds with -ftz=true, under
 // which __fadd_rn / __fmul_rn flush, and the NumPy reference does not.
+#ifdef MK_HOST_SIMT  // the tile functions on the CPU (tests/simt): the host's IEEE fp32, built without contraction
+__device__ __forceinline__ float add_rn(float a, float b) { return a + b; }
+__device__ __forceinline__ float sub_rn(float a, float b) { return a - b; }
+__device__ __forceinline__ float mul_rn(float a, float b) { return a * b; }
+__device__ __forceinline__ float fma_rn(float a, float b, float c) { return std::fma(a, b, c); }
+__device__ __forceinline__ float div_rn(float a, float b) { return a / b; }
+__device__ __forceinline__ float sqrt_rn(float a) { return std::sqrt(a); }
+#else
 __device__ __forceinline__ float add_rn(float a, float b) {
     float r;
     asm("add.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
@@ -61,6 +69,7 @@ __device__ __forceinline__ float sqrt_rn(float a) {
     asm("sqrt.rn.f32 %0, %1;" : "=f"(r) : "f"(a));
     return r;
 }
+#endif
 
 // The reference's elementwise functions (megakernel/reference/numerics.py), same formulas; expf and
 // log1pf are CUDA's accurate versions (not the __expf intrinsics), within 2 ulps of NumPy's.
@@ -106,11 +115,15 @@ __device__ __forceinline__ void warp_best(float& v, int& id) {
 }
 
 // %globaltimer: ns on a clock every SM shares (the watchdog, the megakernel's trace, the timing probes).
+#ifdef MK_HOST_SIMT
+__device__ __forceinline__ u64 global_ns() { return 0; }
+#else
 __device__ __forceinline__ u64 global_ns() {
     u64 t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     return t;
 }
+#endif
 
 // --- programmatic dependent launch (the discrete build's launches; docs/DECISIONS.md D40) ---------------
 // Launched with programmatic stream serialization, a kernel may start while the launch before it still
@@ -119,8 +132,10 @@ __device__ __forceinline__ u64 global_ns() {
 // the benches). Then it lets the next launch start: that launch's blocks take the SMs this launch's
 // blocks leave and run up to their own wait. Every block of a kernel calls it, all threads together.
 __device__ __forceinline__ void previous_launch_done() {
+#ifndef MK_HOST_SIMT
     asm volatile("griddepcontrol.wait;" ::: "memory");
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
 }
 
 // --- the Program as the device reads it ------------------------------------------------------------

@@ -161,6 +161,7 @@ __device__ inline void f16_operand(const bf16* src, int src_stride, bf16* x, int
     __syncthreads();
 }
 
+#ifndef MK_HOST_SIMT  // tests/simt/simt.h: these on the CPU, shared memory as a window of host memory
 __device__ __forceinline__ u32 dynamic_smem_bytes() {
     u32 r;
     asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(r));
@@ -191,6 +192,7 @@ __device__ __forceinline__ void copy_async16_once(u32 dst, const void* src) {  /
 __device__ __forceinline__ void copies_commit() {
     asm volatile("cp.async.commit_group;" ::: "memory");
 }
+#endif
 
 // --- a prologue's inputs staged into shared memory ------------------------------------------------
 // A prologue reads its input rows (and norm weights) from global memory once, by async copies that are
@@ -202,11 +204,13 @@ __device__ __forceinline__ void copies_commit() {
 // The largest async-copy size (16, 8 or 4 bytes) that an address or stride `align` allows.
 __device__ __forceinline__ int piece_bytes(size_t align) { return align % 16 == 0 ? 16 : align % 8 == 0 ? 8 : 4; }
 
+#ifndef MK_HOST_SIMT
 __device__ __forceinline__ void copy_async_piece(u32 dst, const void* src, int piece) {
     if (piece == 16) copy_async16(dst, src);
     else if (piece == 8) asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(dst), "l"(src) : "memory");
     else asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(src) : "memory");
 }
+#endif
 
 // Rows [0, m) of src (row stride src_stride elements; src and the stride at least 4-byte aligned) over
 // `width` elements (a multiple of 8) into dst [m][dst_stride] in shared memory (16-byte aligned rows).
@@ -229,7 +233,9 @@ __device__ inline void stage_bytes(const void* src, u8* dst, int bytes) {
 // Every staged copy of this thread has landed and the block sees all of them. All threads.
 __device__ __forceinline__ void stage_wait() {
     copies_commit();
+#ifndef MK_HOST_SIMT
     asm volatile("cp.async.wait_group 0;" ::: "memory");
+#endif
     __syncthreads();
 }
 

@@ -1,16 +1,22 @@
 // GDN_CHUNK (docs/ISA.md "Prompt programs"): value head j over the chunk's rows in the WY form (reference/gdn.py
-// chunked: WY chunks of at most 64 rows anchored at absolute multiples of 64) on the CUDA cores, its three
-// products with the state (W S, (q exp(G)) S, the state's update) in register tiles of fused multiply-adds (D69). The head's fp32 state
-// stays in shared memory across the WY chunks; per WY chunk of C rows:
-//   q, k l2-normalised (q / sqrt(dk)) as GDN_CORE normalises them; beta = bf16(sigmoid(b)), g = -exp(A_log)
-//   softplus(a + dt_bias); G = cumsum(g); D[i][j] = exp(G_i - G_j), j <= i;
-//   A = (k beta) k^T * D below the diagonal; U = (I + A)^-1 (v beta), W = (I + A)^-1 (k beta exp(G)) by forward
-//   substitution, a thread a column; v_new = U - W S; o = (q exp(G)) S + ((q k^T) * D) v_new;
-//   S = S exp(G_last) + (k exp(G_last - G))^T v_new;
-// then per row the gated RMSNorm of bf16(o) (GDN_CORE's arithmetic) -> buf_out. Sums over dk, keys and rows in
-// order (the reference's BLAS products sum in theirs, and round each product: the per-word GPU test compares
-// within the fp32 tolerance).
-// Written without a GPU (D68, D69).
+// chunked: WY chunks of at most 64 rows anchored at absolute multiples of 64) on the CUDA cores. The head's fp32
+// state S [dk][dv] stays in shared memory across the WY chunks; per WY chunk of C rows (rows past C are zeros):
+//   q, k l2-normalised (q / sqrt(dk)); beta = bf16(sigmoid(b)), g = -exp(A_log) softplus(a + dt_bias); G = cumsum(g);
+//   D[i][j] = exp(G_i - G_j), j <= i; A = beta_i (k_i . k_j) D_ij below the diagonal, QK = (q_i . k_j) D_ij on
+//   and below it;
+//   v_new = (I + A)^-1 (beta (v - exp(G) (k S)))       [= U - W S of the reference: (I + A)^-1 is linear]
+//   o = exp(G) (q S) + QK v_new;  S = S exp(G_last) + (k exp(G_last - G))^T v_new;
+// then per row the gated RMSNorm of bf16(o) (GDN_CORE's arithmetic) -> buf_out. The reference's two solves (U and
+// W, dv + dk columns) are one here (dv columns), and W is never formed: its product with S is k S scaled per row.
+//
+// Why this shape (D70, derived, not yet measured): shared memory returns one 32-bit register a lane per clock to
+// a warp (128 B/clk an SM) while the SM issues four warp-wide fused multiply-adds a clock, so a product is bound by
+// its FMAs only when a thread's register tile does >= 4 FMAs a loaded register: [q; k] S runs in 8 x 8 tiles (16
+// registers loaded a step for 64 FMAs), the state's update in 16 x 4 (20 for 64), q and k transposed in shared
+// memory so that a step's rows are float4 loads. The forward substitution keeps a column in registers (a thread a value column,
+// four running sums). Sums over dk, keys and rows run in orders of the kernel's own (the reference's run in BLAS's):
+// the per-word GPU test, and the CPU run of this file (tests/test_prompt_words_on_cpu.py), compare within the fp32
+// tolerance. Written without a GPU (D68-D70).
 #pragma once
 
 #include "prompt_ops.cuh"
@@ -18,214 +24,335 @@
 namespace mk {
 
 constexpr int WY_CHUNK = 64;  // reference/gdn.py CHUNK
+constexpr int XT_ROWS = 2 * WY_CHUNK;  // XT's columns: q rows 0..63, k rows 64..127
+constexpr int XT_STRIDE = XT_ROWS + 4; // floats a d; padded so a warp's loading stores spread over 8 banks
 
-// Dynamic shared memory (floats): the state S [dk][dv], then q, k [64][QK_STRIDE], v (-> U -> v_new) [64][dv],
-// w (-> W -> o) [64][dk], a [64][64] (A -> q k^T * D), G, exp(G), beta [64]. q and k rows are padded by one float:
-// A and q k^T give a warp's lanes consecutive rows of k at one d, which an unpadded 128-float stride would put in
-// one bank (a 32-way conflict every step; found by review, D69).
-constexpr int QK_STRIDE = GDN_DK + 1;
+// Dynamic shared memory (floats):
+//   S    [dk][128]          the state, S[d][c] (value columns past dv zero)
+//   XT   [dk][XT_STRIDE]    q and k transposed: XT[d][i] = q_i,d, XT[d][64 + i] = k_i,d (k exp(G_last - G) for the
+//                           state's update)
+//   O    [64][128]          o
+//   V    [64][128]          v, then beta (v - exp(G) k S), then v_new
+//   AQ   [64][64]           A[i][j] (read below the diagonal), then QK transposed: QK[j][i] (zero above it)
+//   G, gexp, beta, decay [64], rnorm [128]
 struct ChunkSmem {
     float* S;
-    float* q;
-    float* k;
-    float* v;
-    float* w;
-    float* a;
+    float* XT;
+    float* O;
+    float* V;
+    float* AQ;
     float* G;
     float* gexp;
     float* beta;
+    float* decay;
+    float* rnorm;
     __device__ explicit ChunkSmem(u8* smem)
         : S(reinterpret_cast<float*>(smem)),
-          q(S + GDN_DK * GDN_MAX_COLS),
-          k(q + WY_CHUNK * QK_STRIDE),
-          v(k + WY_CHUNK * QK_STRIDE),
-          w(v + WY_CHUNK * GDN_MAX_COLS),
-          a(w + WY_CHUNK * GDN_DK),
-          G(a + WY_CHUNK * WY_CHUNK),
+          XT(S + GDN_DK * GDN_MAX_COLS),
+          O(XT + GDN_DK * XT_STRIDE),
+          V(O + WY_CHUNK * GDN_MAX_COLS),
+          AQ(V + WY_CHUNK * GDN_MAX_COLS),
+          G(AQ + WY_CHUNK * WY_CHUNK),
           gexp(G + WY_CHUNK),
-          beta(gexp + WY_CHUNK) {}
+          beta(gexp + WY_CHUNK),
+          decay(beta + WY_CHUNK),
+          rnorm(decay + WY_CHUNK) {}
 };
-constexpr int CHUNK_SMEM = 214272;  // megakernel/runtime/cuda_build.py prompt_word_smem reads it
-static_assert(CHUNK_SMEM == 4 * (GDN_DK * GDN_MAX_COLS + 2 * WY_CHUNK * QK_STRIDE + WY_CHUNK * GDN_MAX_COLS +
-                                 WY_CHUNK * GDN_DK + WY_CHUNK * WY_CHUNK + 3 * WY_CHUNK), "CHUNK_SMEM");
-static_assert(CHUNK_SMEM + LAUNCH_PROGRAM_BYTES <= 232448, "ChunkSmem fits the H200's shared memory (227 KB)");
-static_assert(TILE_WARPS * 4 == WY_CHUNK && TILE_WARPS * 8 == GDN_DK && 4 * 32 == GDN_MAX_COLS,
-              "the register tiles: a warp 4 rows of a WY chunk (8 of dk), a lane 4 value columns");
+constexpr int CHUNK_SMEM = 216576;  // megakernel/runtime/cuda_build.py prompt_word_smem reads it
+static_assert(CHUNK_SMEM == 4 * (GDN_DK * GDN_MAX_COLS + GDN_DK * XT_STRIDE + 2 * WY_CHUNK * GDN_MAX_COLS +
+                                 WY_CHUNK * WY_CHUNK + 4 * WY_CHUNK + XT_ROWS), "CHUNK_SMEM");
+static_assert(CHUNK_SMEM + 1024 <= 232448, "ChunkSmem and the kernel's static 1 KB fit the H200's 227 KB");
+static_assert(TILE_THREADS == 512 && GDN_DK == 128 && GDN_MAX_COLS == 128 && WY_CHUNK == 64,
+              "the stages' thread maps below");
 
-// acc[a][b] += the sum over i in [0, n) of A(a, i) B(i, tx + 32 b), in order by fused multiply-adds: A(a, i) at
-// a[a * a_row + i * a_col], B's row i at b + i * b_stride (its columns past dv read as zero). A register tile of
-// GDN_CHUNK's products: R rows of A a warp, 4 columns of B a lane.
-template <int R>
-__device__ __forceinline__ void tile_fma(float (&acc)[R][4], const float* a, int a_row, int a_col, const float* b,
-                                         int b_stride, int n, int tx, int dv) {
-    for (int i = 0; i < n; ++i) {
-        float av[R], bv[4];
+__device__ __forceinline__ float4 ld4(const float* p) { return *reinterpret_cast<const float4*>(p); }
+__device__ __forceinline__ void st4(float* p, float4 v) { *reinterpret_cast<float4*>(p) = v; }
+__device__ __forceinline__ void ld8(float (&r)[8], const float* p) {
+    const float4 a = ld4(p), b = ld4(p + 4);
+    r[0] = a.x, r[1] = a.y, r[2] = a.z, r[3] = a.w, r[4] = b.x, r[5] = b.y, r[6] = b.z, r[7] = b.w;
+}
+
+// acc[a][b] += x[a] y[b]: a register tile's step.
+template <int R, int N>
+__device__ __forceinline__ void outer_fma(float (&acc)[R][N], const float (&x)[R], const float (&y)[N]) {
 #pragma unroll
-        for (int r = 0; r < R; ++r) av[r] = a[r * a_row + i * a_col];
+    for (int a = 0; a < R; ++a)
 #pragma unroll
-        for (int c = 0; c < 4; ++c) bv[c] = tx + 32 * c < dv ? b[i * b_stride + tx + 32 * c] : 0.0f;
-#pragma unroll
-        for (int e = 0; e < 4 * R; ++e) acc[e >> 2][e & 3] = fma_rn(av[e >> 2], bv[e & 3], acc[e >> 2][e & 3]);
+        for (int b = 0; b < N; ++b) acc[a][b] = fma_rn(x[a], y[b], acc[a][b]);
+}
+
+// Value head j's geometry, derived from the word where a stage needs it: values kept across the stages would hold
+// registers the tiles need (the products' 64 sums, the solve's column).
+struct ChunkHead {
+    int hv, dk, dv, key_dim, kh, conv_dim;
+    __device__ ChunkHead(const Word& w, int j)
+        : hv(w.p(3)), dk(w.p(4)), dv(w.p(5)), key_dim(w.p(2) * dk), kh(j / (hv / w.p(2))),
+          conv_dim(2 * key_dim + hv * dv) {}
+};
+
+// 1. The WY chunk's rows [c0, c0 + C): XT (q, k l2-normalised, q / sqrt(dk)), V (v), the gates; zeros past C.
+__device__ inline void chunk_rows(const ChunkSmem& sm, const Ctx& ctx, const Word& w, int j, int c0, int C) {
+    const ChunkHead h(w, j);
+    const int dk = h.dk, dv = h.dv, key_dim = h.key_dim, kh = h.kh, conv_dim = h.conv_dim, hv = h.hv;
+    const Buffer conv = ctx.buffer(w.buf_in()), mixed = ctx.buffer(w.buf_aux1());
+    const float neg_a = -expf(ctx.weight(w.p(0)).value(j)), bias = ctx.weight(w.p(1)).value(j);
+    const int tid = threadIdx.x;
+    for (int e = tid; e < 2 * WY_CHUNK * GDN_DK; e += TILE_THREADS) {  // a warp's lanes along d: coalesced reads
+        const int d = e % GDN_DK, i = (e / GDN_DK) % WY_CHUNK, half = e / (WY_CHUNK * GDN_DK);
+        const int col = half * key_dim + kh * dk + d;
+        sm.XT[d * XT_STRIDE + half * WY_CHUNK + i] = i < C ? bf(*conv.at<bf16>(c0 + i, col)) : 0.0f;
+    }
+    for (int e = tid; e < WY_CHUNK * GDN_MAX_COLS; e += TILE_THREADS) {
+        const int c = e % GDN_MAX_COLS, i = e / GDN_MAX_COLS;
+        sm.V[e] = i < C && c < dv ? bf(*conv.at<bf16>(c0 + i, 2 * key_dim + j * dv + c)) : 0.0f;
+    }
+    if (tid < WY_CHUNK) {
+        const int b_col = conv_dim + hv * dv + j;  // in_proj's output: [q | k | v | z | b | a]
+        const bool row = tid < C;
+        sm.beta[tid] = row ? round_bf16(sigmoid_ref(bf(*mixed.at<bf16>(c0 + tid, b_col)))) : 0.0f;
+        sm.G[tid] = row ? mul_rn(neg_a, softplus_ref(add_rn(bf(*mixed.at<bf16>(c0 + tid, b_col + hv)), bias))) : 0.0f;
+    }
+    __syncthreads();
+    if (tid == 0)  // cumsum in order; rows past C repeat G_last
+        for (int i = 1; i < WY_CHUNK; ++i) sm.G[i] = i < C ? add_rn(sm.G[i - 1], sm.G[i]) : sm.G[i - 1];
+    if (tid >= 32 && tid < 32 + XT_ROWS) {  // a row's sum of squares over d in order (lanes on consecutive rows)
+        const int r = tid - 32;
+        float ss = 0.0f;
+        for (int d = 0; d < GDN_DK; ++d) ss = add_rn(ss, mul_rn(sm.XT[d * XT_STRIDE + r], sm.XT[d * XT_STRIDE + r]));
+        sm.rnorm[r] = rsqrt_ref(add_rn(ss, 1e-6f));
+    }
+    __syncthreads();
+    const float root = sqrt_rn(static_cast<float>(dk)), g_last = sm.G[C - 1];
+    if (tid < WY_CHUNK) {
+        sm.gexp[tid] = expf(sm.G[tid]);
+        sm.decay[tid] = tid < C ? expf(sub_rn(g_last, sm.G[tid])) : 0.0f;
+    }
+    for (int e = tid; e < GDN_DK * XT_ROWS; e += TILE_THREADS) {
+        const int r = e % XT_ROWS, at = (e / XT_ROWS) * XT_STRIDE + r;
+        sm.XT[at] = r < WY_CHUNK ? div_rn(mul_rn(sm.XT[at], sm.rnorm[r]), root) : mul_rn(sm.XT[at], sm.rnorm[r]);
+    }
+    __syncthreads();
+}
+
+// Tile t of the 136 4 x 4 tiles on and below the diagonal of a 64 x 64 matrix, row by row: (bi, bj), bj <= bi.
+__device__ __forceinline__ void lower_tile(int t, int& bi, int& bj) {
+    bi = 0;
+    while (t > bi) t -= ++bi;
+    bj = t;
+}
+constexpr int LOWER_TILES = 16 * 17 / 2;
+
+// (rows . k_j) over d for a 4 x 4 tile: XT's columns `rows` .. + 3 (q or k) against k's j0 .. j0 + 3.
+__device__ __forceinline__ void tile_dots(float (&acc)[4][4], const float* XT, int rows, int j0) {
+    for (int d = 0; d < GDN_DK; ++d) {
+        const float4 x4 = ld4(XT + d * XT_STRIDE + rows), y4 = ld4(XT + d * XT_STRIDE + WY_CHUNK + j0);
+        const float x[4] = {x4.x, x4.y, x4.z, x4.w}, y[4] = {y4.x, y4.y, y4.z, y4.w};
+        outer_fma(acc, x, y);
     }
 }
 
-__device__ inline void gdn_chunk_tile(const Ctx& ctx, const Word& w, int j, u8* smem) {
-    const ChunkSmem sm(smem);
-    const int key_heads = w.p(2), hv = w.p(3), dk = w.p(4), dv = w.p(5);
-    const float eps = w.pf(7);
-    const int r = chunk_rows_now(ctx, w), pos = ctx.control()[w.ctrl_base() + CTRL_POSITION];
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, tid = threadIdx.x;
-    const int key_dim = key_heads * dk, kh = j / (hv / key_heads), conv_dim = 2 * key_dim + hv * dv;
-    const Buffer conv = ctx.buffer(w.buf_in()), mixed = ctx.buffer(w.buf_aux1()), out = ctx.buffer(w.buf_out());
-    float* state = ctx.buffer(w.buf_aux0()).at<float>(j, 0);  // [dv][dk]
-    const Weight a_log = ctx.weight(w.p(0)), dt_bias = ctx.weight(w.p(1)), norm = ctx.weight(w.p(6));
-    const float neg_a = -expf(a_log.value(j)), bias = dt_bias.value(j), root = sqrt_rn(static_cast<float>(dk));
-    for (int e = tid; e < dk * dv; e += TILE_THREADS) sm.S[(e % dk) * dv + e / dk] = state[e];
+// 2. [q; k] S in 8 x 8 tiles (threads 0..255: warp w rows 32 (w / 2) + 8 (lane / 8), columns 64 (w % 2) + 8 (lane %
+// 8)): O = exp(G) (q S), V = beta (v - exp(G) (k S)); beside them A = beta_i (k_i . k_j) D_ij below the diagonal
+// (threads 256..391, a 4 x 4 tile each).
+__device__ inline void chunk_state_products(const ChunkSmem& sm, int C) {
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    if (tid < TILE_THREADS / 2) {
+        const int r0 = 32 * (warp / 2) + 8 * (lane / 8), c0 = 64 * (warp % 2) + 8 * (lane % 8);
+        float acc[8][8] = {};
+        for (int d = 0; d < GDN_DK; ++d) {
+            float x[8], y[8];
+            ld8(x, sm.XT + d * XT_STRIDE + r0);
+            ld8(y, sm.S + d * GDN_MAX_COLS + c0);
+            outer_fma(acc, x, y);
+        }
+#pragma unroll
+        for (int a = 0; a < 8; ++a) {
+            const int r = r0 + a;
+            if (r < WY_CHUNK) {
+                float out[8];
+#pragma unroll
+                for (int b = 0; b < 8; ++b) out[b] = mul_rn(sm.gexp[r], acc[a][b]);
+                st4(sm.O + r * GDN_MAX_COLS + c0, make_float4(out[0], out[1], out[2], out[3]));
+                st4(sm.O + r * GDN_MAX_COLS + c0 + 4, make_float4(out[4], out[5], out[6], out[7]));
+            } else {
+                const int i = r - WY_CHUNK;
+                float* v = sm.V + i * GDN_MAX_COLS + c0;
+#pragma unroll
+                for (int b = 0; b < 8; ++b) v[b] = mul_rn(sm.beta[i], sub_rn(v[b], mul_rn(sm.gexp[i], acc[a][b])));
+            }
+        }
+    } else if (tid < TILE_THREADS / 2 + LOWER_TILES) {
+        int bi, bj;
+        lower_tile(tid - TILE_THREADS / 2, bi, bj);
+        float acc[4][4] = {};
+        tile_dots(acc, sm.XT, WY_CHUNK + 4 * bi, 4 * bj);
+#pragma unroll
+        for (int a = 0; a < 4; ++a)
+#pragma unroll
+            for (int b = 0; b < 4; ++b) {
+                const int i = 4 * bi + a, jj = 4 * bj + b;
+                sm.AQ[i * WY_CHUNK + jj] =
+                    jj < i && i < C ? mul_rn(mul_rn(acc[a][b], sm.beta[i]), expf(sub_rn(sm.G[i], sm.G[jj]))) : 0.0f;
+            }
+    }
     __syncthreads();
-    for (int c0 = 0; c0 < r;) {
-        const int C = min(r - c0, WY_CHUNK - (pos + c0) % WY_CHUNK);
-        // 1. the chunk's rows: q, k l2-normalised (a warp a row), v; the gates
-        for (int e = tid; e < C * dv; e += TILE_THREADS)
-            sm.v[(e / dv) * GDN_MAX_COLS + e % dv] = bf(*conv.at<bf16>(c0 + e / dv, 2 * key_dim + j * dv + e % dv));
-        for (int pair = warp; pair < 2 * C; pair += TILE_WARPS) {
-            const int row = pair % C, col0 = pair < C ? kh * dk : key_dim + kh * dk;
-            float* x = (pair < C ? sm.q : sm.k) + row * QK_STRIDE;
-            float ss = 0.0f;
-            for (int i = lane; i < dk; i += 32) {
-                x[i] = bf(*conv.at<bf16>(c0 + row, col0 + i));
-                ss = add_rn(ss, mul_rn(x[i], x[i]));
-            }
-            const float rn = rsqrt_ref(add_rn(warp_sum(ss), 1e-6f));
-            for (int i = lane; i < dk; i += 32) x[i] = pair < C ? div_rn(mul_rn(x[i], rn), root) : mul_rn(x[i], rn);
-        }
-        if (tid < C) {
-            const int b_col = conv_dim + hv * dv + j;  // in_proj's output: [q | k | v | z | b | a]
-            sm.beta[tid] = round_bf16(sigmoid_ref(bf(*mixed.at<bf16>(c0 + tid, b_col))));
-            sm.G[tid] = mul_rn(neg_a, softplus_ref(add_rn(bf(*mixed.at<bf16>(c0 + tid, b_col + hv)), bias)));
-        }
-        __syncthreads();
-        if (tid == 0)
-            for (int i = 1; i < C; ++i) sm.G[i] = add_rn(sm.G[i - 1], sm.G[i]);  // cumsum, in order
-        __syncthreads();
-        if (tid < C) sm.gexp[tid] = expf(sm.G[tid]);
-        __syncthreads();
-        // 2. the right-hand sides and A
-        for (int e = tid; e < C * GDN_DK; e += TILE_THREADS) {
-            const int i = e / GDN_DK, d = e % GDN_DK;
-            sm.w[i * GDN_DK + d] = mul_rn(mul_rn(sm.k[i * QK_STRIDE + d], sm.beta[i]), sm.gexp[i]);
-            if (d < dv) sm.v[i * GDN_MAX_COLS + d] = mul_rn(sm.v[i * GDN_MAX_COLS + d], sm.beta[i]);
-        }
-        for (int e = tid; e < C * C; e += TILE_THREADS) {
-            const int i = e / C, jj = e % C;
-            float dot = 0.0f;
-            if (jj < i) {
-                for (int d = 0; d < dk; ++d)
-                    dot = add_rn(dot, mul_rn(mul_rn(sm.k[i * QK_STRIDE + d], sm.beta[i]), sm.k[jj * QK_STRIDE + d]));
-                dot = mul_rn(dot, expf(sub_rn(sm.G[i], sm.G[jj])));
-            }
-            sm.a[i * WY_CHUNK + jj] = dot;
-        }
-        __syncthreads();
-        // 3. forward substitution, a thread a column of U (dv) or W (dk): X_i = RHS_i - sum_{j < i} A_ij X_j
-        if (tid < dv + dk) {
-            float* X = tid < dv ? sm.v + tid : sm.w + (tid - dv);
-            const int stride = tid < dv ? GDN_MAX_COLS : GDN_DK;
-            for (int i = 1; i < C; ++i) {
-                float acc = 0.0f;
-                for (int jj = 0; jj < i; ++jj) acc = add_rn(acc, mul_rn(sm.a[i * WY_CHUNK + jj], X[jj * stride]));
-                X[i * stride] = sub_rn(X[i * stride], acc);
-            }
-        }
-        __syncthreads();
-        // 4. v_new = U - W S, then q k^T * D on and below the diagonal (A is spent). The products with the state
-        // sum each output in order by fused multiply-adds (one rounding a term, as GDN_CORE's delta rule), the
-        // work in register tiles: warp ty the rows 4 ty .. 4 ty + 3 (8 ty .. for S), lane tx the columns tx + 32 b.
-        const int ty = warp, tx = lane;
-        {
-            float acc[4][4];
+}
+
+// 3. v_new = (I + A)^-1 V by forward substitution: a thread a value column, the column in registers, each row's
+// sum in four running sums (j mod 4) added pairwise.
+__device__ inline void chunk_solve(const ChunkSmem& sm) {
+    const int c = threadIdx.x;
+    if (c < GDN_MAX_COLS) {
+        float x[WY_CHUNK];
 #pragma unroll
-            for (int e = 0; e < 16; ++e) acc[e >> 2][e & 3] = 0.0f;
-            tile_fma<4>(acc, sm.w + 4 * ty * GDN_DK, GDN_DK, 1, sm.S, dv, GDN_DK, tx, dv);
+        for (int i = 0; i < WY_CHUNK; ++i) x[i] = sm.V[i * GDN_MAX_COLS + c];
 #pragma unroll
-            for (int e = 0; e < 16; ++e) {
-                const int i = 4 * ty + (e >> 2), c = tx + 32 * (e & 3);
-                if (i < C && c < dv) sm.v[i * GDN_MAX_COLS + c] = sub_rn(sm.v[i * GDN_MAX_COLS + c], acc[e >> 2][e & 3]);
+        for (int i = 1; i < WY_CHUNK; ++i) {
+            float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+            for (int jj = 0; jj < i; jj += 4) {
+                const float4 a = ld4(sm.AQ + i * WY_CHUNK + jj);
+                const float av[4] = {a.x, a.y, a.z, a.w};
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
+                    if (jj + e < i) s[e] = fma_rn(av[e], x[jj + e], s[e]);
             }
+            x[i] = sub_rn(x[i], add_rn(add_rn(s[0], s[1]), add_rn(s[2], s[3])));
         }
-        for (int e = tid; e < C * C; e += TILE_THREADS) {
-            const int i = e / C, jj = e % C;
-            float dot = 0.0f;
-            if (jj <= i) {
-                for (int d = 0; d < dk; ++d)
-                    dot = add_rn(dot, mul_rn(sm.q[i * QK_STRIDE + d], sm.k[jj * QK_STRIDE + d]));
-                dot = mul_rn(dot, expf(sub_rn(sm.G[i], sm.G[jj])));
+#pragma unroll
+        for (int i = 0; i < WY_CHUNK; ++i) sm.V[i * GDN_MAX_COLS + c] = x[i];
+    }
+    __syncthreads();
+}
+
+// 4. QK = (q_i . k_j) D_ij on and below the diagonal, stored transposed in AQ (A is spent): a 4 x 4 tile a thread
+// for the tiles on and below the diagonal, the next threads zeroing the tiles above it (the intra-chunk sums read
+// them).
+__device__ inline void chunk_queries(const ChunkSmem& sm, int C) {
+    const int tid = threadIdx.x;
+    if (tid < LOWER_TILES) {
+        int bi, bj;
+        lower_tile(tid, bi, bj);
+        float acc[4][4] = {};
+        tile_dots(acc, sm.XT, 4 * bi, 4 * bj);
+#pragma unroll
+        for (int a = 0; a < 4; ++a)
+#pragma unroll
+            for (int b = 0; b < 4; ++b) {
+                const int i = 4 * bi + a, jj = 4 * bj + b;
+                sm.AQ[jj * WY_CHUNK + i] = jj <= i && i < C ? mul_rn(acc[a][b], expf(sub_rn(sm.G[i], sm.G[jj]))) : 0.0f;
             }
-            sm.a[i * WY_CHUNK + jj] = dot;
+    } else if (tid < LOWER_TILES + 16 * 15 / 2) {
+        int u = tid - LOWER_TILES, bj = 1;
+        while (u >= bj) u -= bj++;  // tile (bi = u, bj), bi < bj: QK's zeros, at [j][i] with j > i
+        for (int e = 0; e < 16; ++e) sm.AQ[(4 * bj + e / 4) * WY_CHUNK + 4 * u + e % 4] = 0.0f;
+    }
+    __syncthreads();  // then k exp(G_last - G) in place, for the state's update (q and k were read here last)
+    for (int e = tid; e < WY_CHUNK * GDN_DK; e += TILE_THREADS) {
+        const int i = e % WY_CHUNK, at = (e / WY_CHUNK) * XT_STRIDE + WY_CHUNK + i;
+        sm.XT[at] = mul_rn(sm.XT[at], sm.decay[i]);
+    }
+    __syncthreads();
+}
+
+// 5. O += QK v_new: warp w rows 8w .. 8w + 7, lane the columns 4 lane .. + 3, keys j <= 8w + 7 (QK is zero above
+// the diagonal).
+__device__ inline void chunk_intra(const ChunkSmem& sm) {
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    if (tid < TILE_THREADS / 2) {
+        const int i0 = 8 * warp, c0 = 4 * lane;
+        float acc[8][4] = {};
+        for (int jj = 0; jj < i0 + 8; ++jj) {
+            float x[8];
+            ld8(x, sm.AQ + jj * WY_CHUNK + i0);
+            const float4 v4 = ld4(sm.V + jj * GDN_MAX_COLS + c0);
+            const float y[4] = {v4.x, v4.y, v4.z, v4.w};
+            outer_fma(acc, x, y);
         }
-        __syncthreads();
-        // the products' scaled operands, once each (the plain loops scaled them inside): q exp(G_i) for o, k
-        // exp(G_last - G_i) for S (q and k are spent but for these)
-        const float g_last = sm.G[C - 1], decay = expf(g_last);
-        for (int e = tid; e < C * GDN_DK; e += TILE_THREADS) {
-            const int i = e / GDN_DK, at = i * QK_STRIDE + e % GDN_DK;
-            sm.q[at] = mul_rn(sm.q[at], sm.gexp[i]);
-            sm.k[at] = mul_rn(sm.k[at], expf(sub_rn(g_last, sm.G[i])));
+#pragma unroll
+        for (int a = 0; a < 8; ++a) {
+            float* o = sm.O + (i0 + a) * GDN_MAX_COLS + c0;
+            const float4 p = ld4(o);
+            st4(o, make_float4(add_rn(p.x, acc[a][0]), add_rn(p.y, acc[a][1]), add_rn(p.z, acc[a][2]),
+                               add_rn(p.w, acc[a][3])));
         }
-        __syncthreads();
-        // 5. o = (q exp(G)) S + (q k^T * D) v_new, into w (W is spent)
-        {
-            float inter[4][4], intra[4][4];
+    }
+    __syncthreads();
+}
+
+// 6. S = S exp(G_last) + (k exp(G_last - G))^T v_new (threads 0..255: warp w the state's rows 16w .. 16w + 15, read
+// from XT by all its lanes at once, lane the columns 4 lane .. + 3), beside the gated RMSNorm of bf16(o) (threads
+// 256..511, a warp a row): bf16(bf16(w bf16(o rsqrt(mean(o^2) + eps))) silu(z)).
+__device__ inline void chunk_update_and_norm(const ChunkSmem& sm, const Ctx& ctx, const Word& w, int j, int c0, int C) {
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    if (tid < TILE_THREADS / 2) {
+        const int d0 = 16 * warp, col0 = 4 * lane;
+        const float decay = expf(sm.G[C - 1]);
+        float acc[16][4] = {};
+        for (int i = 0; i < C; ++i) {
+            float x[16];
 #pragma unroll
-            for (int e = 0; e < 16; ++e) inter[e >> 2][e & 3] = intra[e >> 2][e & 3] = 0.0f;
-            tile_fma<4>(inter, sm.q + 4 * ty * QK_STRIDE, QK_STRIDE, 1, sm.S, dv, GDN_DK, tx, dv);
-            for (int jj = 0; jj <= min(4 * ty + 3, C - 1); ++jj) {
-                float vv[4];
-#pragma unroll
-                for (int b = 0; b < 4; ++b) vv[b] = tx + 32 * b < dv ? sm.v[jj * GDN_MAX_COLS + tx + 32 * b] : 0.0f;
-#pragma unroll
-                for (int e = 0; e < 16; ++e)
-                    if (jj <= 4 * ty + (e >> 2))
-                        intra[e >> 2][e & 3] = fma_rn(sm.a[(4 * ty + (e >> 2)) * WY_CHUNK + jj], vv[e & 3],
-                                                      intra[e >> 2][e & 3]);
-            }
-#pragma unroll
-            for (int e = 0; e < 16; ++e) {
-                const int i = 4 * ty + (e >> 2), c = tx + 32 * (e & 3);
-                if (i < C && c < dv) sm.w[i * GDN_DK + c] = add_rn(inter[e >> 2][e & 3], intra[e >> 2][e & 3]);
-            }
+            for (int a = 0; a < 16; ++a) x[a] = sm.XT[(d0 + a) * XT_STRIDE + WY_CHUNK + i];
+            const float4 v4 = ld4(sm.V + i * GDN_MAX_COLS + col0);
+            const float y[4] = {v4.x, v4.y, v4.z, v4.w};
+            outer_fma(acc, x, y);
         }
-        __syncthreads();
-        // 6. S = S exp(G_last) + (k exp(G_last - G))^T v_new
-        {
-            float acc[8][4];
 #pragma unroll
-            for (int e = 0; e < 32; ++e) acc[e >> 2][e & 3] = 0.0f;
-            tile_fma<8>(acc, sm.k + 8 * ty, 1, QK_STRIDE, sm.v, GDN_MAX_COLS, C, tx, dv);  // k^T: A(a, i) = k[i][8 ty + a]
-#pragma unroll
-            for (int e = 0; e < 32; ++e) {
-                const int d = 8 * ty + (e >> 2), c = tx + 32 * (e & 3);
-                if (c < dv) sm.S[d * dv + c] = add_rn(mul_rn(sm.S[d * dv + c], decay), acc[e >> 2][e & 3]);
-            }
+        for (int a = 0; a < 16; ++a) {
+            float* s = sm.S + (d0 + a) * GDN_MAX_COLS + col0;
+            const float4 p = ld4(s);
+            st4(s, make_float4(add_rn(mul_rn(p.x, decay), acc[a][0]), add_rn(mul_rn(p.y, decay), acc[a][1]),
+                               add_rn(mul_rn(p.z, decay), acc[a][2]), add_rn(mul_rn(p.w, decay), acc[a][3])));
         }
-        // 7. the gated RMSNorm of bf16(o), a warp a row: bf16(bf16(w bf16(o rsqrt(mean(o^2) + eps))) silu(z))
-        for (int row = warp; row < C; row += TILE_WARPS) {
+    } else {
+        const ChunkHead h(w, j);
+        const int dv = h.dv, conv_dim = h.conv_dim;
+        const float eps = w.pf(7);
+        const Buffer mixed = ctx.buffer(w.buf_aux1()), out = ctx.buffer(w.buf_out());
+        const Weight norm = ctx.weight(w.p(6));
+        for (int row = warp - TILE_WARPS / 2; row < C; row += TILE_WARPS / 2) {
             float ss = 0.0f;
             for (int c = lane; c < dv; c += 32) {
-                const float o = round_bf16(sm.w[row * GDN_DK + c]);
+                const float o = round_bf16(sm.O[row * GDN_MAX_COLS + c]);
                 ss = add_rn(ss, mul_rn(o, o));
             }
             const float rn = rsqrt_ref(add_rn(div_rn(warp_sum(ss), static_cast<float>(dv)), eps));
             for (int c = lane; c < dv; c += 32) {
-                const float o = round_bf16(sm.w[row * GDN_DK + c]);
+                const float o = round_bf16(sm.O[row * GDN_MAX_COLS + c]);
                 const float t = round_bf16(mul_rn(norm.value(c), round_bf16(mul_rn(o, rn))));
                 const float z = bf(*mixed.at<bf16>(c0 + row, conv_dim + j * dv + c));
                 *out.at<bf16>(c0 + row, j * dv + c) = to_bf16(mul_rn(t, silu_ref(z)));
             }
         }
-        __syncthreads();
+    }
+    __syncthreads();
+}
+
+__device__ inline void gdn_chunk_tile(const Ctx& ctx, const Word& w, int j, u8* smem) {
+    const ChunkSmem sm(smem);
+    const int dk = w.p(4), dv = w.p(5);
+    float* state = ctx.buffer(w.buf_aux0()).at<float>(j, 0);  // [dv][dk]
+    // S[d][c] = state[c][d]: lanes along c (shared memory without conflicts; the global reads hit L1 lines)
+    for (int e = threadIdx.x; e < GDN_DK * GDN_MAX_COLS; e += TILE_THREADS) {
+        const int c = e % GDN_MAX_COLS, d = e / GDN_MAX_COLS;
+        sm.S[e] = c < dv ? state[c * dk + d] : 0.0f;
+    }
+    __syncthreads();
+    const int r = chunk_rows_now(ctx, w), pos = ctx.control()[w.ctrl_base() + CTRL_POSITION];
+    for (int c0 = 0; c0 < r;) {
+        const int C = min(r - c0, WY_CHUNK - (pos + c0) % WY_CHUNK);
+        chunk_rows(sm, ctx, w, j, c0, C);
+        chunk_state_products(sm, C);
+        chunk_solve(sm);
+        chunk_queries(sm, C);
+        chunk_intra(sm);
+        chunk_update_and_norm(sm, ctx, w, j, c0, C);
         c0 += C;
     }
-    for (int e = tid; e < dk * dv; e += TILE_THREADS) state[e] = sm.S[(e % dk) * dv + e / dk];
+    for (int e = threadIdx.x; e < GDN_DK * GDN_MAX_COLS; e += TILE_THREADS) {
+        const int c = e % GDN_MAX_COLS, d = e / GDN_MAX_COLS;
+        if (c < dv) state[c * dk + d] = sm.S[e];
+    }
 }
 
 }  // namespace mk

@@ -1,0 +1,61 @@
+// The prompt programs' CUDA-core words (megakernel/runtime/cuda/prompt_ops.cuh, prompt_gdn.cuh) on the CPU,
+// one launch at a time: the tile functions the discrete kernels call (discrete/kernels.cu), each block of the
+// grid run by simt.h. Built and called by tests/simt_runner.py; the GEMMs and ATTN_CAUSAL (tensor cores,
+// async copies) are not here.
+#include "simt.h"
+
+#include "prompt_gdn.cuh"
+
+namespace {
+
+// Word 0 of `launch` (a launch program: discrete/launch_program.py) as its kernel would run it, block by block.
+// 0 when it ran, 1 when a block stalled (`message` says why), 2 for an opcode this file does not run.
+int run_launch(const unsigned char* launch, unsigned char* arena, const unsigned char* weights, int threads,
+               unsigned char* smem, int smem_bytes, char* message, int message_bytes) {
+    simt::smem_window = smem;
+    simt::smem_window_bytes = smem_bytes;
+    const mk::Ctx ctx{arena, weights, launch};
+    const mk::Word w = ctx.word(0);
+    const int op = w.opcode(), tiles = w.tiles();
+    std::function<void(int)> tile;
+    switch (op) {
+        case mk::OP_PROMPT_EMBED: tile = [&](int t) { mk::prompt_embed_tile(ctx, w, t); }; break;
+        case mk::OP_PROMPT_ADVANCE: tile = [&](int) { mk::prompt_advance_tile(ctx, w); }; break;
+        case mk::OP_PROMPT_QKV: tile = [&](int t) { mk::prompt_qkv_tile(ctx, w, t); }; break;
+        case mk::OP_PROMPT_CONV: tile = [&](int t) { mk::prompt_conv_tile(ctx, w, t); }; break;
+        case mk::OP_PROMPT_NORM: tile = [&](int t) { mk::prompt_norm_tile(ctx, w, t, smem); }; break;
+        case mk::OP_NORM_PREPARE:
+        case mk::OP_PREPARE:
+        case mk::OP_MTP_PREPARE: tile = [&](int t) { mk::prepare_tile(ctx, w, t, smem); }; break;
+        case mk::OP_GDN_CHUNK: tile = [&](int t) { mk::gdn_chunk_tile(ctx, w, t, smem); }; break;
+        default: std::snprintf(message, message_bytes, "opcode %d is not run on the CPU", op); return 2;
+    }
+    for (int t = 0; t < tiles; ++t) {
+        simt::failure.clear();
+        if (!simt::run_block(threads, [&] { tile(t); }, t, tiles)) {
+            std::snprintf(message, message_bytes, "%s", simt::failure.c_str());
+            return 1;
+        }
+    }
+    return 0;
+}
+
+}  // namespace
+
+extern "C" int simt_run_launch(const unsigned char* launch, unsigned char* arena, const unsigned char* weights,
+                               int threads, unsigned char* smem, int smem_bytes, char* message, int message_bytes) {
+    return run_launch(launch, arena, weights, threads, smem, smem_bytes, message, message_bytes);
+}
+
+// The runner's own check (tests/test_prompt_words_on_cpu.py): a block of 64 threads whose thread 0 waits at the
+// block barrier while the rest of its warp waits at the warp's, which no GPU block leaves. 1 and the message.
+extern "C" int simt_stall_probe(char* message, int message_bytes) {
+    simt::failure.clear();
+    const bool ran = simt::run_block(64, [] {
+        if (threadIdx.x == 0) __syncthreads();
+        else if (threadIdx.x < 32) __syncwarp();
+    });
+    std::snprintf(message, message_bytes, "%s", simt::failure.c_str());
+    return ran ? 0 : 1;
+}
+

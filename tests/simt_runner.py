@@ -1,0 +1,147 @@
+"""The prompt programs' CUDA-core words on the CPU: the engine's own tile functions (prompt_ops.cuh,
+prompt_gdn.cuh) built by the host's g++ against tests/simt/simt.h, which runs a CUDA block's threads as
+fibers that interleave only at barriers and shuffles. A word runs from a copy of the CPU interpreter's
+arena, so tests/gpu/per_word.py's check compares it with the interpreter exactly as on the GPU.
+
+Why: these kernels were written in sessions without a GPU (D68, D69); this finds their indexing, barrier and
+arithmetic mistakes before a GPU session spends device time on them. What it cannot find: anything of timing,
+of the memory model beyond barriers (an async copy lands at once here), or of the tensor-core words (the GEMMs,
+ATTN_CAUSAL), which it does not run. Arithmetic: the host's IEEE fp32, glibc's expf and log1pf (CUDA's may
+differ in the last bit; the comparison's tolerances cover it, as they cover the GPU's).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from isa import DType, Op, Program
+from megakernel.runtime import cuda_build
+from megakernel.runtime.weight_layout import to_units
+
+SIMT_DIR = Path(__file__).parent / "simt"
+CPU_OPS = frozenset({Op.PROMPT_EMBED, Op.PROMPT_ADVANCE, Op.PROMPT_QKV, Op.PROMPT_CONV, Op.PROMPT_NORM,
+                     Op.NORM_PREPARE, Op.PREPARE, Op.MTP_PREPARE, Op.GDN_CHUNK})
+H200_SMEM_OPT_IN = 232448  # a block's dynamic shared memory opt-in on the H200 (docs/HOPPER.md)
+
+
+def _cuda_include() -> Path | None:
+    for root in (os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
+        if root and (Path(root) / "include" / "cuda_bf16.h").exists():
+            return Path(root) / "include"
+    return None
+
+
+def unavailable() -> str | None:
+    """Why the CPU runner cannot be built here (None: it can)."""
+    if shutil.which("g++") is None:
+        return "no g++"
+    if _cuda_include() is None:
+        return "no CUDA headers (cuda_bf16.h) under $CUDA_HOME or /usr/local/cuda"
+    return None
+
+
+def _sources() -> list[Path]:
+    return sorted(SIMT_DIR.glob("*")) + sorted(cuda_build.CUDA_DIR.glob("*.cuh"))
+
+
+@functools.lru_cache(maxsize=None)
+def library() -> ctypes.CDLL:
+    """tests/simt/prompt_words.cpp built once per source version (a shared library in the temp directory)."""
+    digest = hashlib.sha256(b"".join(p.name.encode() + p.read_bytes() for p in _sources())).hexdigest()[:16]
+    out = Path(tempfile.gettempdir()) / f"megakernel-simt-{digest}.so"
+    if not out.exists():
+        tmp = out.with_suffix(f".{os.getpid()}.tmp")
+        cmd = ["g++", "-std=c++20", "-O2", "-ffp-contract=off", "-fno-fast-math", "-fPIC", "-shared",
+               "-DMK_HOST_SIMT", "-include", "cstdio", f"-I{SIMT_DIR}", f"-I{cuda_build.CUDA_DIR}",
+               f"-I{_cuda_include()}", str(SIMT_DIR / "prompt_words.cpp"), "-o", str(tmp)]
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode:
+            raise RuntimeError(f"building the CPU runner failed:\n{done.stderr[-4000:]}")
+        tmp.replace(out)
+    lib = ctypes.CDLL(str(out))
+    lib.simt_run_launch.restype = ctypes.c_int
+    lib.simt_run_launch.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
+                                    ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
+    return lib
+
+
+def weight_arena(program: Program, weights) -> np.ndarray:
+    """The weight arena as DeviceWeights.from_weightset lays it out (fp8 weights in units), in host memory."""
+    from megakernel.runtime.device import _STORED, _scales_as
+    from megakernel.model.tensors import scale_name
+
+    arena = np.zeros(max(program.weight_bytes, 1), np.uint8)
+    for e in program.weights:
+        a = np.ascontiguousarray(weights[e.name])
+        if a.dtype != _STORED[e.dtype] or a.size != e.rows * e.cols:
+            raise ValueError(f"{e.name}: the program expects {e.dtype.name} [{e.rows}, {e.cols}], the weights "
+                             f"hold {a.dtype} {a.shape}")
+        raw = a.view(np.uint8).reshape(e.rows, -1)
+        if e.dtype == DType.FP8_E4M3:
+            raw = to_units(raw)
+        arena[e.offset:e.offset + raw.size] = raw.ravel()
+        if e.scale_dtype != DType.NONE:
+            s = _scales_as(weights[scale_name(e.name)], e.scale_dtype, e.name)
+            arena[e.scale_offset:e.scale_offset + s.size] = s.ravel()
+    return arena
+
+
+class HostArena:
+    """A session arena in host memory, with the one method of a CuPy array the per-word check calls."""
+
+    def __init__(self, size: int):
+        self.data = np.zeros(size, np.uint8)
+
+    def get(self) -> np.ndarray:
+        return self.data.copy()
+
+
+class HostSession:
+    def __init__(self, program: Program):
+        self.arena = HostArena(program.arena_bytes)
+
+    def load(self, arena_bytes: np.ndarray) -> None:
+        if arena_bytes.size != self.arena.data.size:
+            raise ValueError(f"an arena of {arena_bytes.size} bytes for a session of {self.arena.data.size}")
+        self.arena.data[:] = arena_bytes
+
+
+class HostProgram:
+    """`program`'s CUDA-core words run one at a time on the CPU (DiscreteProgram.run_word's contract)."""
+
+    def __init__(self, program: Program, weights):
+        from discrete.launch_program import launch_program
+
+        self.program, self.session = program, HostSession(program)
+        self.weights = weight_arena(program, weights)
+        self._launch = {i: launch_program(program, i) for i, w in enumerate(program.words) if w.opcode in CPU_OPS}
+        room = H200_SMEM_OPT_IN - -(-cuda_build.launch_program_bytes() // 1024) * 1024  # as DiscreteProgram._room
+        self.smem = np.zeros(room, np.uint8)
+
+    def run_word(self, index: int) -> None:
+        w = self.program.words[index]
+        if index not in self._launch:
+            raise ValueError(f"word {index} ({w.opcode.name}) does not run on the CPU (tensor cores)")
+        need = cuda_build.prompt_word_smem(w)
+        if need > self.smem.size:
+            raise ValueError(f"word {index} ({w.opcode.name}) needs {need} bytes of shared memory, "
+                             f"a block has {self.smem.size}")
+        self.smem.fill(0xA5)  # shared memory is not zeroed on the GPU either
+        message = ctypes.create_string_buffer(512)
+        rc = library().simt_run_launch(self._launch[index], self.session.arena.data.ctypes.data,
+                                       self.weights.ctypes.data, cuda_build.word_threads(w), self.smem.ctypes.data,
+                                       self.smem.size, message, len(message))
+        if rc:
+            raise RuntimeError(f"word {index} ({w.opcode.name}) on the CPU: {message.value.decode()}")
+
+
+__all__ = ["CPU_OPS", "HostProgram", "library", "unavailable", "weight_arena"]

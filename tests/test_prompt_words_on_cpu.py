@@ -1,0 +1,91 @@
+"""The prompt programs' CUDA-core kernels (prompt_ops.cuh, prompt_gdn.cuh) run on the CPU by tests/simt_runner.py,
+word by word against the CPU interpreter with the GPU tests' own check (tests/gpu/per_word.py: the written
+buffers within the op tolerance, every other byte exact), on the tiny preset from a random session at two
+positions (a first WY chunk and key tile cut short at 37; 2950 deep in a long cache). The tensor-core words
+(GEMMs, ATTN_CAUSAL) are run by the interpreter alone here; tests/gpu/test_prompt_gpu.py runs them all on a GPU.
+"""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "gpu"))
+
+from compiler import lower_mtp_prompt, lower_prompt  # noqa: E402
+from compiler.interpreter import Interpreter  # noqa: E402
+from isa import Op  # noqa: E402
+from isa.opcodes import CTRL_POSITION, control_base  # noqa: E402
+from per_word import check_word, interpret_word, randomise_session  # noqa: E402
+from simt_runner import CPU_OPS, HostProgram, library, unavailable  # noqa: E402
+
+pytestmark = pytest.mark.skipif(unavailable() is not None, reason=f"CPU runner: {unavailable()}")
+ROWS = 160  # two token tiles, the second partial (tests/gpu/test_prompt_gpu.py's chunks)
+
+
+def walk(weights, program, position, tokens, seed=0, run=lambda word: True):
+    """Every word in order from a random session at `position`: the CUDA-core words that `run` picks checked
+    against the interpreter, the rest run by the interpreter alone. Returns (words checked, problems)."""
+    interp = Interpreter(program, weights)
+    randomise_session(interp, program, np.random.default_rng(seed), position)
+    interp.view(0)[0, control_base(program.words[0].layer) + CTRL_POSITION] = position
+    interp.set_prompt_chunk(tokens)
+    runner = HostProgram(program, weights)
+    checked, problems = [], []
+    for i, w in enumerate(program.words):
+        if w.opcode in CPU_OPS and run(w):
+            problems += check_word(interp, runner, program, i)
+            checked.append(w.opcode)
+        else:
+            interpret_word(interp, program, i)
+    return checked, problems
+
+
+@pytest.mark.parametrize("position, capacity", [(37, 384), (2950, 3200)])
+def test_every_cuda_core_prompt_word_matches_the_interpreter(tiny_weights, position, capacity):
+    c = tiny_weights.config
+    program = lower_prompt(c, rows=ROWS, sms=132, capacity=capacity)
+    checked, problems = walk(tiny_weights, program, position, [(7919 * i) % c.defined_vocab for i in range(150)])
+    assert set(checked) == CPU_OPS - {Op.MTP_PREPARE}
+    assert checked.count(Op.GDN_CHUNK) == len(c.gdn_layers)
+    assert not problems, problems[:10]
+
+
+def test_the_mtp_prompt_words_match_the_interpreter(tiny_weights):
+    c = tiny_weights.config
+    program = lower_mtp_prompt(c, rows=ROWS, sms=132, capacity=384)
+    checked, problems = walk(tiny_weights, program, 64, [(104729 * i + 11) % c.defined_vocab for i in range(131)],
+                             seed=1)
+    assert Op.MTP_PREPARE in checked
+    assert not problems, problems[:10]
+
+
+def test_a_wrong_gdn_state_on_the_cpu_is_caught(tiny_weights):
+    """Negative control: the check fails when the kernel's inputs differ from the interpreter's (here the
+    GDN layer's A_log in the CPU runner's weight arena, so the kernel decays the state at another rate)."""
+    c = tiny_weights.config
+    program = lower_prompt(c, rows=64, sms=132, capacity=384)
+    first = min(c.gdn_layers)
+    a_log = next(e for e in program.weights if e.name.endswith("A_log") and f".{first}." in e.name)
+    original = HostProgram.__init__
+
+    def tampered(self, program, weights):
+        original(self, program, weights)
+        self.weights[a_log.offset:a_log.offset + 4] ^= 0x40  # the first head's A_log, a few bits off
+
+    HostProgram.__init__ = tampered
+    try:
+        _, problems = walk(tiny_weights, program, 37, list(range(1, 60)),
+                           run=lambda w: w.opcode == Op.GDN_CHUNK and w.layer == first)
+    finally:
+        HostProgram.__init__ = original
+    assert any("ssm" in p for p in problems), problems
+
+
+def test_a_block_that_never_leaves_a_barrier_is_reported_not_waited_for():
+    import ctypes
+
+    message = ctypes.create_string_buffer(256)
+    assert library().simt_stall_probe(message, len(message)) == 1
+    assert b"never all reach" in message.value
