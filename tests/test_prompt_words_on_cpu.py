@@ -1,8 +1,9 @@
-"""The prompt programs' CUDA-core kernels (prompt_ops.cuh, prompt_gdn.cuh) run on the CPU by tests/simt_runner.py,
-word by word against the CPU interpreter with the GPU tests' own check (tests/gpu/per_word.py: the written
-buffers within the op tolerance, every other byte exact), on the tiny preset from a random session at two
-positions (a first WY chunk and key tile cut short at 37; 2950 deep in a long cache). The tensor-core words
-(GEMMs, ATTN_CAUSAL) are run by the interpreter alone here; tests/gpu/test_prompt_gpu.py runs them all on a GPU.
+"""The prompt programs' kernels but the GEMMs (prompt_ops.cuh, prompt_gdn.cuh, prompt_attention.cuh) run on the
+CPU by tests/simt_runner.py, word by word against the CPU interpreter with the GPU tests' own check
+(tests/gpu/per_word.py: the written buffers within the op tolerance, every other byte exact), on the tiny preset
+from a random session at two positions (a first WY chunk and key tile cut short at 37; 2950 deep in a long cache,
+causal attention there in its first layer only: ~25 s a word on the CPU). The GEMMs are run by the interpreter
+alone here; tests/gpu/test_prompt_gpu.py runs every word on a GPU.
 """
 
 import sys
@@ -43,10 +44,12 @@ def walk(weights, program, position, tokens, seed=0, run=lambda word: True):
 
 
 @pytest.mark.parametrize("position, capacity", [(37, 384), (2950, 3200)])
-def test_every_cuda_core_prompt_word_matches_the_interpreter(tiny_weights, position, capacity):
+def test_every_prompt_word_but_the_gemms_matches_the_interpreter(tiny_weights, position, capacity):
     c = tiny_weights.config
     program = lower_prompt(c, rows=ROWS, sms=132, capacity=capacity)
-    checked, problems = walk(tiny_weights, program, position, [(7919 * i) % c.defined_vocab for i in range(150)])
+    first_attention = min(c.attention_layers)
+    checked, problems = walk(tiny_weights, program, position, [(7919 * i) % c.defined_vocab for i in range(150)],
+                             run=lambda w: w.opcode != Op.ATTN_CAUSAL or position < 300 or w.layer == first_attention)
     assert set(checked) == CPU_OPS - {Op.MTP_PREPARE}
     assert checked.count(Op.GDN_CHUNK) == len(c.gdn_layers)
     assert not problems, problems[:10]
@@ -89,3 +92,29 @@ def test_a_block_that_never_leaves_a_barrier_is_reported_not_waited_for():
     message = ctypes.create_string_buffer(256)
     assert library().simt_stall_probe(message, len(message)) == 1
     assert b"never all reach" in message.value
+
+
+def test_a_wrong_attention_scale_on_the_cpu_is_caught(tiny_weights):
+    """Negative control for the modelled tensor-core instructions: ATTN_CAUSAL run on the CPU with its score
+    scale (the word's p4) halved in its launch program must fail the check."""
+    import struct
+
+    c = tiny_weights.config
+    program = lower_prompt(c, rows=64, sms=132, capacity=384)
+    original = HostProgram.__init__
+
+    def tampered(self, program, weights):
+        original(self, program, weights)
+        for i, launch in self._launch.items():
+            if program.words[i].opcode == Op.ATTN_CAUSAL:
+                at = 64 + 4 * (21 + 4)  # the header, then word field p4 (common.cuh Word::pf)
+                scale = struct.unpack_from("<f", launch, at)[0]
+                self._launch[i] = launch[:at] + struct.pack("<f", scale / 2) + launch[at + 4:]
+
+    HostProgram.__init__ = tampered
+    try:
+        _, problems = walk(tiny_weights, program, 37, list(range(1, 60)), run=lambda w: w.opcode == Op.ATTN_CAUSAL)
+    finally:
+        HostProgram.__init__ = original
+    assert problems and all("attn_out" in p for p in problems), problems
+

@@ -12,7 +12,7 @@ import ml_dtypes
 import numpy as np
 
 from compiler.access import accesses
-from isa import DType, Kind, Program
+from isa import DType, Kind, Op, Program
 from isa.opcodes import CTRL_POSITION
 from megakernel.model.tensors import scale_name, tensor_specs
 
@@ -27,7 +27,18 @@ def ulps(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.abs(key(a) - key(b))
 
 
-def compare(program: Program, name: str, gpu: np.ndarray, cpu: np.ndarray) -> str | None:
+# How far from the interpreter's a rare bf16 element may be, as a fraction of the buffer's largest value: one
+# ulp of the largest, for an output one rounding away from fp32 sums run in another order; 2^-6 for
+# ATTN_CAUSAL's gated output, where one score's bf16 rounding going the other way (its 256-dim dot product in
+# another order: BLAS's shapes against the tensor core's steps) moves every output of its row by that key's
+# share. Measured on the CPU at position 2,950 (D70): one score of 2,968 flipped one ulp moved an output 1.2 %,
+# 0.43 % of the buffer's largest value; the kernel run on the CPU there agrees with a float64 evaluation at the
+# same rounding points.
+FAR = {Op.ATTN_CAUSAL: 2.0 ** -6}
+
+
+def compare(program: Program, name: str, gpu: np.ndarray, cpu: np.ndarray, far_fraction: float = 2.0 ** -8
+            ) -> str | None:
     """None if the GPU buffer matches the interpreter's within the op tolerance, else a description."""
     b = next(b for b in program.buffers if b.name == name)
     if b.dtype == DType.BF16:
@@ -38,15 +49,16 @@ def compare(program: Program, name: str, gpu: np.ndarray, cpu: np.ndarray) -> st
         # within 2 ulps, except where a result is small next to the buffer's scale: a sum whose fp32 order
         # differs can round an intermediate bf16 (a GEMV's y before the residual add) one ulp the other way,
         # and cancellation then shows it as several ulps of the result. Such elements must be rare (one of a
-        # small buffer: a tiny-model row has 256) and within one bf16 ulp of the buffer's largest value.
+        # small buffer: a tiny-model row has 256) and within one bf16 ulp of the buffer's largest value (FAR).
         d = ulps(g, c)[~nan_c]
         if d.size == 0:
             return None
         gf, cf = (x.view(ml_dtypes.bfloat16).astype(np.float32)[~nan_c] for x in (g, c))
-        far = (d > 2) & (np.abs(gf - cf) > np.abs(cf).max() * 2.0 ** -8)
+        far = (d > 2) & (np.abs(gf - cf) > np.abs(cf).max() * far_fraction)
         rare = (d > 2).sum() <= max(1, 1e-3 * d.size)
         return None if not far.any() and rare else \
-            f"{name}: {int(d.max())} ulps, {int((d > 2).sum())} beyond 2 ulps, {int(far.sum())} beyond 2^-8 of max"
+            f"{name}: {int(d.max())} ulps, {int((d > 2).sum())} beyond 2 ulps, {int(far.sum())} beyond " \
+            f"{far_fraction:.3g} of max"
     if b.dtype == DType.F32:
         g, c = gpu.view(np.float32), cpu.view(np.float32)
         if (np.isnan(g) != np.isnan(c)).any():
@@ -115,7 +127,8 @@ def diff_arena(program: Program, i: int, gpu: np.ndarray, cpu: np.ndarray) -> li
         b = program.buffers[buf]
         lo, hi = b.offset, b.offset + b.nbytes
         untouched[lo:hi] = False
-        problem = compare(program, b.name, gpu[lo:hi].reshape(b.rows, -1), cpu[lo:hi].reshape(b.rows, -1))
+        problem = compare(program, b.name, gpu[lo:hi].reshape(b.rows, -1), cpu[lo:hi].reshape(b.rows, -1),
+                          FAR.get(program.words[i].opcode, 2.0 ** -8))
         if problem:
             problems.append(problem)
     stray = np.flatnonzero((gpu != cpu) & untouched)

@@ -10,7 +10,7 @@ prompt_gemm.cuh), tiny preset:
   128-row chunks bit for bit; speculative decoding after it equal to plain greedy decoding;
 * the prompt path scored by the calibrated checker on the tiny power-of-two goldens.
 
-Written in sessions without a GPU (D68-D70): not yet run on one (the CUDA-core words run on the CPU:
+Written in sessions without a GPU (D68-D70): not yet run on one (all words but the GEMMs run on the CPU:
 tests/test_prompt_words_on_cpu.py).
 """
 

@@ -1,23 +1,26 @@
 // A CUDA thread block on the CPU, for checking the engine's CUDA-core tile functions without a GPU
-// (tests/simt_runner.py): each thread of the block is a fiber (ucontext) on one OS thread, run in turn until
+// (tests/simt_runner.py): each thread of the block is a fiber on one OS thread (x86-64: a stack and a six-register
+// switch, no system call), run in turn until
 // it reaches a barrier (__syncthreads, __syncwarp, a shuffle), so the block's threads interleave only where
 // the CUDA programming model lets them. A barrier some thread never reaches, or a shuffle whose warp is not
 // whole, ends the run with a message instead of hanging.
 //
-// What it does not model: tensor-core and async-copy instructions (the tile functions that use them are not
-// run here), the memory model beyond barriers, timing. Arithmetic is the host's IEEE fp32 (common.cuh
+// What it models beyond that: mma.sync m16n8k16 and ldmatrix x4 (warp-wide, below); async copies land at once.
+// What it does not: wgmma, bulk tensor copies and mbarriers (the GEMMs are not run here), named barriers, the
+// memory model beyond barriers, timing. Arithmetic is the host's IEEE fp32 (common.cuh
 // MK_HOST_SIMT); expf and log1pf are glibc's, which may differ from CUDA's in the last bit.
 #pragma once
-
-#include <ucontext.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include <cuda_fp16.h>
 
 #define __device__
 #define __host__
@@ -49,9 +52,35 @@ inline unsigned char* window_at(unsigned offset, size_t bytes) {
     return smem_window + offset;
 }
 
+// Saves the callee-saved registers on the running stack, stores its pointer in *from, continues on stack `to`.
+extern "C" void simt_switch(void** from, void* to);
+asm(R"(
+    .text
+    .p2align 4
+    .hidden simt_switch
+    .globl simt_switch
+    .type simt_switch, @function
+simt_switch:
+    pushq %rbp
+    pushq %rbx
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    movq %rsp, (%rdi)
+    movq %rsi, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rbx
+    popq %rbp
+    ret
+    .size simt_switch, .-simt_switch
+)");
+
 struct Fiber {
-    ucontext_t context;
-    std::vector<char> stack;
+    void* sp = nullptr;
     bool done = false;
     int waits_on = 0;          // 0: runnable; 1: the block barrier; 2: its warp's barrier
     unsigned generation = 0;   // the barrier's generation it waits to pass
@@ -60,23 +89,29 @@ struct Fiber {
 struct Block {
     int threads = 0, alive = 0, current = -1;
     std::vector<Fiber> fibers;
-    ucontext_t scheduler;
+    void* scheduler = nullptr;
     std::function<void()> body;
     int block_arrived = 0;
     unsigned block_generation = 0;
     std::vector<int> warp_arrived, warp_alive;
     std::vector<unsigned> warp_generation;
     std::vector<uint64_t> exchange;  // a shuffle's values, a slot a thread
+    std::vector<uint32_t> fragments;  // a warp-wide instruction's operands, FRAGMENT_WORDS a thread
 };
+constexpr int FRAGMENT_WORDS = 8;
 
 inline Block* block = nullptr;
 
+// The fibers' stacks, kept from block to block (a fresh 128 MB a block cost more in page faults than the run).
+constexpr size_t STACK_BYTES = 256 * 1024;
+inline std::vector<std::unique_ptr<char[]>> stacks;
+
 inline void yield() {
     Fiber& f = block->fibers[block->current];
-    swapcontext(&f.context, &block->scheduler);
+    simt_switch(&f.sp, block->scheduler);
 }
 
-inline void entry() {
+[[noreturn]] inline void entry() {
     block->body();
     Fiber& f = block->fibers[block->current];
     f.done = true;
@@ -92,7 +127,8 @@ inline void entry() {
         block->warp_arrived[w] = 0;
         ++block->warp_generation[w];
     }
-    swapcontext(&f.context, &block->scheduler);
+    simt_switch(&f.sp, block->scheduler);
+    __builtin_unreachable();  // a finished fiber is never resumed
 }
 
 inline void sync_block() {
@@ -128,7 +164,6 @@ inline bool runnable(int i) {
 
 // Runs `body` as a block of `threads` threads; false (and `failure` says why) if the block stalled.
 inline bool run_block(int threads, const std::function<void()>& body, int block_index = 0, int grid = 1) {
-    constexpr size_t STACK = 256 * 1024;
     Block b;
     b.threads = b.alive = threads;
     b.fibers.resize(threads);
@@ -138,18 +173,20 @@ inline bool run_block(int threads, const std::function<void()>& body, int block_
     b.warp_alive.assign((threads + 31) / 32, 0);
     for (int i = 0; i < threads; ++i) ++b.warp_alive[i / 32];
     b.exchange.assign(threads, 0);
+    b.fragments.assign(static_cast<size_t>(threads) * FRAGMENT_WORDS, 0);
     block = &b;
     blockIdx = {static_cast<unsigned>(block_index), 0, 0};
     blockDim = {static_cast<unsigned>(threads), 1, 1};
     gridDim = {static_cast<unsigned>(grid), 1, 1};
-    for (int i = 0; i < threads; ++i) {
+    for (int i = 0; i < threads; ++i) {  // a new stack: six zero registers, then entry as the return address
         Fiber& f = b.fibers[i];
-        f.stack.resize(STACK);
-        getcontext(&f.context);
-        f.context.uc_stack.ss_sp = f.stack.data();
-        f.context.uc_stack.ss_size = STACK;
-        f.context.uc_link = nullptr;
-        makecontext(&f.context, entry, 0);
+        if (static_cast<int>(stacks.size()) <= i) stacks.emplace_back(new char[STACK_BYTES]);
+        uintptr_t top = (reinterpret_cast<uintptr_t>(stacks[i].get()) + STACK_BYTES) & ~uintptr_t(15);
+        void** sp = reinterpret_cast<void**>(top);
+        *--sp = nullptr;                                    // entry's own return address: never used
+        *--sp = reinterpret_cast<void*>(&entry);
+        for (int r = 0; r < 6; ++r) *--sp = nullptr;
+        f.sp = sp;
     }
     bool ok = true;
     while (b.alive > 0) {
@@ -159,7 +196,7 @@ inline bool run_block(int threads, const std::function<void()>& body, int block_
             b.fibers[i].waits_on = 0;
             b.current = i;
             threadIdx = {static_cast<unsigned>(i), 0, 0};
-            swapcontext(&b.scheduler, &b.fibers[i].context);
+            simt_switch(&b.scheduler, b.fibers[i].sp);
             progressed = true;
             if (!failure.empty()) break;
         }
@@ -194,7 +231,79 @@ T exchange(T v, int source_lane) {
     return r;
 }
 
+// A warp-wide instruction: every lane puts `n` words, then reads any lane's; `done` when all have read.
+inline const uint32_t* warp_fragments(const uint32_t* mine, int n) {
+    const int me = block->current, w = me / 32;
+    if (block->warp_alive[w] != 32 && failure.empty()) failure = "a warp-wide instruction in a warp with exited lanes";
+    std::memcpy(&block->fragments[static_cast<size_t>(me) * FRAGMENT_WORDS], mine, 4 * n);
+    sync_warp();
+    return &block->fragments[static_cast<size_t>(w) * 32 * FRAGMENT_WORDS];
+}
+inline void warp_fragments_done() { sync_warp(); }
+
+inline float half_bits_to_float(uint16_t h, bool f16) {
+    if (!f16) {
+        const uint32_t u = static_cast<uint32_t>(h) << 16;
+        float f;
+        std::memcpy(&f, &u, 4);
+        return f;
+    }
+    __half_raw r;
+    r.x = h;
+    return __half2float(__half(r));
+}
+
 }  // namespace simt
+
+// mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}: the PTX ISA's fragment layouts (lane = 4 g + t): a0 (row g,
+// k 2t, 2t + 1), a1 (row g + 8), a2 (k + 8), a3 (row g + 8, k + 8); b0 (k 2t, 2t + 1, column g), b1 (k + 8); d0,
+// d1 (row g, columns 2t, 2t + 1), d2, d3 (row g + 8). Each output's 16 products (exact in fp32) and its
+// accumulator are added in double and rounded once: the tensor core's own order and rounding are not modelled,
+// so results may differ from the GPU's in the last bits (the comparisons' tolerances hold either).
+template <bool F16>
+inline void mma_16816(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+    const uint32_t mine[6] = {a[0], a[1], a[2], a[3], b[0], b[1]};
+    const uint32_t* all = simt::warp_fragments(mine, 6);
+    const auto element = [&](int lane, int word, int half) {
+        const uint32_t v = all[lane * simt::FRAGMENT_WORDS + word];
+        return simt::half_bits_to_float(static_cast<uint16_t>(half ? v >> 16 : v & 0xFFFFu), F16);
+    };
+    const auto A = [&](int row, int k) {  // (row, k) of the 16 x 16 operand
+        return element(4 * (row % 8) + (k % 8) / 2, (row >= 8) + 2 * (k >= 8), k % 2);
+    };
+    const auto B = [&](int k, int col) { return element(4 * col + (k % 8) / 2, 4 + (k >= 8), k % 2); };
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    float out[4];
+    for (int e = 0; e < 4; ++e) {
+        const int row = g + 8 * (e >> 1), col = 2 * t + (e & 1);
+        double acc = d[e];
+        for (int k = 0; k < 16; ++k) acc += static_cast<double>(A(row, k)) * static_cast<double>(B(k, col));
+        out[e] = static_cast<float>(acc);
+    }
+    simt::warp_fragments_done();
+    for (int e = 0; e < 4; ++e) d[e] = out[e];
+}
+
+// ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16: lane 8 m + r gives the address of row r of matrix m; lane l
+// gets matrix m's (row l / 4, columns 2 (l % 4), + 1) in r[m], or with .trans (rows 2 (l % 4), + 1, column l / 4).
+inline void ldmatrix_model(uint32_t (&r)[4], unsigned at, bool trans) {
+    const uint32_t* all = simt::warp_fragments(&at, 1);
+    const int lane = threadIdx.x & 31;
+    for (int m = 0; m < 4; ++m) {
+        const auto row = [&](int i) { return all[(8 * m + i) * simt::FRAGMENT_WORDS]; };
+        if (!trans) {
+            std::memcpy(&r[m], simt::window_at(row(lane / 4) + 4 * (lane % 4), 4), 4);
+        } else {
+            uint16_t lo, hi;
+            std::memcpy(&lo, simt::window_at(row(2 * (lane % 4)) + 2 * (lane / 4), 2), 2);
+            std::memcpy(&hi, simt::window_at(row(2 * (lane % 4) + 1) + 2 * (lane / 4), 2), 2);
+            r[m] = lo | static_cast<uint32_t>(hi) << 16;
+        }
+    }
+    simt::warp_fragments_done();
+}
+inline void ldmatrix_x4(uint32_t (&r)[4], unsigned at) { ldmatrix_model(r, at, false); }
+inline void ldmatrix_x4_trans(uint32_t (&r)[4], unsigned at) { ldmatrix_model(r, at, true); }
 
 inline void __syncthreads() { simt::sync_block(); }
 inline void __syncwarp(unsigned = 0xffffffffu) { simt::sync_warp(); }
@@ -243,5 +352,13 @@ inline void copy_async16(unsigned dst, const void* src) { copy_async_piece(dst, 
 inline void copy_async16_once(unsigned dst, const void* src) { copy_async_piece(dst, src, 16); }
 inline unsigned long long evict_first_policy() { return 0; }
 inline void copies_commit() {}
+inline void copies_wait(int) {}
+inline void pair_sync(int) {  // bar.sync id, 64 (the decode attention's): not modelled
+    if (simt::failure.empty()) simt::failure = "a named barrier (not modelled)";
+}
+inline void copy_async16_or_zero(unsigned dst, const void* src, bool valid) {
+    if (valid) std::memcpy(simt::window_at(dst, 16), src, 16);
+    else std::memset(simt::window_at(dst, 16), 0, 16);
+}
 using std::max;
 using std::min;

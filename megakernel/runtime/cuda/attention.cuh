@@ -57,6 +57,7 @@ __device__ __forceinline__ void partition_bounds(int length, int p, int parts, i
     hi = static_cast<int>(static_cast<long long>(p + 1) * length / parts);
 }
 
+#ifndef MK_HOST_SIMT  // tests/simt/simt.h: host models of these (the warp's loads, copies that land at once)
 __device__ __forceinline__ void ldmatrix_x4(u32 (&r)[4], u32 at) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(at));
@@ -76,6 +77,7 @@ __device__ __forceinline__ void copy_async16_or_zero(u32 dst, const void* src, b
 __device__ __forceinline__ void pair_sync(int id) {
     asm volatile("bar.sync %0, 64;" ::"r"(id) : "memory");
 }
+#endif
 
 // The keys (or values) of one partition's tile: rows [c0, end) of KV head kv, c0 a multiple of 16 at or
 // below the first row's lo, end the last row's hi (rows past it are zeros in the ring). ATTN_PV also stages

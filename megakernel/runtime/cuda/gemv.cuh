@@ -54,6 +54,7 @@ __device__ __forceinline__ void e4m3x4_to_f16x2(u32 four_bytes, u32& lo, u32& hi
 
 // d += a (16 x 16, row-major fragment) x b (16 x 8, column-major fragment), fp32 accumulate; F16: f16
 // operands (widened fp8 weights), else bf16.
+#ifndef MK_HOST_SIMT  // tests/simt/simt.h: a host model of the warp's product
 template <bool F16>
 __device__ __forceinline__ void mma_16816(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2]) {
     if (F16)
@@ -69,6 +70,7 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const u32 (&a)[4], cons
             : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
+#endif
 
 // --- weights staged through shared memory ------------------------------------------------------------
 // Each warp streams its own 16 rows through a private ring of `depth` slots in shared memory, one k-block
@@ -258,6 +260,7 @@ __device__ __forceinline__ uint4 load_shared16(u32 at) {
 
 
 // Wait until at most `pending` (0 .. MAX_DEPTH - 1) of this thread's newest copy groups are in flight.
+#ifndef MK_HOST_SIMT  // tests/simt/simt.h: copies land at once there
 __device__ __forceinline__ void copies_wait(int pending) {
     switch (pending) {
         case 0: asm volatile("cp.async.wait_group 0;" ::: "memory"); break;
@@ -269,6 +272,7 @@ __device__ __forceinline__ void copies_wait(int pending) {
         default: asm volatile("cp.async.wait_group 6;" ::: "memory"); break;
     }
 }
+#endif
 static_assert(MAX_DEPTH == 6, "copies_wait covers pending 0 .. MAX_DEPTH");
 
 __device__ __forceinline__ int swizzled(int piece, int row) {
