@@ -1,15 +1,15 @@
-"""The prompt programs' words but the GEMMs on the CPU: the engine's own tile functions (prompt_ops.cuh,
-prompt_gdn.cuh, prompt_attention.cuh) built by the host's g++ against tests/simt/simt.h, which runs a CUDA
-block's threads as fibers that interleave only at barriers, shuffles and warp-wide instructions (mma.sync and
-ldmatrix modelled from the PTX ISA's fragment layouts). A word runs from a copy of the CPU interpreter's arena,
+"""The prompt programs' words on the CPU: the engine's own tile functions (prompt_ops.cuh, prompt_gdn.cuh,
+prompt_attention.cuh, prompt_gemm.cuh) built by the host's g++ against tests/simt/simt.h, which runs a CUDA
+block's threads as fibers that interleave only at barriers, shuffles, mbarrier waits and warp-wide instructions
+(mma.sync, ldmatrix and wgmma modelled from the PTX ISA's fragment layouts). A word runs from a copy of the CPU interpreter's arena,
 so tests/gpu/per_word.py's check compares it with the interpreter exactly as on the GPU.
 
 Why: these kernels were written in sessions without a GPU (D68-D70); this finds their indexing, barrier and
 arithmetic mistakes before a GPU session spends device time on them. What it cannot find: anything of timing,
-of the memory model beyond barriers (an async copy lands at once here), or of the GEMMs (wgmma, bulk tensor
-copies, mbarriers), which it does not run. Arithmetic: the host's IEEE fp32, glibc's expf and log1pf (CUDA's may
-differ in the last bit), an mma's sums in double rounded once (the tensor core's own order is not modelled):
-the comparison's tolerances cover these as they cover the GPU's.
+or of the memory model beyond barriers (async and bulk copies land at once here; a missing wait or fence does not
+show). Arithmetic: the host's IEEE fp32, glibc's expf and log1pf (CUDA's may differ in the last bit), a tensor-core
+product's sums in double rounded once (the hardware's own order is not modelled): the comparison's tolerances
+cover these as they cover the GPU's.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ from megakernel.runtime.weight_layout import to_units
 
 SIMT_DIR = Path(__file__).parent / "simt"
 CPU_OPS = frozenset({Op.PROMPT_EMBED, Op.PROMPT_ADVANCE, Op.PROMPT_QKV, Op.PROMPT_CONV, Op.PROMPT_NORM,
-                     Op.NORM_PREPARE, Op.PREPARE, Op.MTP_PREPARE, Op.GDN_CHUNK, Op.ATTN_CAUSAL})
+                     Op.NORM_PREPARE, Op.PREPARE, Op.MTP_PREPARE, Op.GDN_CHUNK, Op.ATTN_CAUSAL, Op.GEMM,
+                     Op.GEMM_GATE_UP, Op.GEMM_RESIDUAL})
 H200_SMEM_OPT_IN = 232448  # a block's dynamic shared memory opt-in on the H200 (docs/HOPPER.md)
 
 
@@ -132,7 +133,7 @@ class HostProgram:
     def run_word(self, index: int) -> None:
         w = self.program.words[index]
         if index not in self._launch:
-            raise ValueError(f"word {index} ({w.opcode.name}) does not run on the CPU (wgmma)")
+            raise ValueError(f"word {index} ({w.opcode.name}) is not a prompt word: it does not run on the CPU")
         need = cuda_build.prompt_word_smem(w)
         if need > self.smem.size:
             raise ValueError(f"word {index} ({w.opcode.name}) needs {need} bytes of shared memory, "

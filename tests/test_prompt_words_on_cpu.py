@@ -1,9 +1,9 @@
-"""The prompt programs' kernels but the GEMMs (prompt_ops.cuh, prompt_gdn.cuh, prompt_attention.cuh) run on the
+"""The prompt programs' kernels (prompt_ops.cuh, prompt_gdn.cuh, prompt_attention.cuh, prompt_gemm.cuh) run on the
 CPU by tests/simt_runner.py, word by word against the CPU interpreter with the GPU tests' own check
 (tests/gpu/per_word.py: the written buffers within the op tolerance, every other byte exact), on the tiny preset
 from a random session at two positions (a first WY chunk and key tile cut short at 37; 2950 deep in a long cache,
-causal attention there in its first layer only: ~25 s a word on the CPU). The GEMMs are run by the interpreter
-alone here; tests/gpu/test_prompt_gpu.py runs every word on a GPU.
+causal attention there in its first layer only: ~25 s a word on the CPU); negative controls for the three kinds
+of kernel. tests/gpu/test_prompt_gpu.py runs every word on a GPU.
 """
 
 import sys
@@ -44,7 +44,7 @@ def walk(weights, program, position, tokens, seed=0, run=lambda word: True):
 
 
 @pytest.mark.parametrize("position, capacity", [(37, 384), (2950, 3200)])
-def test_every_prompt_word_but_the_gemms_matches_the_interpreter(tiny_weights, position, capacity):
+def test_every_prompt_word_matches_the_interpreter(tiny_weights, position, capacity):
     c = tiny_weights.config
     program = lower_prompt(c, rows=ROWS, sms=132, capacity=capacity)
     first_attention = min(c.attention_layers)
@@ -117,4 +117,58 @@ def test_a_wrong_attention_scale_on_the_cpu_is_caught(tiny_weights):
     finally:
         HostProgram.__init__ = original
     assert problems and all("attn_out" in p for p in problems), problems
+
+
+def test_a_wrong_block_scale_on_the_cpu_is_caught(tiny_weights):
+    """Negative control for the modelled warpgroup products and bulk copies: gate_up run on the CPU with one
+    block scale of its gate weight made four times larger in the CPU runner's weights must fail the check."""
+    c = tiny_weights.config
+    program = lower_prompt(c, rows=64, sms=132, capacity=384)
+    first = min(c.gdn_layers)
+    gate = next(e for e in program.weights if e.name.endswith("gate_proj.weight") and f".{first}." in e.name)
+    original = HostProgram.__init__
+
+    def tampered(self, program, weights):
+        original(self, program, weights)
+        self.weights[gate.scale_offset + 1] += 1  # bf16 scale 0's high byte: its exponent up by two, x 4
+
+    HostProgram.__init__ = tampered
+    try:
+        _, problems = walk(tiny_weights, program, 37, list(range(1, 60)),
+                           run=lambda w: w.opcode == Op.GEMM_GATE_UP and w.layer == first)
+    finally:
+        HostProgram.__init__ = original
+    assert problems and all("mlp_h" in p for p in problems), problems
+
+
+GEN_PROMPT = [(7919 * i + 3) % 2000 for i in range(150)]  # tests/gpu/test_prompt_gpu.py's: 64-row chunks
+
+
+def test_generation_through_the_prompt_kernels_on_the_cpu_stays_close_to_the_interpreter(tiny_weights):
+    """The GPU test's generation scenario with the prompt chunks run by the kernels on the CPU (decode by the
+    interpreter): the bf16 roundings that go the other way compound over the layers and chunks, and this
+    measures by how much (D70: 2.4 % of the largest logit, the top two 10.9 % apart), which is what the GPU
+    test's bound is set from."""
+    from megakernel.generation.generate import InterpreterBackend
+
+    class CpuKernels(InterpreterBackend):
+        def _run_prompt(self, runner, tokens):
+            runner.set_prompt_chunk(tokens)
+            host = HostProgram(runner.program, self.weights)
+            host.session.arena.data = runner.arena  # the interpreter's session, written in place
+            for i in range(len(runner.program.words)):
+                host.run_word(i)
+
+    c = tiny_weights.config
+    runs = []
+    for backend in (InterpreterBackend, CpuKernels):
+        b = backend(tiny_weights, 384, sms=132, prompt_path="program", prompt_chunk=64)
+        logits = b.start(GEN_PROMPT)
+        tokens = [int(np.argmax(logits[:c.defined_vocab]))]
+        tokens.append(b.greedy_step(tokens[-1]))
+        runs.append((logits, tokens))
+    (reference, tokens), (kernels, kernel_tokens) = runs
+    error = float(np.abs(kernels - reference).max() / np.abs(reference).max())
+    print(f"prompt kernels on the CPU vs the interpreter: largest logit difference {error:.3g} of the largest")
+    assert 0 < error <= 0.06 and kernel_tokens == tokens
 

@@ -10,7 +10,7 @@ prompt_gemm.cuh), tiny preset:
   128-row chunks bit for bit; speculative decoding after it equal to plain greedy decoding;
 * the prompt path scored by the calibrated checker on the tiny power-of-two goldens.
 
-Written in sessions without a GPU (D68-D70): not yet run on one (all words but the GEMMs run on the CPU:
+Written in sessions without a GPU (D68-D70): not yet run on one (every word runs on the CPU:
 tests/test_prompt_words_on_cpu.py).
 """
 
@@ -125,7 +125,9 @@ def test_generation_through_the_prompt_program_is_the_same_in_every_mode_and_clo
     cpu = InterpreterBackend(tiny_weights, CAPACITY, sms=132, prompt_path="program", prompt_chunk=64).start(GEN_PROMPT)
     error = float(np.abs(logits - cpu).max())
     print(f"prompt path, GPU vs interpreter: largest logit difference {error:.4g} of {np.abs(cpu).max():.4g}")
-    assert error <= 0.02 * np.abs(cpu).max()  # the tensor-core sums' order; a first bound, to be measured
+    # bf16 roundings that go the other way compound over layers and chunks: 2.4 % of the largest logit with the
+    # same kernels run on the CPU (tests/test_prompt_words_on_cpu.py, D70); the GPU's sums run in other orders again
+    assert error <= 0.06 * np.abs(cpu).max()
     assert int(np.argmax(logits[:c.defined_vocab])) == int(np.argmax(cpu[:c.defined_vocab]))
 
 

@@ -1,10 +1,11 @@
 // The prompt programs' CUDA-core words (megakernel/runtime/cuda/prompt_ops.cuh, prompt_gdn.cuh) on the CPU,
 // one launch at a time: the tile functions the discrete kernels call (discrete/kernels.cu), each block of the
-// grid run by simt.h. Built and called by tests/simt_runner.py; the GEMMs (wgmma, bulk tensor copies) are not here.
+// grid run by simt.h. Built and called by tests/simt_runner.py.
 #include "simt.h"
 
 #include "prompt_attention.cuh"
 #include "prompt_gdn.cuh"
+#include "prompt_gemm.cuh"
 
 namespace {
 
@@ -29,6 +30,9 @@ int run_launch(const unsigned char* launch, unsigned char* arena, const unsigned
         case mk::OP_MTP_PREPARE: tile = [&](int t) { mk::prepare_tile(ctx, w, t, smem); }; break;
         case mk::OP_GDN_CHUNK: tile = [&](int t) { mk::gdn_chunk_tile(ctx, w, t, smem); }; break;
         case mk::OP_ATTN_CAUSAL: tile = [&](int t) { mk::attn_causal_tile(ctx, w, t, smem); }; break;
+        case mk::OP_GEMM:
+        case mk::OP_GEMM_GATE_UP:
+        case mk::OP_GEMM_RESIDUAL: tile = [&](int t) { mk::gemm_tile(ctx, w, t, smem); }; break;
         default: std::snprintf(message, message_bytes, "opcode %d is not run on the CPU", op); return 2;
     }
     for (int t = 0; t < tiles; ++t) {

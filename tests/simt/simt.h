@@ -1,13 +1,13 @@
-// A CUDA thread block on the CPU, for checking the engine's CUDA-core tile functions without a GPU
-// (tests/simt_runner.py): each thread of the block is a fiber on one OS thread (x86-64: a stack and a six-register
-// switch, no system call), run in turn until
-// it reaches a barrier (__syncthreads, __syncwarp, a shuffle), so the block's threads interleave only where
-// the CUDA programming model lets them. A barrier some thread never reaches, or a shuffle whose warp is not
-// whole, ends the run with a message instead of hanging.
+// A CUDA thread block on the CPU, for checking the engine's tile functions without a GPU (tests/simt_runner.py):
+// each thread of the block is a fiber on one OS thread (x86-64: a stack and a six-register switch, no system
+// call), run in turn until it reaches a barrier (__syncthreads, __syncwarp, a shuffle, a warp-wide instruction, a
+// named barrier, an mbarrier wait), so the block's threads interleave only where the CUDA programming model lets
+// them. A barrier some thread never reaches, or a warp-wide instruction in a warp that is not whole, ends the run
+// with a message instead of hanging.
 //
-// What it models beyond that: mma.sync m16n8k16 and ldmatrix x4 (warp-wide, below); async copies land at once.
-// What it does not: wgmma, bulk tensor copies and mbarriers (the GEMMs are not run here), named barriers, the
-// memory model beyond barriers, timing. Arithmetic is the host's IEEE fp32 (common.cuh
+// What it models beyond that (below): mma.sync m16n8k16, ldmatrix x4 and wgmma m64n128k16 (each warp-wide, from the
+// PTX ISA's fragment layouts), named barriers, mbarriers with transaction bytes; async and bulk copies land at
+// once. What it does not: the memory model beyond barriers, timing. Arithmetic is the host's IEEE fp32 (common.cuh
 // MK_HOST_SIMT); expf and log1pf are glibc's, which may differ from CUDA's in the last bit.
 #pragma once
 
@@ -21,13 +21,15 @@
 #include <vector>
 
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <vector_types.h>
 
 #define __device__
 #define __host__
 #define __global__
 #define __forceinline__ inline
 #define __shared__ static  // one block runs at a time
-#define __align__(n) alignas(n)
+#define __align__(n) __attribute__((aligned(n)))
 #define __launch_bounds__(...)
 #define __noinline__ __attribute__((noinline))
 
@@ -38,7 +40,8 @@ inline SimtDim threadIdx, blockIdx, blockDim, gridDim;  // threadIdx is set to t
 
 namespace simt {
 
-// A failure inside the block (a stalled barrier, a split warp): the run stops and reports it.
+// A failure inside the block (a stalled barrier, a split warp, an address out of reach): the run stops and
+// reports it.
 inline std::string failure;
 
 // Dynamic shared memory: a window of host memory the runner gives; a shared-memory address (u32) is an offset
@@ -46,10 +49,19 @@ inline std::string failure;
 inline unsigned char* smem_window = nullptr;
 inline size_t smem_window_bytes = 0;
 
+// A static __shared__ array (a host static here) has an address too: STATIC_BASE + its distance from an anchor in
+// the same library, so the engine's address arithmetic on it works as on the GPU.
+constexpr unsigned STATIC_BASE = 0x80000000u;
+inline char static_anchor;
+
 inline unsigned char* window_at(unsigned offset, size_t bytes) {
-    if (offset + bytes > smem_window_bytes && failure.empty())
-        failure = "an async copy to shared memory outside the dynamic window";
-    return smem_window + offset;
+    if (offset >= STATIC_BASE)
+        return reinterpret_cast<unsigned char*>(&static_anchor) + (static_cast<long long>(offset - STATIC_BASE) - (1LL << 30));
+    if (offset + bytes <= smem_window_bytes) return smem_window + offset;
+    // outside the window: reported, and the access lands in scratch memory until the block stops
+    static unsigned char scratch[1 << 20];
+    if (failure.empty()) failure = "an access to shared memory outside the dynamic window";
+    return scratch;
 }
 
 // Saves the callee-saved registers on the running stack, stores its pointer in *from, continues on stack `to`.
@@ -79,12 +91,21 @@ simt_switch:
     .size simt_switch, .-simt_switch
 )");
 
+struct Mbarrier {  // mbarrier.* state: arrivals pending in the phase, transaction bytes pending, phase parity
+    int count = 0, pending = 0;
+    long long tx = 0;
+    unsigned phase = 0;
+};
+
 struct Fiber {
     void* sp = nullptr;
     bool done = false;
-    int waits_on = 0;          // 0: runnable; 1: the block barrier; 2: its warp's barrier
-    unsigned generation = 0;   // the barrier's generation it waits to pass
+    int waits_on = 0;          // 0: runnable; 1: the block barrier; 2: its warp's; 3: named barrier `id`; 4: `mbar`
+    unsigned generation = 0;   // the barrier's generation (an mbarrier's: the parity) it waits to pass
+    int id = 0;
+    const Mbarrier* mbar = nullptr;
 };
+constexpr int NAMED_BARRIERS = 16;
 
 struct Block {
     int threads = 0, alive = 0, current = -1;
@@ -97,6 +118,9 @@ struct Block {
     std::vector<unsigned> warp_generation;
     std::vector<uint64_t> exchange;  // a shuffle's values, a slot a thread
     std::vector<uint32_t> fragments;  // a warp-wide instruction's operands, FRAGMENT_WORDS a thread
+    int named_arrived[NAMED_BARRIERS] = {};
+    unsigned named_generation[NAMED_BARRIERS] = {};
+    std::vector<std::unique_ptr<Mbarrier>> mbarriers;  // the block's; each barrier's 8 bytes point at its own
 };
 constexpr int FRAGMENT_WORDS = 8;
 
@@ -159,7 +183,22 @@ inline bool runnable(int i) {
     if (f.done) return false;
     if (f.waits_on == 1) return block->block_generation != f.generation;
     if (f.waits_on == 2) return block->warp_generation[i / 32] != f.generation;
+    if (f.waits_on == 3) return block->named_generation[f.id] != f.generation;
+    if (f.waits_on == 4) return f.mbar->phase != f.generation;
     return true;
+}
+
+// bar.sync id, threads: the first `threads` arrivals at barrier `id` pass together.
+inline void sync_named(int id, int threads) {
+    Fiber& f = block->fibers[block->current];
+    f.waits_on = 3;
+    f.id = id;
+    f.generation = block->named_generation[id];
+    if (++block->named_arrived[id] >= threads) {
+        block->named_arrived[id] = 0;
+        ++block->named_generation[id];
+    }
+    yield();
 }
 
 // Runs `body` as a block of `threads` threads; false (and `failure` says why) if the block stalled.
@@ -343,9 +382,11 @@ inline size_t __cvta_generic_to_shared(const void* p) { return reinterpret_cast<
 inline unsigned dynamic_smem_bytes() { return static_cast<unsigned>(simt::smem_window_bytes); }
 inline unsigned smem_addr(const void* p) {
     const unsigned char* q = static_cast<const unsigned char*>(p);
-    if ((q < simt::smem_window || q >= simt::smem_window + simt::smem_window_bytes) && simt::failure.empty())
-        simt::failure = "a shared-memory address outside the dynamic window (a static __shared__ array?)";
-    return static_cast<unsigned>(q - simt::smem_window);
+    if (q >= simt::smem_window && q < simt::smem_window + simt::smem_window_bytes)
+        return static_cast<unsigned>(q - simt::smem_window);
+    const long long d = q - reinterpret_cast<const unsigned char*>(&simt::static_anchor) + (1LL << 30);
+    if ((d < 0 || d >= (1LL << 31)) && simt::failure.empty()) simt::failure = "a shared-memory address out of reach";
+    return simt::STATIC_BASE + static_cast<unsigned>(d);
 }
 inline void copy_async_piece(unsigned dst, const void* src, int piece) { std::memcpy(simt::window_at(dst, piece), src, piece); }
 inline void copy_async16(unsigned dst, const void* src) { copy_async_piece(dst, src, 16); }
@@ -353,8 +394,99 @@ inline void copy_async16_once(unsigned dst, const void* src) { copy_async_piece(
 inline unsigned long long evict_first_policy() { return 0; }
 inline void copies_commit() {}
 inline void copies_wait(int) {}
-inline void pair_sync(int) {  // bar.sync id, 64 (the decode attention's): not modelled
-    if (simt::failure.empty()) simt::failure = "a named barrier (not modelled)";
+inline void named_sync(int id, int threads) { simt::sync_named(id, threads); }
+inline void pair_sync(int id) { simt::sync_named(id, 64); }
+inline void mbarrier_init_fence() {}
+inline uint4 load_shared16(unsigned at) {
+    uint4 r;
+    std::memcpy(&r, simt::window_at(at, 16), 16);
+    return r;
+}
+inline void e4m3x4_to_f16x2(uint32_t four_bytes, uint32_t& lo, uint32_t& hi) {  // bytes 0, 1 -> lo; 2, 3 -> hi
+    const __half2_raw l = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(four_bytes & 0xFFFFu), __NV_E4M3);
+    const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(four_bytes >> 16), __NV_E4M3);
+    lo = l.x | static_cast<uint32_t>(l.y) << 16;
+    hi = h.x | static_cast<uint32_t>(h.y) << 16;
+}
+
+// mbarriers (the prompt GEMM's ring): the state lives beside the block, keyed by the barrier's address.
+namespace simt {
+inline Mbarrier& mbarrier_at(unsigned bar) {
+    Mbarrier* m;
+    std::memcpy(&m, window_at(bar, 8), sizeof m);  // the barrier's 8 bytes hold the model's pointer
+    return *m;
+}
+inline void mbarrier_step(Mbarrier& m) {  // the phase completes: all arrivals in and all bytes landed
+    if (m.pending == 0 && m.tx == 0) {
+        m.phase ^= 1u;
+        m.pending = m.count;
+    }
+}
+}  // namespace simt
+inline void bar_init(unsigned bar, int count) {
+    simt::block->mbarriers.emplace_back(new simt::Mbarrier{count, count, 0, 0});
+    simt::Mbarrier* m = simt::block->mbarriers.back().get();
+    std::memcpy(simt::window_at(bar, 8), &m, sizeof m);
+}
+inline void bar_arrive(unsigned bar) {
+    simt::Mbarrier& m = simt::mbarrier_at(bar);
+    --m.pending;
+    simt::mbarrier_step(m);
+}
+inline void bar_expect(unsigned bar, unsigned bytes) {  // mbarrier.arrive.expect_tx
+    simt::Mbarrier& m = simt::mbarrier_at(bar);
+    m.tx += bytes;
+    --m.pending;
+    simt::mbarrier_step(m);
+}
+inline void bulk_copy(unsigned dst, const void* src, unsigned bytes, unsigned bar) {  // lands at once
+    std::memcpy(simt::window_at(dst, bytes), src, bytes);
+    simt::Mbarrier& m = simt::mbarrier_at(bar);
+    m.tx -= bytes;
+    if (m.tx < 0 && simt::failure.empty()) simt::failure = "an mbarrier received more bytes than it expected";
+    simt::mbarrier_step(m);
+}
+inline void bar_wait(unsigned bar, unsigned parity) {  // mbarrier.try_wait.parity until phase `parity` completed
+    const simt::Mbarrier& m = simt::mbarrier_at(bar);
+    while (m.phase == (parity & 1u)) {
+        simt::Fiber& f = simt::block->fibers[simt::block->current];
+        f.waits_on = 4;
+        f.mbar = &m;
+        f.generation = parity & 1u;
+        simt::yield();
+    }
+}
+
+inline void fence_operand(float&) {}
+inline void fence_operand(uint32_t&) {}
+
+// wgmma.mma_async.m64n128k16.f32.f16.f16 with A from registers and B by a no-swizzle K-major descriptor: warp w of
+// the warpgroup computes rows 16 w .. 16 w + 15 from its own A fragments (mma.m16n8k16's layout); B (k, n) at
+// start + (n / 8) SBO + (k / 8) LBO + (n % 8) 16 + (k % 8) 2 bytes; d[4 j + e] is row g + 8 (e / 2), column
+// 8 j + 2 t + e % 2. Sums as the mma model's: 16 exact products and the accumulator (or zero) in double.
+inline void wgmma_m64n128k16(float (&d)[64], const uint32_t (&a)[4], unsigned long long desc, int accumulate) {
+    const uint32_t* all = simt::warp_fragments(a, 4);
+    const unsigned start = static_cast<unsigned>(desc & 0x3FFFu) << 4;
+    const unsigned lbo = static_cast<unsigned>((desc >> 16) & 0x3FFFu) << 4, sbo = static_cast<unsigned>((desc >> 32) & 0x3FFFu) << 4;
+    const auto A = [&](int row, int k) {
+        const uint32_t v = all[(4 * (row % 8) + (k % 8) / 2) * simt::FRAGMENT_WORDS + (row >= 8) + 2 * (k >= 8)];
+        return simt::half_bits_to_float(static_cast<uint16_t>(k % 2 ? v >> 16 : v & 0xFFFFu), true);
+    };
+    const auto B = [&](int k, int n) {
+        uint16_t h;
+        std::memcpy(&h, simt::window_at(start + (n / 8) * sbo + (k / 8) * lbo + (n % 8) * 16 + (k % 8) * 2, 2), 2);
+        return simt::half_bits_to_float(h, true);
+    };
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    float out[64];
+    for (int i = 0; i < 64; ++i) {
+        const int row = g + 8 * ((i >> 1) & 1), n = 8 * (i >> 2) + 2 * t + (i & 1);
+        double acc = accumulate ? d[i] : 0.0;
+        for (int k = 0; k < 16; ++k) acc += static_cast<double>(A(row, k)) * static_cast<double>(B(k, n));
+        out[i] = static_cast<float>(acc);
+    }
+    simt::warp_fragments_done();
+    for (int i = 0; i < 64; ++i) d[i] = out[i];
 }
 inline void copy_async16_or_zero(unsigned dst, const void* src, bool valid) {
     if (valid) std::memcpy(simt::window_at(dst, 16), src, 16);

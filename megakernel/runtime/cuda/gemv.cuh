@@ -46,11 +46,13 @@ __device__ __forceinline__ u32 e4m3x2_to_f16x2(u32 two_bytes) {
 // Four e4m3 bytes -> two f16x2 (bytes 0, 1 -> lo; bytes 2, 3 -> hi), exact. Each half is handed to the
 // conversion as a 16-bit register, so the high one compiles to the conversion's .H1 operand selector
 // rather than a shift before it (16 instructions fewer per 2 KB unit, D39).
+#ifndef MK_HOST_SIMT  // tests/simt/simt.h: the same conversion by CUDA's host-side function
 __device__ __forceinline__ void e4m3x4_to_f16x2(u32 four_bytes, u32& lo, u32& hi) {
     asm("{\n\t.reg .b16 l, h;\n\tmov.b32 {l, h}, %2;\n\t"
         "cvt.rn.f16x2.e4m3x2 %0, l;\n\tcvt.rn.f16x2.e4m3x2 %1, h;\n\t}"
         : "=r"(lo), "=r"(hi) : "r"(four_bytes));
 }
+#endif
 
 // d += a (16 x 16, row-major fragment) x b (16 x 8, column-major fragment), fp32 accumulate; F16: f16
 // operands (widened fp8 weights), else bf16.
@@ -252,11 +254,13 @@ __device__ __forceinline__ float staged_value(const u8* base, int dtype, int d) 
 __device__ __forceinline__ float unscale_of(signed char P) { return __int_as_float((127 - P) << 23); }
 
 
+#ifndef MK_HOST_SIMT
 __device__ __forceinline__ uint4 load_shared16(u32 at) {
     uint4 r;
     asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "r"(at));
     return r;
 }
+#endif
 
 
 // Wait until at most `pending` (0 .. MAX_DEPTH - 1) of this thread's newest copy groups are in flight.

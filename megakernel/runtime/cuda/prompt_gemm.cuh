@@ -10,7 +10,8 @@
 // promotes it (mul_rn, mul_rn, add_rn with the block scale and the token's 2^-P). bf16 weight segments (in_proj's
 // b and a; the MTP fc) multiply the bf16 slabs by mma.sync (the same accumulator layout), partials added.
 // Epilogues: bf16; bf16(bf16(silu(g)) * u); bf16(x_in + bf16(y)). Rows of the tile past the chunk's r are not
-// stored. Written without a GPU (D68); tests/gpu/test_prompt_gpu.py compares it with the interpreter.
+// stored. Written without a GPU (D68); tests/gpu/test_prompt_gpu.py compares it with the interpreter, and
+// tests/test_prompt_words_on_cpu.py does on the CPU (D70).
 #pragma once
 
 #include "prompt_ops.cuh"
@@ -163,9 +164,7 @@ __device__ inline void gemm_consume_bf16(float (&acc)[64], u8* smem, u64* full, 
 }
 
 // Consumers: named barrier 1 over the two consumer warpgroups (the producer warpgroup has left).
-__device__ __forceinline__ void consumers_sync() {
-    asm volatile("bar.sync 1, %0;\n" ::"n"(32 * GEMM_CONSUMER_WARPS) : "memory");
-}
+__device__ __forceinline__ void consumers_sync() { named_sync(1, 32 * GEMM_CONSUMER_WARPS); }
 
 __device__ inline void gemm_tile(const Ctx& ctx, const Word& w, int tile, u8* smem) {
     __shared__ __align__(8) u64 full[GEMM_STAGES], empty[GEMM_STAGES];
@@ -181,7 +180,7 @@ __device__ inline void gemm_tile(const Ctx& ctx, const Word& w, int tile, u8* sm
             bar_init(smem_addr(&full[s]), 1);
             bar_init(smem_addr(&empty[s]), GEMM_CONSUMER_WARPS);
         }
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+        mbarrier_init_fence();
     }
     __syncthreads();
     if (warp >= GEMM_CONSUMER_WARPS) {  // the producer warpgroup gives its registers to the consumers

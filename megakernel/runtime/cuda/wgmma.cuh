@@ -8,7 +8,9 @@
 
 // wgmma exists only on the sm_90a target; nvcc -arch=sm_90a also makes a compute_90 pass, which gets a trap
 // in its place (NVRTC builds these for sm_90a: cuda_build.py).
-#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#if defined(MK_HOST_SIMT)  // tests/simt/simt.h: fences, commits, waits and register moves are no-ops there
+#define WGMMA(...) ((void)0)
+#elif defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define WGMMA(...) __trap()
 #else
 #define WGMMA(...) __VA_ARGS__
@@ -26,6 +28,7 @@ __device__ __forceinline__ unsigned long long smem_desc(const void* p, u32 lbo, 
            static_cast<unsigned long long>((sbo & 0x3FFFF) >> 4) << 32;
 }
 
+#ifndef MK_HOST_SIMT  // tests/simt/simt.h: a host model of the warpgroup product
 // d (64 x 128, fp32, wgmma's accumulator layout) = a x b + (accumulate ? d : 0), a (64 x 16 f16: each warp's 16
 // rows in mma.m16n8k16's A fragment layout, from registers) and b (16 x 128 f16, a shared-memory descriptor).
 // Asynchronous: the caller fences before, commits and waits after.
@@ -55,6 +58,7 @@ __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], const u32 (&a)[
 // warpgroup_fence_operand).
 __device__ __forceinline__ void fence_operand(float& r) { asm volatile("" : "+f"(r)::"memory"); }
 __device__ __forceinline__ void fence_operand(u32& r) { asm volatile("" : "+r"(r)::"memory"); }
+#endif
 
 template <int N>
 __device__ __forceinline__ void fence_all(float (&r)[N]) {
@@ -75,6 +79,14 @@ __device__ __forceinline__ void wait_groups() {
 }
 
 // --- a producer's ring: mbarriers completed by bulk copies' transaction bytes -------------------------------
+#ifndef MK_HOST_SIMT  // tests/simt/simt.h: host models of these (a bulk copy lands at once and completes its bytes)
+__device__ __forceinline__ void mbarrier_init_fence() {
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+// Threads `threads` (a multiple of 32) of the block meet at named barrier `id` (0 is __syncthreads').
+__device__ __forceinline__ void named_sync(int id, int threads) {
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
 __device__ __forceinline__ void bar_init(u32 bar, int count) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
 }
@@ -98,6 +110,7 @@ __device__ __forceinline__ void bulk_copy(u32 dst, const void* src, u32 bytes, u
                  "l"(src), "r"(bytes), "r"(bar)
                  : "memory");
 }
+#endif
 
 // A warp's A fragments of a k-block's eight steps, widened from its 16-row fp8 unit in shared memory (gemv.cuh
 // unit_steps' order: vector i holds steps 2i and 2i + 1).
