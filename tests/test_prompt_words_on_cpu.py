@@ -25,14 +25,16 @@ pytestmark = pytest.mark.skipif(unavailable() is not None, reason=f"CPU runner: 
 ROWS = 160  # two token tiles, the second partial (tests/gpu/test_prompt_gpu.py's chunks)
 
 
-def walk(weights, program, position, tokens, seed=0, run=lambda word: True):
-    """Every word in order from a random session at `position`: the CUDA-core words that `run` picks checked
-    against the interpreter, the rest run by the interpreter alone. Returns (words checked, problems)."""
+def walk(weights, program, position, tokens, seed=0, run=lambda word: True, tamper=lambda runner: None):
+    """Every word in order from a random session at `position`: the words that `run` picks checked against the
+    interpreter, the rest run by the interpreter alone; `tamper(runner)` may first change what only the CPU
+    runner sees (negative controls). Returns (words checked, problems)."""
     interp = Interpreter(program, weights)
     randomise_session(interp, program, np.random.default_rng(seed), position)
     interp.view(0)[0, control_base(program.words[0].layer) + CTRL_POSITION] = position
     interp.set_prompt_chunk(tokens)
     runner = HostProgram(program, weights)
+    tamper(runner)
     checked, problems = [], []
     for i, w in enumerate(program.words):
         if w.opcode in CPU_OPS and run(w):
@@ -71,18 +73,12 @@ def test_a_wrong_gdn_state_on_the_cpu_is_caught(tiny_weights):
     program = lower_prompt(c, rows=64, sms=132, capacity=384)
     first = min(c.gdn_layers)
     a_log = next(e for e in program.weights if e.name.endswith("A_log") and f".{first}." in e.name)
-    original = HostProgram.__init__
 
-    def tampered(self, program, weights):
-        original(self, program, weights)
-        self.weights[a_log.offset:a_log.offset + 4] ^= 0x40  # the first head's A_log, a few bits off
+    def tamper(runner):
+        runner.weights[a_log.offset:a_log.offset + 4] ^= 0x40  # the first head's A_log, a few bits off
 
-    HostProgram.__init__ = tampered
-    try:
-        _, problems = walk(tiny_weights, program, 37, list(range(1, 60)),
-                           run=lambda w: w.opcode == Op.GDN_CHUNK and w.layer == first)
-    finally:
-        HostProgram.__init__ = original
+    _, problems = walk(tiny_weights, program, 37, list(range(1, 60)), tamper=tamper,
+                       run=lambda w: w.opcode == Op.GDN_CHUNK and w.layer == first)
     assert any("ssm" in p for p in problems), problems
 
 
@@ -99,23 +95,17 @@ def test_a_wrong_attention_scale_on_the_cpu_is_caught(tiny_weights):
     scale (the word's p4) halved in its launch program must fail the check."""
     import struct
 
-    c = tiny_weights.config
-    program = lower_prompt(c, rows=64, sms=132, capacity=384)
-    original = HostProgram.__init__
+    program = lower_prompt(tiny_weights.config, rows=64, sms=132, capacity=384)
 
-    def tampered(self, program, weights):
-        original(self, program, weights)
-        for i, launch in self._launch.items():
+    def tamper(runner):
+        for i, launch in runner._launch.items():
             if program.words[i].opcode == Op.ATTN_CAUSAL:
                 at = 64 + 4 * (21 + 4)  # the header, then word field p4 (common.cuh Word::pf)
                 scale = struct.unpack_from("<f", launch, at)[0]
-                self._launch[i] = launch[:at] + struct.pack("<f", scale / 2) + launch[at + 4:]
+                runner._launch[i] = launch[:at] + struct.pack("<f", scale / 2) + launch[at + 4:]
 
-    HostProgram.__init__ = tampered
-    try:
-        _, problems = walk(tiny_weights, program, 37, list(range(1, 60)), run=lambda w: w.opcode == Op.ATTN_CAUSAL)
-    finally:
-        HostProgram.__init__ = original
+    _, problems = walk(tiny_weights, program, 37, list(range(1, 60)), tamper=tamper,
+                       run=lambda w: w.opcode == Op.ATTN_CAUSAL)
     assert problems and all("attn_out" in p for p in problems), problems
 
 
@@ -126,18 +116,12 @@ def test_a_wrong_block_scale_on_the_cpu_is_caught(tiny_weights):
     program = lower_prompt(c, rows=64, sms=132, capacity=384)
     first = min(c.gdn_layers)
     gate = next(e for e in program.weights if e.name.endswith("gate_proj.weight") and f".{first}." in e.name)
-    original = HostProgram.__init__
 
-    def tampered(self, program, weights):
-        original(self, program, weights)
-        self.weights[gate.scale_offset + 1] += 1  # bf16 scale 0's high byte: its exponent up by two, x 4
+    def tamper(runner):
+        runner.weights[gate.scale_offset + 1] += 1  # bf16 scale 0's high byte: its exponent up by two, x 4
 
-    HostProgram.__init__ = tampered
-    try:
-        _, problems = walk(tiny_weights, program, 37, list(range(1, 60)),
-                           run=lambda w: w.opcode == Op.GEMM_GATE_UP and w.layer == first)
-    finally:
-        HostProgram.__init__ = original
+    _, problems = walk(tiny_weights, program, 37, list(range(1, 60)), tamper=tamper,
+                       run=lambda w: w.opcode == Op.GEMM_GATE_UP and w.layer == first)
     assert problems and all("mlp_h" in p for p in problems), problems
 
 
