@@ -5,9 +5,9 @@ block's threads as fibers that interleave only at barriers, shuffles, mbarrier w
 so tests/gpu/per_word.py's check compares it with the interpreter exactly as on the GPU.
 
 Why: these kernels were written in sessions without a GPU (D68-D70); this finds their indexing, barrier and
-arithmetic mistakes before a GPU session spends device time on them. What it cannot find: anything of timing,
-or of the memory model beyond barriers (async and bulk copies land at once here; a missing wait or fence does not
-show). Arithmetic: the host's IEEE fp32, glibc's expf and log1pf (CUDA's may differ in the last bit), a tensor-core
+arithmetic mistakes before a GPU session spends device time on them; its copies stay in flight until the waits the
+GPU requires, so a missing wait shows too. What it cannot find: anything of timing, fences, or global memory
+shared between blocks (one block runs at a time). Arithmetic: the host's IEEE fp32, glibc's expf and log1pf (CUDA's may differ in the last bit), a tensor-core
 product's sums in double rounded once (the hardware's own order is not modelled): the comparison's tolerances
 cover these as they cover the GPU's.
 """

@@ -90,6 +90,13 @@ def test_a_block_that_never_leaves_a_barrier_is_reported_not_waited_for():
     assert b"never all reach" in message.value
 
 
+def test_copies_land_only_at_their_waits():
+    """The runner's async and bulk copies are in flight until the waits the GPU requires: a kernel that reads
+    shared memory before them reads stale bytes here too (by hand: ATTN_CAUSAL waiting one copy group too few,
+    the GEMM's consumers skipping their wait on the full slot, both fail the check; D70)."""
+    assert library().simt_copy_probe() == 0b1111
+
+
 def test_a_wrong_attention_scale_on_the_cpu_is_caught(tiny_weights):
     """Negative control for the modelled tensor-core instructions: ATTN_CAUSAL run on the CPU with its score
     scale (the word's p4) halved in its launch program must fail the check."""

@@ -64,3 +64,31 @@ extern "C" int simt_stall_probe(char* message, int message_bytes) {
     return ran ? 0 : 1;
 }
 
+// The runner's copies as the GPU's (tests/test_prompt_words_on_cpu.py): thread 0 of a one-warp block copies 16 bytes
+// by cp.async and 16 by a bulk copy on an mbarrier into shared memory; bit 0: the first not there before its
+// wait_group, bit 1: there after; bit 2: the second not there before a wait on its mbarrier, bit 3: there after.
+extern "C" int simt_copy_probe() {
+    static unsigned char window[256];
+    static const unsigned char source[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+    simt::smem_window = window;
+    simt::smem_window_bytes = sizeof window;
+    std::memset(window, 0xA5, sizeof window);
+    int seen = 0;
+    simt::failure.clear();
+    simt::run_block(32, [&] {
+        if (threadIdx.x != 0) return;
+        copy_async16(0, source);
+        copies_commit();
+        seen |= std::memcmp(window, source, 16) != 0;
+        copies_wait(0);
+        seen |= (std::memcmp(window, source, 16) == 0) << 1;
+        bar_init(64, 1);
+        bar_expect(64, 16);
+        bulk_copy(128, source, 16, 64);
+        seen |= (std::memcmp(window + 128, source, 16) != 0) << 2;
+        bar_wait(64, 0);
+        seen |= (std::memcmp(window + 128, source, 16) == 0) << 3;
+    });
+    return simt::failure.empty() ? seen : -1;
+}
+

@@ -6,8 +6,9 @@
 // with a message instead of hanging.
 //
 // What it models beyond that (below): mma.sync m16n8k16, ldmatrix x4 and wgmma m64n128k16 (each warp-wide, from the
-// PTX ISA's fragment layouts), named barriers, mbarriers with transaction bytes; async and bulk copies land at
-// once. What it does not: the memory model beyond barriers, timing. Arithmetic is the host's IEEE fp32 (common.cuh
+// PTX ISA's fragment layouts), named barriers, mbarriers with transaction bytes, async copies that land only at
+// their thread's wait and bulk copies only at a wait on their mbarrier (so a read that skips its wait reads stale
+// shared memory). What it does not: the rest of the memory model (fences, global memory between blocks), timing. Arithmetic is the host's IEEE fp32 (common.cuh
 // MK_HOST_SIMT); expf and log1pf are glibc's, which may differ from CUDA's in the last bit.
 #pragma once
 
@@ -97,13 +98,29 @@ struct Mbarrier {  // mbarrier.* state: arrivals pending in the phase, transacti
     unsigned phase = 0;
 };
 
+// An asynchronous copy in flight: its bytes (read from global memory when issued; nothing writes them while it
+// is in flight) and where they land.
+struct Copy {
+    unsigned char* dst;
+    std::vector<unsigned char> bytes;
+    unsigned bar;  // a bulk copy's mbarrier (0: a cp.async)
+};
+inline std::vector<unsigned char> copied(const void* src, size_t bytes) {  // zeros where src is null
+    std::vector<unsigned char> v(bytes);
+    if (src) std::memcpy(v.data(), src, bytes);
+    return v;
+}
+
 struct Fiber {
     void* sp = nullptr;
+    std::vector<Copy> open;                 // cp.async since the last commit
+    std::vector<std::vector<Copy>> groups;  // committed groups, oldest first
     bool done = false;
     int waits_on = 0;          // 0: runnable; 1: the block barrier; 2: its warp's; 3: named barrier `id`; 4: `mbar`
     unsigned generation = 0;   // the barrier's generation (an mbarrier's: the parity) it waits to pass
     int id = 0;
     const Mbarrier* mbar = nullptr;
+    unsigned bar = 0;  // the mbarrier's address: copies in flight to it wake its waiters, who land them
 };
 constexpr int NAMED_BARRIERS = 16;
 
@@ -121,6 +138,7 @@ struct Block {
     int named_arrived[NAMED_BARRIERS] = {};
     unsigned named_generation[NAMED_BARRIERS] = {};
     std::vector<std::unique_ptr<Mbarrier>> mbarriers;  // the block's; each barrier's 8 bytes point at its own
+    std::vector<Copy> bulk;  // bulk copies in flight
 };
 constexpr int FRAGMENT_WORDS = 8;
 
@@ -135,9 +153,14 @@ inline void yield() {
     simt_switch(&f.sp, block->scheduler);
 }
 
+inline void land(const Copy& c) { std::memcpy(c.dst, c.bytes.data(), c.bytes.size()); }
+
 [[noreturn]] inline void entry() {
     block->body();
     Fiber& f = block->fibers[block->current];
+    for (const auto& group : f.groups)  // copies still in flight land after their thread has gone
+        for (const Copy& c : group) land(c);
+    for (const Copy& c : f.open) land(c);
     f.done = true;
     --block->alive;
     --block->warp_alive[block->current / 32];
@@ -184,7 +207,12 @@ inline bool runnable(int i) {
     if (f.waits_on == 1) return block->block_generation != f.generation;
     if (f.waits_on == 2) return block->warp_generation[i / 32] != f.generation;
     if (f.waits_on == 3) return block->named_generation[f.id] != f.generation;
-    if (f.waits_on == 4) return f.mbar->phase != f.generation;
+    if (f.waits_on == 4) {
+        if (f.mbar->phase != f.generation) return true;
+        for (const Copy& c : block->bulk)
+            if (c.bar == f.bar) return true;
+        return false;
+    }
     return true;
 }
 
@@ -378,7 +406,7 @@ inline unsigned __vmaxu2(unsigned a, unsigned b) {
 template <class T>
 inline T __ldcg(const T* p) { return *p; }
 inline size_t __cvta_generic_to_shared(const void* p) { return reinterpret_cast<size_t>(p); }
-// gemv.cuh's shared-memory copies (there inline PTX), on the window: a copy lands at once
+// gemv.cuh's shared-memory addresses and copies (there inline PTX), on the window
 inline unsigned dynamic_smem_bytes() { return static_cast<unsigned>(simt::smem_window_bytes); }
 inline unsigned smem_addr(const void* p) {
     const unsigned char* q = static_cast<const unsigned char*>(p);
@@ -388,12 +416,30 @@ inline unsigned smem_addr(const void* p) {
     if ((d < 0 || d >= (1LL << 31)) && simt::failure.empty()) simt::failure = "a shared-memory address out of reach";
     return simt::STATIC_BASE + static_cast<unsigned>(d);
 }
-inline void copy_async_piece(unsigned dst, const void* src, int piece) { std::memcpy(simt::window_at(dst, piece), src, piece); }
-inline void copy_async16(unsigned dst, const void* src) { copy_async_piece(dst, src, 16); }
-inline void copy_async16_once(unsigned dst, const void* src) { copy_async_piece(dst, src, 16); }
+// cp.async: a copy lands only when its thread waits for its group (cp.async.wait_group), so a read of shared
+// memory before that wait sees what was there before (the runner fills the window with a pattern first).
+namespace simt {
+inline void issue(unsigned dst, const void* src, int bytes) {
+    block->fibers[block->current].open.push_back(Copy{window_at(dst, bytes), copied(src, bytes), 0});
+}
+}  // namespace simt
+inline void copy_async_piece(unsigned dst, const void* src, int piece) { simt::issue(dst, src, piece); }
+inline void copy_async16(unsigned dst, const void* src) { simt::issue(dst, src, 16); }
+inline void copy_async16_once(unsigned dst, const void* src) { simt::issue(dst, src, 16); }
+inline void copy_async16_or_zero(unsigned dst, const void* src, bool valid) { simt::issue(dst, valid ? src : nullptr, 16); }
 inline unsigned long long evict_first_policy() { return 0; }
-inline void copies_commit() {}
-inline void copies_wait(int) {}
+inline void copies_commit() {
+    simt::Fiber& f = simt::block->fibers[simt::block->current];
+    f.groups.push_back(std::move(f.open));
+    f.open.clear();
+}
+inline void copies_wait(int pending) {  // all but the `pending` newest committed groups land
+    simt::Fiber& f = simt::block->fibers[simt::block->current];
+    while (static_cast<int>(f.groups.size()) > pending) {
+        for (const simt::Copy& c : f.groups.front()) simt::land(c);
+        f.groups.erase(f.groups.begin());
+    }
+}
 inline void named_sync(int id, int threads) { simt::sync_named(id, threads); }
 inline void pair_sync(int id) { simt::sync_named(id, 64); }
 inline void mbarrier_init_fence() {}
@@ -439,19 +485,34 @@ inline void bar_expect(unsigned bar, unsigned bytes) {  // mbarrier.arrive.expec
     --m.pending;
     simt::mbarrier_step(m);
 }
-inline void bulk_copy(unsigned dst, const void* src, unsigned bytes, unsigned bar) {  // lands at once
-    std::memcpy(simt::window_at(dst, bytes), src, bytes);
-    simt::Mbarrier& m = simt::mbarrier_at(bar);
-    m.tx -= bytes;
-    if (m.tx < 0 && simt::failure.empty()) simt::failure = "an mbarrier received more bytes than it expected";
-    simt::mbarrier_step(m);
+// A bulk copy lands, and completes its bytes on its mbarrier, only when some thread waits on that mbarrier: a
+// read of the slot that does not wait first sees what was there before.
+inline void bulk_copy(unsigned dst, const void* src, unsigned bytes, unsigned bar) {
+    simt::block->bulk.push_back(simt::Copy{simt::window_at(dst, bytes), simt::copied(src, bytes), bar});
 }
+namespace simt {
+inline void land_bulk(unsigned bar) {  // the copies in flight to `bar` land and complete their bytes
+    for (auto c = block->bulk.begin(); c != block->bulk.end();) {
+        if (c->bar != bar) {
+            ++c;
+            continue;
+        }
+        land(*c);
+        Mbarrier& m = mbarrier_at(bar);
+        m.tx -= static_cast<long long>(c->bytes.size());
+        if (m.tx < 0 && failure.empty()) failure = "an mbarrier received more bytes than it expected";
+        mbarrier_step(m);
+        c = block->bulk.erase(c);
+    }
+}
+}  // namespace simt
 inline void bar_wait(unsigned bar, unsigned parity) {  // mbarrier.try_wait.parity until phase `parity` completed
     const simt::Mbarrier& m = simt::mbarrier_at(bar);
-    while (m.phase == (parity & 1u)) {
+    for (simt::land_bulk(bar); m.phase == (parity & 1u); simt::land_bulk(bar)) {
         simt::Fiber& f = simt::block->fibers[simt::block->current];
         f.waits_on = 4;
         f.mbar = &m;
+        f.bar = bar;
         f.generation = parity & 1u;
         simt::yield();
     }
@@ -487,10 +548,6 @@ inline void wgmma_m64n128k16(float (&d)[64], const uint32_t (&a)[4], unsigned lo
     }
     simt::warp_fragments_done();
     for (int i = 0; i < 64; ++i) d[i] = out[i];
-}
-inline void copy_async16_or_zero(unsigned dst, const void* src, bool valid) {
-    if (valid) std::memcpy(simt::window_at(dst, 16), src, 16);
-    else std::memset(simt::window_at(dst, 16), 0, 16);
 }
 using std::max;
 using std::min;
