@@ -43,7 +43,7 @@ PROMPT_TILE_ROWS = 128
 PROMPT_TOKEN_TILE = 128
 PROMPT_QUERY_TILE = 64
 PROMPT_ATTN_ROWS = 16
-PROMPT_CONV_COLS = 512
+PROMPT_CONV_COLS = 64  # D70: 160 tiles for the 27B (at 512 a thread walked 1,024 rows alone)
 PROMPT_PREPARE_BLOCKS = 8  # k-blocks of one prepare tile (its token tile's rows are normalised whole)
 
 

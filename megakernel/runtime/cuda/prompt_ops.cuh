@@ -99,40 +99,38 @@ __device__ inline void prompt_qkv_tile(const Ctx& ctx, const Word& w, int tile) 
     }
 }
 
-// PROMPT_CONV: a thread per channel of the tile, rows 0..r-1: out = bf16(silu(bf16(sum_i raw[pos + row - K + 1 +
-// i] * tap[i]))), taps added in order (the products rounded apart: the reference's and GDN_CORE's arithmetic),
-// earlier positions from the conv ring (rows position mod ring); then the chunk's last min(r, K - 1) raw rows into
-// the ring. The thread reads its channel's ring rows before it writes them.
-__device__ inline void prompt_conv_channel(const Ctx& ctx, const Word& w, int c) {
-    const int K = w.p(1), R = w.p(2);
-    const int r = chunk_rows_now(ctx, w), pos = ctx.control()[w.ctrl_base() + CTRL_POSITION];
-    const Buffer mixed = ctx.buffer(w.buf_in()), out = ctx.buffer(w.buf_out()), ring = ctx.buffer(w.buf_aux1());
-    const Weight taps = ctx.weight(w.p(0));
-    float tap[GDN_MAX_KERNEL], window[GDN_MAX_KERNEL];  // window[i]: position pos + row - K + 1 + i
-#pragma unroll
-    for (int i = 0; i < GDN_MAX_KERNEL; ++i) {
-        tap[i] = i < K ? taps.value(static_cast<size_t>(c) * K + i) : 0.0f;
-        const int p = pos - K + 1 + i;  // the history: positions before the chunk (the window before row 0)
-        window[i] = i < K - 1 ? bf(*ring.at<bf16>(((p % R) + R) % R, c)) : 0.0f;
-    }
-    for (int row = 0; row < r; ++row) {
-        window[K - 1] = bf(*mixed.at<bf16>(row, c));
-        float acc = mul_rn(window[0], tap[0]);
-#pragma unroll
-        for (int i = 1; i < GDN_MAX_KERNEL; ++i)
-            if (i < K) acc = add_rn(acc, mul_rn(window[i], tap[i]));
-        *out.at<bf16>(row, c) = to_bf16(round_bf16(silu_ref(round_bf16(acc))));
-#pragma unroll
-        for (int i = 0; i + 1 < GDN_MAX_KERNEL; ++i)
-            if (i + 1 < K) window[i] = window[i + 1];
-    }
-    for (int row = max(0, r - (K - 1)); row < r; ++row) *ring.at<bf16>((pos + row) % R, c) = *mixed.at<bf16>(row, c);
-}
-
-// No thread returns early: the graph trace's build ends every tile with a block barrier (common.cuh graph_trace).
+// PROMPT_CONV: the tile's channels (tile_rows of them) over rows 0..r-1, each output from its own K inputs, the
+// 512 threads a channel each for 512 / tile_rows rows at a time: out = bf16(silu(bf16(sum_i raw[pos + row - K + 1
+// + i] * tap[i]))), taps added in order (the products rounded apart: the reference's and GDN_CORE's arithmetic),
+// positions before the chunk from the conv ring (rows position mod ring); then, every read done, the chunk's last
+// min(r, K - 1) raw rows into the ring. Rows are independent, so no thread walks the chunk alone (a thread a
+// channel over 1,024 rows, one dependent load a row, took 476 us a word: D70).
 __device__ inline void prompt_conv_tile(const Ctx& ctx, const Word& w, int tile) {
-    const int c = tile * w.tile_rows() + threadIdx.x;
-    if (threadIdx.x < w.tile_rows() && c < w.n()) prompt_conv_channel(ctx, w, c);
+    const int K = w.p(1), R = w.p(2), cols = w.tile_rows(), lanes = TILE_THREADS / cols;
+    const int r = chunk_rows_now(ctx, w), pos = ctx.control()[w.ctrl_base() + CTRL_POSITION];
+    const int c = tile * cols + threadIdx.x % cols, lane = threadIdx.x / cols;
+    const bool mine = lane < lanes && c < w.n();
+    const Buffer mixed = ctx.buffer(w.buf_in()), out = ctx.buffer(w.buf_out()), ring = ctx.buffer(w.buf_aux1());
+    if (mine) {
+        const Weight taps = ctx.weight(w.p(0));
+        float tap[GDN_MAX_KERNEL];
+#pragma unroll
+        for (int i = 0; i < GDN_MAX_KERNEL; ++i) tap[i] = i < K ? taps.value(static_cast<size_t>(c) * K + i) : 0.0f;
+        for (int row = lane; row < r; row += lanes) {
+            float acc = 0.0f;
+#pragma unroll
+            for (int i = 0; i < GDN_MAX_KERNEL; ++i) {
+                if (i >= K) continue;
+                const int q = row - K + 1 + i;  // the input's row in the chunk; before it: the ring's position pos + q
+                const float x = bf(q >= 0 ? *mixed.at<bf16>(q, c) : *ring.at<bf16>((((pos + q) % R) + R) % R, c));
+                acc = i == 0 ? mul_rn(x, tap[0]) : add_rn(acc, mul_rn(x, tap[i]));
+            }
+            *out.at<bf16>(row, c) = to_bf16(round_bf16(silu_ref(round_bf16(acc))));
+        }
+    }
+    __syncthreads();  // the ring's rows read before the chunk's last rows overwrite them
+    if (mine && lane == 0)
+        for (int row = max(0, r - (K - 1)); row < r; ++row) *ring.at<bf16>((pos + row) % R, c) = *mixed.at<bf16>(row, c);
 }
 
 // Shared memory of a prepare tile: norm_rows' staging area (MAX_ROWS rows of the word's n or, MTP_PREPARE, n / 2
