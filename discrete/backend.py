@@ -45,8 +45,9 @@ class DiscreteBackend(ProgramBackend):
     kernel, megakernel/runtime/persistent.py: same device functions, same Program). One session holds every
     Program the backend runs (one per row count and the MTP draft passes, built when first needed);
     passes, prompts and speculation as in generate.ProgramBackend; the prompt enters `prompt_rows`
-    (default 8) rows a pass, bit-identical to one-row passes (tests/gpu/test_speculative_gpu.py), or
-    (prompt_path "program") through the prompt programs in chunks of `prompt_chunk` rows, which every mode
+    (default 8) rows a pass, bit-identical to one-row passes (tests/gpu/test_speculative_gpu.py; prompt_path
+    "passes"), or through the prompt programs in chunks of `prompt_chunk` rows ("program"; "auto", the default:
+    prompts of more than 64 tokens, D70), which every mode
     runs with the discrete kernels from a CUDA graph (the megakernel mode too: its persistent kernel runs
     decode passes only; the session after the prompt is the same in every mode, so decode stays
     megakernel == graph).
@@ -56,7 +57,7 @@ class DiscreteBackend(ProgramBackend):
     them all): the decode loop allocates nothing (tests/gpu/test_no_alloc_gpu.py)."""
 
     def __init__(self, model: str, capacity: int, mode: str = "graph", prompt_rows: int = MAX_PROMPT_ROWS,
-                 weights: DeviceWeights | None = None, watchdog_s: float = 0.5, prompt_path: str = "passes",
+                 weights: DeviceWeights | None = None, watchdog_s: float = 0.5, prompt_path: str = "auto",
                  prompt_chunk: int = PROMPT_CHUNK):
         if mode not in ("eager", "graph", "megakernel"):
             raise ValueError(f"mode must be eager, graph or megakernel, got {mode!r}")

@@ -650,11 +650,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "the 4096 lowest ids and the ids the session has seen (megakernel/model/draft_vocab.py)")
     p.add_argument("--numerics", default=None, choices=["oracle", "engine"],
                    help="reference rounding points: the HF oracle's or the GPU engine's (docs/NUMERICS.md)")
-    p.add_argument("--prompt-path", default="passes", choices=list(PROMPT_PATHS),
+    p.add_argument("--prompt-path", default="auto", choices=list(PROMPT_PATHS),
                    help="how the prompt enters: decode passes of up to 8 rows (passes, exact with decode), the "
                         f"prompt program in chunks of {PROMPT_CHUNK} rows (program: the prompt path's arithmetic, "
-                        f"docs/NUMERICS.md; the reference needs --numerics engine), or auto: the program for prompts "
-                        f"of more than {PROMPT_PROGRAM_MIN} tokens where the backend computes the engine's numerics")
+                        f"docs/NUMERICS.md; the reference needs --numerics engine), or auto (default): the program "
+                        f"for prompts of more than {PROMPT_PROGRAM_MIN} tokens where the backend computes the "
+                        "engine's numerics, else passes")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object (prompt_ids, tokens, text, stop_reason, ms_per_token) at the end")
     p.set_defaults(func=cmd_generate)
