@@ -144,6 +144,7 @@ constexpr int LOWER_TILES = 16 * 17 / 2;
 
 // (rows . k_j) over d for a 4 x 4 tile: XT's columns `rows` .. + 3 (q or k) against k's j0 .. j0 + 3.
 __device__ __forceinline__ void tile_dots(float (&acc)[4][4], const float* XT, int rows, int j0) {
+#pragma unroll 4
     for (int d = 0; d < GDN_DK; ++d) {
         const float4 x4 = ld4(XT + d * XT_STRIDE + rows), y4 = ld4(XT + d * XT_STRIDE + WY_CHUNK + j0);
         const float x[4] = {x4.x, x4.y, x4.z, x4.w}, y[4] = {y4.x, y4.y, y4.z, y4.w};
@@ -159,6 +160,7 @@ __device__ inline void chunk_state_products(const ChunkSmem& sm, int C) {
     if (tid < TILE_THREADS / 2) {
         const int r0 = 32 * (warp / 2) + 8 * (lane / 8), c0 = 64 * (warp % 2) + 8 * (lane % 8);
         float acc[8][8] = {};
+#pragma unroll 2
         for (int d = 0; d < GDN_DK; ++d) {
             float x[8], y[8];
             ld8(x, sm.XT + d * XT_STRIDE + r0);
@@ -262,6 +264,7 @@ __device__ inline void chunk_intra(const ChunkSmem& sm) {
     if (tid < TILE_THREADS / 2) {
         const int i0 = 8 * warp, c0 = 4 * lane;
         float acc[8][4] = {};
+#pragma unroll 2
         for (int jj = 0; jj < i0 + 8; ++jj) {
             float x[8];
             ld8(x, sm.AQ + jj * WY_CHUNK + i0);
@@ -289,6 +292,7 @@ __device__ inline void chunk_update_and_norm(const ChunkSmem& sm, const Ctx& ctx
         const int d0 = 16 * warp, col0 = 4 * lane;
         const float decay = expf(sm.G[C - 1]);
         float acc[16][4] = {};
+#pragma unroll 2
         for (int i = 0; i < C; ++i) {
             float x[16];
 #pragma unroll
