@@ -161,6 +161,7 @@ def plot(result: dict, path: str) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
     lengths = set()
@@ -176,6 +177,8 @@ def plot(result: dict, path: str) -> None:
             linewidth=0.8, label="linears at the dense f16 rate (derived)")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    ax.set_xticks(xs, [f"{n:,}" for n in xs])  # the measured lengths only: log minor labels collide
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_xlabel("prompt tokens")
     ax.set_ylabel("time to first token, ms")
     ax.legend(fontsize=7)
