@@ -79,22 +79,17 @@ def library() -> ctypes.CDLL:
 
 def weight_arena(program: Program, weights) -> np.ndarray:
     """The weight arena as DeviceWeights.from_weightset lays it out (fp8 weights in units), in host memory."""
-    from megakernel.runtime.device import _STORED, _scales_as
-    from megakernel.model.tensors import scale_name
+    from megakernel.runtime.device import host_scale_bytes, host_weight_bytes
 
     arena = np.zeros(max(program.weight_bytes, 1), np.uint8)
     for e in program.weights:
-        a = np.ascontiguousarray(weights[e.name])
-        if a.dtype != _STORED[e.dtype] or a.size != e.rows * e.cols:
-            raise ValueError(f"{e.name}: the program expects {e.dtype.name} [{e.rows}, {e.cols}], the weights "
-                             f"hold {a.dtype} {a.shape}")
-        raw = a.view(np.uint8).reshape(e.rows, -1)
+        raw = host_weight_bytes(e, weights)
         if e.dtype == DType.FP8_E4M3:
             raw = to_units(raw)
         arena[e.offset:e.offset + raw.size] = raw.ravel()
         if e.scale_dtype != DType.NONE:
-            s = _scales_as(weights[scale_name(e.name)], e.scale_dtype, e.name)
-            arena[e.scale_offset:e.scale_offset + s.size] = s.ravel()
+            scales = host_scale_bytes(e, weights).ravel()
+            arena[e.scale_offset:e.scale_offset + scales.size] = scales
     return arena
 
 

@@ -15,10 +15,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "gpu"))
 
 from compiler import lower_mtp_prompt, lower_prompt  # noqa: E402
-from compiler.interpreter import Interpreter  # noqa: E402
 from isa import Op  # noqa: E402
-from isa.opcodes import CTRL_POSITION, control_base  # noqa: E402
-from per_word import check_word, interpret_word, randomise_session  # noqa: E402
+from per_word import check_word, interpret_word, interpreter_at  # noqa: E402
 from simt_runner import CPU_OPS, HostProgram, library, unavailable  # noqa: E402
 
 pytestmark = pytest.mark.skipif(unavailable() is not None, reason=f"CPU runner: {unavailable()}")
@@ -29,10 +27,7 @@ def walk(weights, program, position, tokens, seed=0, run=lambda word: True, tamp
     """Every word in order from a random session at `position`: the words that `run` picks checked against the
     interpreter, the rest run by the interpreter alone; `tamper(runner)` may first change what only the CPU
     runner sees (negative controls). Returns (words checked, problems)."""
-    interp = Interpreter(program, weights)
-    randomise_session(interp, program, np.random.default_rng(seed), position)
-    interp.view(0)[0, control_base(program.words[0].layer) + CTRL_POSITION] = position
-    interp.set_prompt_chunk(tokens)
+    interp = interpreter_at(program, weights, position, tokens, seed)
     runner = HostProgram(program, weights)
     tamper(runner)
     checked, problems = [], []
@@ -143,9 +138,13 @@ def test_generation_through_the_prompt_kernels_on_the_cpu_stays_close_to_the_int
     from megakernel.generation.generate import InterpreterBackend
 
     class CpuKernels(InterpreterBackend):
+        hosts = {}  # a HostProgram (its weight arena) built once a Program
+
         def _run_prompt(self, runner, tokens):
             runner.set_prompt_chunk(tokens)
-            host = HostProgram(runner.program, self.weights)
+            if id(runner.program) not in self.hosts:
+                self.hosts[id(runner.program)] = HostProgram(runner.program, self.weights)
+            host = self.hosts[id(runner.program)]
             host.session.arena.data = runner.arena  # the interpreter's session, written in place
             for i in range(len(runner.program.words)):
                 host.run_word(i)

@@ -86,14 +86,11 @@ class DeviceWeights:
         dev = cls(program)
         with bytes_bar(program.weight_bytes, "weights to the GPU", progress) as bar:
             for e in program.weights:
-                a = weights[e.name]
-                if a.dtype != _STORED[e.dtype] or a.size != e.rows * e.cols:
-                    raise ValueError(f"{e.name}: the program expects {e.dtype.name} [{e.rows}, {e.cols}], "
-                                     f"the weights hold {a.dtype} {a.shape}")
-                dev._put_weight(e, np.ascontiguousarray(a).view(np.uint8))
-                bar.update(a.nbytes)
+                raw = host_weight_bytes(e, weights)
+                dev._put_weight(e, raw)
+                bar.update(raw.nbytes)
                 if e.scale_dtype != DType.NONE:
-                    dev._put(e.scale_offset, _scales_as(weights[scale_name(e.name)], e.scale_dtype, e.name))
+                    dev._put(e.scale_offset, host_scale_bytes(e, weights))
         return dev
 
     @classmethod
@@ -117,6 +114,21 @@ class DeviceWeights:
                 bar.update(arrays[e.name].nbytes)
                 del arrays
         return dev
+
+
+def host_weight_bytes(e, weights: WeightSet) -> np.ndarray:
+    """Weight table entry `e`'s tensor of `weights` as its raw bytes, row-major ([rows, cols x size] uint8),
+    refused when its dtype or size is not the table's."""
+    a = weights[e.name]
+    if a.dtype != _STORED[e.dtype] or a.size != e.rows * e.cols:
+        raise ValueError(f"{e.name}: the program expects {e.dtype.name} [{e.rows}, {e.cols}], "
+                         f"the weights hold {a.dtype} {a.shape}")
+    return np.ascontiguousarray(a).view(np.uint8).reshape(e.rows, -1)
+
+
+def host_scale_bytes(e, weights: WeightSet) -> np.ndarray:
+    """Entry `e`'s block scales in the table's scale dtype, as bytes."""
+    return _scales_as(weights[scale_name(e.name)], e.scale_dtype, e.name)
 
 
 def _scales_as(scales: np.ndarray, dtype: DType, name: str) -> np.ndarray:

@@ -173,6 +173,19 @@ def randomise_session(interp, program, rng, position: int):
     interp.view(0)[0, CTRL_POSITION] = position
 
 
+def interpreter_at(program, weights, position: int, tokens: list[int], seed: int = 0):
+    """The interpreter of prompt program `program` on a random session (randomise_session) at `position` (the
+    program's own control lane), the chunk's `tokens` set: where a prompt word's check starts."""
+    from compiler.interpreter import Interpreter
+    from isa.opcodes import control_base
+
+    interp = Interpreter(program, weights)
+    randomise_session(interp, program, np.random.default_rng(seed), position)
+    interp.view(0)[0, control_base(program.words[0].layer) + CTRL_POSITION] = position
+    interp.set_prompt_chunk(tokens)
+    return interp
+
+
 HISTORY_TOKENS = [9707, 11, 1879, 0, 151, 77, 3000, 42, 5, 248000, 17, 1, 60, 61, 62, 63]
 
 

@@ -20,13 +20,12 @@ import pytest
 cupy = pytest.importorskip("cupy")
 
 from compiler import lower_mtp_prompt, lower_prompt  # noqa: E402
-from compiler.interpreter import Interpreter  # noqa: E402
 from discrete.backend import DiscreteBackend  # noqa: E402
 from discrete.launcher import DiscreteProgram  # noqa: E402
 from isa import PROMPT_OPS, Op  # noqa: E402
-from isa.opcodes import CTRL_POSITION, MTP_LAYER, control_base  # noqa: E402
+from isa.opcodes import MTP_LAYER  # noqa: E402
 from megakernel.runtime.device import DeviceSession, DeviceWeights  # noqa: E402
-from per_word import check_word, randomise_session  # noqa: E402
+from per_word import check_word, interpreter_at  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 CAPACITY = 384
@@ -36,10 +35,7 @@ ROWS = 160  # two token tiles, the second partial; the chunks below run 150 and 
 def chunk_beside_the_interpreter(weights, program, position, tokens, seed=0):
     """Random session state at `position` (the program's own control lane), the chunk's tokens set; the
     interpreter and its GPU runner on that arena."""
-    interp = Interpreter(program, weights)
-    randomise_session(interp, program, np.random.default_rng(seed), position)
-    interp.view(0)[0, control_base(program.words[0].layer) + CTRL_POSITION] = position
-    interp.set_prompt_chunk(tokens)
+    interp = interpreter_at(program, weights, position, tokens, seed)
     runner = DiscreteProgram(program, DeviceWeights.from_weightset(program, weights, progress=False),
                              DeviceSession(program))
     return interp, runner

@@ -133,8 +133,7 @@ struct Block {
     unsigned block_generation = 0;
     std::vector<int> warp_arrived, warp_alive;
     std::vector<unsigned> warp_generation;
-    std::vector<uint64_t> exchange;  // a shuffle's values, a slot a thread
-    std::vector<uint32_t> fragments;  // a warp-wide instruction's operands, FRAGMENT_WORDS a thread
+    std::vector<uint32_t> fragments;  // a warp-wide instruction's operands (a shuffle's too), FRAGMENT_WORDS a thread
     int named_arrived[NAMED_BARRIERS] = {};
     unsigned named_generation[NAMED_BARRIERS] = {};
     std::vector<std::unique_ptr<Mbarrier>> mbarriers;  // the block's; each barrier's 8 bytes point at its own
@@ -239,7 +238,6 @@ inline bool run_block(int threads, const std::function<void()>& body, int block_
     b.warp_generation.assign((threads + 31) / 32, 0);
     b.warp_alive.assign((threads + 31) / 32, 0);
     for (int i = 0; i < threads; ++i) ++b.warp_alive[i / 32];
-    b.exchange.assign(threads, 0);
     b.fragments.assign(static_cast<size_t>(threads) * FRAGMENT_WORDS, 0);
     block = &b;
     blockIdx = {static_cast<unsigned>(block_index), 0, 0};
@@ -282,32 +280,6 @@ inline bool run_block(int threads, const std::function<void()>& body, int block_
     return ok;
 }
 
-template <class T>
-T exchange(T v, int source_lane) {
-    static_assert(sizeof(T) <= 8, "a shuffle moves at most 8 bytes");
-    const int me = block->current, w = me / 32;
-    if (block->warp_alive[w] != 32 && failure.empty()) failure = "a shuffle in a warp with exited lanes";
-    uint64_t bits = 0;
-    std::memcpy(&bits, &v, sizeof(T));
-    block->exchange[me] = bits;
-    sync_warp();
-    T r;
-    const uint64_t got = block->exchange[w * 32 + (source_lane & 31)];
-    std::memcpy(&r, &got, sizeof(T));
-    sync_warp();
-    return r;
-}
-
-// A warp-wide instruction: every lane puts `n` words, then reads any lane's; `done` when all have read.
-inline const uint32_t* warp_fragments(const uint32_t* mine, int n) {
-    const int me = block->current, w = me / 32;
-    if (block->warp_alive[w] != 32 && failure.empty()) failure = "a warp-wide instruction in a warp with exited lanes";
-    std::memcpy(&block->fragments[static_cast<size_t>(me) * FRAGMENT_WORDS], mine, 4 * n);
-    sync_warp();
-    return &block->fragments[static_cast<size_t>(w) * 32 * FRAGMENT_WORDS];
-}
-inline void warp_fragments_done() { sync_warp(); }
-
 inline float half_bits_to_float(uint16_t h, bool f16) {
     if (!f16) {
         const uint32_t u = static_cast<uint32_t>(h) << 16;
@@ -320,10 +292,41 @@ inline float half_bits_to_float(uint16_t h, bool f16) {
     return __half2float(__half(r));
 }
 
+// A warp-wide instruction: every lane puts `n` words, then reads any lane's; `done` when all have read.
+inline const uint32_t* warp_fragments(const uint32_t* mine, int n) {
+    const int me = block->current, w = me / 32;
+    if (block->warp_alive[w] != 32 && failure.empty()) failure = "a warp-wide instruction in a warp with exited lanes";
+    std::memcpy(&block->fragments[static_cast<size_t>(me) * FRAGMENT_WORDS], mine, 4 * n);
+    sync_warp();
+    return &block->fragments[static_cast<size_t>(w) * 32 * FRAGMENT_WORDS];
+}
+inline void warp_fragments_done() { sync_warp(); }
+
+// A shuffle: lane `source_lane`'s value of this warp's `v` (at most 8 bytes).
+template <class T>
+T exchange(T v, int source_lane) {
+    static_assert(sizeof(T) <= 8, "a shuffle moves at most 8 bytes");
+    uint32_t mine[2] = {0, 0};
+    std::memcpy(mine, &v, sizeof(T));
+    const uint32_t* all = warp_fragments(mine, 2);
+    T r;
+    std::memcpy(&r, &all[(source_lane & 31) * FRAGMENT_WORDS], sizeof(T));
+    warp_fragments_done();
+    return r;
+}
+
+// Element (row, k) of a 16 x 16 A operand held by a warp in mma.m16n8k16's fragment layout (4 words a lane from
+// word 0 of each lane's slots): a0 (row g, k 2t, 2t + 1), a1 (row g + 8), a2 (k + 8), a3 (row g + 8, k + 8).
+inline float a_element(const uint32_t* all, int row, int k, bool f16) {
+    const uint32_t v = all[(4 * (row % 8) + (k % 8) / 2) * FRAGMENT_WORDS + (row >= 8) + 2 * (k >= 8)];
+    return half_bits_to_float(static_cast<uint16_t>(k % 2 ? v >> 16 : v & 0xFFFFu), f16);
+}
+
+
 }  // namespace simt
 
-// mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}: the PTX ISA's fragment layouts (lane = 4 g + t): a0 (row g,
-// k 2t, 2t + 1), a1 (row g + 8), a2 (k + 8), a3 (row g + 8, k + 8); b0 (k 2t, 2t + 1, column g), b1 (k + 8); d0,
+// mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}: the PTX ISA's fragment layouts (lane = 4 g + t): A as
+// simt::a_element; b0 (k 2t, 2t + 1, column g), b1 (k + 8); d0,
 // d1 (row g, columns 2t, 2t + 1), d2, d3 (row g + 8). Each output's 16 products (exact in fp32) and its
 // accumulator are added in double and rounded once: the tensor core's own order and rounding are not modelled,
 // so results may differ from the GPU's in the last bits (the comparisons' tolerances hold either).
@@ -331,14 +334,11 @@ template <bool F16>
 inline void mma_16816(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
     const uint32_t mine[6] = {a[0], a[1], a[2], a[3], b[0], b[1]};
     const uint32_t* all = simt::warp_fragments(mine, 6);
-    const auto element = [&](int lane, int word, int half) {
-        const uint32_t v = all[lane * simt::FRAGMENT_WORDS + word];
-        return simt::half_bits_to_float(static_cast<uint16_t>(half ? v >> 16 : v & 0xFFFFu), F16);
+    const auto A = [&](int row, int k) { return simt::a_element(all, row, k, F16); };
+    const auto B = [&](int k, int col) {  // b0, b1 in words 4, 5
+        const uint32_t v = all[(4 * col + (k % 8) / 2) * simt::FRAGMENT_WORDS + 4 + (k >= 8)];
+        return simt::half_bits_to_float(static_cast<uint16_t>(k % 2 ? v >> 16 : v & 0xFFFFu), F16);
     };
-    const auto A = [&](int row, int k) {  // (row, k) of the 16 x 16 operand
-        return element(4 * (row % 8) + (k % 8) / 2, (row >= 8) + 2 * (k >= 8), k % 2);
-    };
-    const auto B = [&](int k, int col) { return element(4 * col + (k % 8) / 2, 4 + (k >= 8), k % 2); };
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     float out[4];
     for (int e = 0; e < 4; ++e) {
@@ -385,10 +385,11 @@ inline T __shfl_down_sync(unsigned, T v, int delta) {
     return lane + delta < 32 ? other : v;
 }
 inline int __syncthreads_or(int predicate) {
-    simt::block->exchange[simt::block->current] = predicate != 0;
+    auto& slots = simt::block->fragments;
+    slots[static_cast<size_t>(simt::block->current) * simt::FRAGMENT_WORDS] = predicate != 0;
     simt::sync_block();
     int any = 0;
-    for (int i = 0; i < simt::block->threads; ++i) any |= simt::block->exchange[i] != 0;
+    for (int i = 0; i < simt::block->threads; ++i) any |= slots[static_cast<size_t>(i) * simt::FRAGMENT_WORDS] != 0;
     simt::sync_block();
     return any;
 }
@@ -529,10 +530,7 @@ inline void wgmma_m64n128k16(float (&d)[64], const uint32_t (&a)[4], unsigned lo
     const uint32_t* all = simt::warp_fragments(a, 4);
     const unsigned start = static_cast<unsigned>(desc & 0x3FFFu) << 4;
     const unsigned lbo = static_cast<unsigned>((desc >> 16) & 0x3FFFu) << 4, sbo = static_cast<unsigned>((desc >> 32) & 0x3FFFu) << 4;
-    const auto A = [&](int row, int k) {
-        const uint32_t v = all[(4 * (row % 8) + (k % 8) / 2) * simt::FRAGMENT_WORDS + (row >= 8) + 2 * (k >= 8)];
-        return simt::half_bits_to_float(static_cast<uint16_t>(k % 2 ? v >> 16 : v & 0xFFFFu), true);
-    };
+    const auto A = [&](int row, int k) { return simt::a_element(all, row, k, true); };
     const auto B = [&](int k, int n) {
         uint16_t h;
         std::memcpy(&h, simt::window_at(start + (n / 8) * sbo + (k / 8) * lbo + (n % 8) * 16 + (k % 8) * 2, 2), 2);

@@ -57,7 +57,7 @@ __device__ __forceinline__ void partition_bounds(int length, int p, int parts, i
     hi = static_cast<int>(static_cast<long long>(p + 1) * length / parts);
 }
 
-#ifndef MK_HOST_SIMT  // tests/simt/simt.h: host models of these (the warp's loads, copies that land at once)
+#ifndef MK_HOST_SIMT  // tests/simt/simt.h: host models of these (the warp's loads, copies in flight to their wait)
 __device__ __forceinline__ void ldmatrix_x4(u32 (&r)[4], u32 at) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(at));

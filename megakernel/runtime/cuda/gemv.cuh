@@ -266,7 +266,7 @@ __device__ __forceinline__ uint4 load_shared16(u32 at) {
 
 
 // Wait until at most `pending` (0 .. MAX_DEPTH - 1) of this thread's newest copy groups are in flight.
-#ifndef MK_HOST_SIMT  // tests/simt/simt.h: copies land at once there
+#ifndef MK_HOST_SIMT  // tests/simt/simt.h: a copy group lands there at this wait
 __device__ __forceinline__ void copies_wait(int pending) {
     switch (pending) {
         case 0: asm volatile("cp.async.wait_group 0;" ::: "memory"); break;
