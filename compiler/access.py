@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from isa import NO_BUFFER, PREPARE_OPS, Flag, Op, Program
+from isa import NO_BUFFER, PREPARE_OPS, Flag, Op, Program, operand_layout
 from isa.opcodes import (
     CONTROL_BUFFER,
     CTRL_PENDING,
@@ -289,16 +289,21 @@ def _slab_rows(w, token_tile: int, b0: int, b1: int) -> tuple[int, int]:
 
 
 def _prepare(program, w, stage, tile):
-    t, (t0, t1), (b0, b1) = prepare_tile(w, tile)
-    out = [chunk_read(w)]
-    if w.opcode == Op.NORM_PREPARE:  # the norm reads whole rows
+    t, (r0, r1), (b0, b1) = prepare_tile(w, tile)
+    out, t0, t1 = [chunk_read(w)], r0, min(r1, w.chunk_rows)
+    if t0 >= t1:  # rows past the chunk's capacity: zeros written, nothing read
+        pass
+    elif w.opcode == Op.NORM_PREPARE:  # the norm reads whole rows
         out.append(read(w.buf_in, t0, t1, 0, w.n))
     elif w.opcode == Op.MTP_PREPARE:  # the tokens' embeddings and the target's hidden rows, each normalised whole
         out += [read(w.buf_aux0, 0, 1, t0, t1), read(w.buf_in, t0, t1, 0, w.n // 2)]
     else:
         out.append(read(w.buf_in, t0, t1, b0 * plan.K_BLOCK, b1 * plan.K_BLOCK))
     rows = _slab_rows(w, t, b0, b1)
-    return out + [write(buf, *rows, 0, _cols(program, buf)) for buf in (w.buf_out, w.buf_aux1) if buf != NO_BUFFER]
+    g0 = (r0 - t * plan.PROMPT_TOKEN_TILE) // operand_layout.GROUP_TOKENS
+    values, unscales = operand_layout.group_words(g0, g0 + (r1 - r0) // operand_layout.GROUP_TOKENS)
+    return out + [write(buf, *rows, *cols) for buf in (w.buf_out, w.buf_aux1) if buf != NO_BUFFER
+                  for cols in (values, unscales)]
 
 
 def _gemm(program, w, stage, tile):

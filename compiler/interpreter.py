@@ -534,43 +534,53 @@ class Interpreter:
         self._embed_rows(ctx, w, tile, ctx.read(w.buf_in, 0, 1, 0, self._chunk(ctx, w)[1])[0])
 
     def _prepare_operand(self, ctx: _Tile, w, tile: int) -> None:
-        """A prepare tile: its token tile's rows below r (normalised whole, for NORM_PREPARE and MTP_PREPARE) as
-        the f16 operand of its k-blocks (ops.f16_operand, a row at a time) in slabs (isa/operand_layout.py),
-        rows past r zero; and the bf16 rows in slabs of their own when the GEMM has bf16 weight segments."""
-        t, (t0, t1), (b0, b1) = prepare_tile(w, tile)
-        t1 = min(t1, self._chunk(ctx, w)[1])
-        if t1 <= t0:
+        """A prepare tile: its rows below r (normalised whole, for NORM_PREPARE and MTP_PREPARE) as the f16
+        operand of its k-blocks (ops.f16_operand, a row at a time) in its 8-token group of the slabs
+        (isa/operand_layout.py), rows past r zero; and the bf16 rows in slabs of their own when the GEMM has bf16
+        weight segments. A tile of a token tile past the chunk writes nothing (the GEMM reads none of it)."""
+        t, (r0, r1), (b0, b1) = prepare_tile(w, tile)
+        r = self._chunk(ctx, w)[1]
+        if t * plan.PROMPT_TOKEN_TILE >= r:
             return
-        p, k0, k1 = params(w), b0 * plan.K_BLOCK, b1 * plan.K_BLOCK
-        if w.opcode == Op.NORM_PREPARE:
-            x = self._rms_norm(ctx.read(w.buf_in, t0, t1, 0, w.n), self._weight(p["norm_weight"]), p["eps"])[:, k0:k1]
+        p, k0, k1, t1 = params(w), b0 * plan.K_BLOCK, b1 * plan.K_BLOCK, max(r0, min(r1, r))
+        if t1 == r0:
+            x = np.zeros((0, k1 - k0), np.float32)
+        elif w.opcode == Op.NORM_PREPARE:
+            x = self._rms_norm(ctx.read(w.buf_in, r0, t1, 0, w.n), self._weight(p["norm_weight"]), p["eps"])[:, k0:k1]
         elif w.opcode == Op.MTP_PREPARE:  # the embedding half first, as MTP_FC
-            tokens = ctx.read(w.buf_aux0, 0, 1, t0, t1)[0]
+            tokens = ctx.read(w.buf_aux0, 0, 1, r0, t1)[0]
             e = self._rms_norm(self._weight(p["embed_weight"])[tokens].astype(np.float32),
                                self._weight(p["norm_embedding"]), p["eps"])
-            h = self._rms_norm(ctx.read(w.buf_in, t0, t1, 0, w.n // 2), self._weight(p["norm_hidden"]), p["eps"])
+            h = self._rms_norm(ctx.read(w.buf_in, r0, t1, 0, w.n // 2), self._weight(p["norm_hidden"]), p["eps"])
             x = np.concatenate([e, h], axis=1)[:, k0:k1]
         else:
-            x = ctx.read(w.buf_in, t0, t1, k0, k1)
+            x = ctx.read(w.buf_in, r0, t1, k0, k1)
         first = t * (w.n // plan.K_BLOCK) + b0
         operands = [ops.f16_operand(row) for row in x]
-        x16 = np.stack([o for o, _ in operands])
-        unscale = np.stack([u for _, u in operands])
-        ctx.write(w.buf_out, first, 0, self._slab_words(x16, unscale, np.float16))
+        x16 = np.stack([o for o, _ in operands]) if operands else x
+        unscale = np.stack([u for _, u in operands]) if operands else np.zeros((0, b1 - b0), np.float32)
+        g0 = (r0 - t * plan.PROMPT_TOKEN_TILE) // operand_layout.GROUP_TOKENS
+        groups = operand_layout.group_words(g0, g0 + (r1 - r0) // operand_layout.GROUP_TOKENS)
+        self._write_groups(ctx, w.buf_out, first, r0 % plan.PROMPT_TOKEN_TILE, groups, x16, unscale, np.float16)
         if w.buf_aux1 != NO_BUFFER:
-            ctx.write(w.buf_aux1, first, 0, self._slab_words(x, np.ones_like(unscale), BF16))
+            self._write_groups(ctx, w.buf_aux1, first, r0 % plan.PROMPT_TOKEN_TILE, groups, x,
+                               np.ones_like(unscale), BF16)
 
     _norm_prepare = _prepare = _mtp_prepare = _prepare_operand
 
     @staticmethod
-    def _slab_words(x: np.ndarray, unscale: np.ndarray, dtype) -> np.ndarray:
-        """Rows of a token tile (fewer than 128: the rest zero) -> its slabs as int32 [blocks, SLAB_BYTES / 4]."""
+    def _write_groups(ctx: _Tile, buf: int, first: int, row0: int, groups, x: np.ndarray, unscale: np.ndarray,
+                      dtype) -> None:
+        """Rows row0.. of a token tile (the rest of its 8-token groups zero) -> their words of its slabs
+        (slab rows first..)."""
         rows = plan.PROMPT_TOKEN_TILE
         padded = np.zeros((rows, x.shape[1]), np.float32)
-        padded[:len(x)] = x
+        padded[row0:row0 + len(x)] = x
         scales = np.zeros((rows, unscale.shape[1]), np.float32)
-        scales[:len(x)] = unscale
-        return operand_layout.slabs(padded, scales, dtype)[0].view(np.int32)
+        scales[row0:row0 + len(x)] = unscale
+        words = operand_layout.slabs(padded, scales, dtype)[0].view(np.int32)
+        for c0, c1 in groups:
+            ctx.write(buf, first, c0, words[:, c0:c1])
 
     def _slabs(self, ctx: _Tile, buf: int, first: int, blocks: int, dtype) -> tuple[np.ndarray, np.ndarray]:
         words = ctx.read(buf, first, first + blocks, 0, self.program.buffers[buf].cols).astype(np.int32)

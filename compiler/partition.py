@@ -18,6 +18,7 @@ from megakernel.model.tensors import tensor_specs
 
 from .ir import BufferDecl, Lowered
 from .lowering import EMBED_TILE_COLS
+from .tiling import prepare_tiles
 
 
 def token_tiles(rows: int) -> int:
@@ -57,7 +58,7 @@ def partition(low: Lowered, c: ModelConfig) -> None:
             ins.tiles = p["heads"] + p["kv_heads"]
         elif op in PREPARE_OPS:  # n: the operand's columns
             ins.tile_rows = plan.PROMPT_PREPARE_BLOCKS
-            ins.tiles = token_tiles(low.rows) * -(-(ins.n // plan.K_BLOCK) // plan.PROMPT_PREPARE_BLOCKS)
+            ins.tiles = prepare_tiles(low.rows, ins.n)
         elif op == Op.PROMPT_NORM:
             ins.tile_rows = plan.PROMPT_QUERY_TILE
             ins.tiles = -(-low.rows // plan.PROMPT_QUERY_TILE)

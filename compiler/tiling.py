@@ -117,14 +117,22 @@ def gemm_tile(program: Program, word: Word, tile: int) -> tuple[RowGroup, tuple[
     return row_groups(program, word)[group], (t0, min(word.chunk_rows, t0 + plan.PROMPT_TOKEN_TILE))
 
 
+def prepare_tiles(rows: int, n: int) -> int:
+    """A prepare word's tiles: every PROMPT_PREPARE_ROWS rows of each token tile (past the chunk's rows too:
+    they write the zeros the GEMM reads) x its columns' groups of PROMPT_PREPARE_BLOCKS k-blocks."""
+    row_tiles = -(-rows // plan.PROMPT_TOKEN_TILE) * (plan.PROMPT_TOKEN_TILE // plan.PROMPT_PREPARE_ROWS)
+    return row_tiles * -(-(n // plan.K_BLOCK) // plan.PROMPT_PREPARE_BLOCKS)
+
+
 def prepare_tile(word: Word, tile: int) -> tuple[int, tuple[int, int], tuple[int, int]]:
-    """Prepare tile -> (token tile t, its rows [t0, t1) of the chunk, k-blocks [b0, b1)): tiles token tile
-    by token tile, tile_rows k-blocks each."""
+    """Prepare tile -> (token tile t, its rows [r0, r1) of the chunk, k-blocks [b0, b1)): tiles row group by
+    row group (PROMPT_PREPARE_ROWS rows, one 8-token group of the slabs: isa/operand_layout.py), tile_rows
+    k-blocks each; r1 may pass the chunk's rows (those rows are zero in the slabs)."""
     blocks = word.n // plan.K_BLOCK
-    t, g = divmod(tile, -(-blocks // word.tile_rows))
-    t0 = t * plan.PROMPT_TOKEN_TILE
-    return t, (t0, min(word.chunk_rows, t0 + plan.PROMPT_TOKEN_TILE)), (g * word.tile_rows,
-                                                                       min(blocks, (g + 1) * word.tile_rows))
+    row_tile, g = divmod(tile, -(-blocks // word.tile_rows))
+    r0 = row_tile * plan.PROMPT_PREPARE_ROWS
+    return r0 // plan.PROMPT_TOKEN_TILE, (r0, r0 + plan.PROMPT_PREPARE_ROWS), (g * word.tile_rows,
+                                                                             min(blocks, (g + 1) * word.tile_rows))
 
 
 def query_tile(word: Word, tile: int) -> tuple[int, tuple[int, int]]:

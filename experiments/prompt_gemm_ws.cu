@@ -7,9 +7,10 @@
 // k-block's 128 products of widened e4m3 weights and the f16 operand (ops.f16_operand), eight wgmma k16 steps
 // chained in the decode GEMV's k order: the weights are the arena's 16-row units (weight_layout.py), each warp's
 // A fragment widened straight from a unit, and the operand is prepared per (128-token tile, k-block) as the
-// eight steps' B matrices in that same k order (no-swizzle core matrices, D66's descriptor) followed by the
-// tile's 128 unscales, 33,280 bytes, one bulk copy. By D66 each k-block's partial then has the decode GEMV's
-// bits; only the order the k-blocks are added in is this kernel's own (one accumulator, blocks in order).
+// eight steps' B matrices in that same k order (no-swizzle core matrices, 8-token groups 2 KB apart:
+// isa/operand_layout.py, D71) followed by the tile's 128 unscales, 33,280 bytes, one bulk copy. By D66 each
+// k-block's partial then has the decode GEMV's bits; only the order the k-blocks are added in is this kernel's
+// own (one accumulator, blocks in order).
 //
 // A block: 128 weight rows x 128 tokens. Warps 0-7 are two consumer warpgroups (64 weight rows each, sharing
 // the token tile); warp 8's lane 0 is the producer, filling a ring of STAGES slots (operand tile + the block's
@@ -79,7 +80,7 @@ __device__ __forceinline__ void issue_steps(float (&part)[64], const u32 (&af)[4
     WGMMA(asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"));
 #pragma unroll
     for (int q = 0; q < 4; ++q)
-        wgmma_m64n128k16(part, af[q], smem_desc(slot + (4 * h + q) * 4096, 128, 256), h + q > 0);
+        wgmma_m64n128k16(part, af[q], smem_desc(slot + (4 * h + q) * 256, 128, 2048), h + q > 0);
     WGMMA(asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"));
 }
 
@@ -118,7 +119,7 @@ __device__ __forceinline__ void promote(float* acc, const float (&part)[4 * J], 
 __device__ __forceinline__ void issue_half(float (&part)[32], const u32 (&af)[8][4], const unsigned char* slot, int h) {
     WGMMA(asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"));
 #pragma unroll
-    for (int st = 0; st < 8; ++st) wgmma_m64n64k16(part, af[st], smem_desc(slot + st * 4096 + h * 2048, 128, 256), st);
+    for (int st = 0; st < 8; ++st) wgmma_m64n64k16(part, af[st], smem_desc(slot + st * 256 + h * 16384, 128, 2048), st);
     WGMMA(asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"));
 }
 
@@ -204,10 +205,10 @@ __device__ void consume_whole(float (&acc)[64], const Ring<STAGES>& ring, const 
         if constexpr (MODE == MMA_ONLY || MODE == FIXED_A) {  // every k-block chained into acc
 #pragma unroll
             for (int st = 0; st < 8; ++st)
-                wgmma_m64n128k16(acc, af[st], smem_desc(slot + st * 4096, 128, 256), b + st > 0);
+                wgmma_m64n128k16(acc, af[st], smem_desc(slot + st * 256, 128, 2048), b + st > 0);
         } else {
 #pragma unroll
-            for (int st = 0; st < 8; ++st) wgmma_m64n128k16(part, af[st], smem_desc(slot + st * 4096, 128, 256), st);
+            for (int st = 0; st < 8; ++st) wgmma_m64n128k16(part, af[st], smem_desc(slot + st * 256, 128, 2048), st);
         }
         WGMMA(asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"));
         wait_groups<0>();
@@ -381,8 +382,8 @@ extern "C" __global__ void __launch_bounds__(256) prompt_prepare(const __nv_bflo
         const uint4 h = mk::f16_piece(v, mk::two_to(P));
         const u32 pairs[4] = {h.x, h.y, h.z, h.w};
 #pragma unroll
-        for (int q = 0; q < 4; ++q) {  // element offset: step 2048, 8-token group 128, half 64, token 8, slot
-            const int at = (2 * i + q / 2) * 2048 + (n / 8) * 128 + (q % 2) * 64 + (n % 8) * 8 + 2 * t;
+        for (int q = 0; q < 4; ++q) {  // element offset: 8-token group 1024, step 128, half 64, token 8, slot
+            const int at = (n / 8) * 1024 + (2 * i + q / 2) * 128 + (q % 2) * 64 + (n % 8) * 8 + 2 * t;
             *reinterpret_cast<u32*>(tile + 2 * at) = pairs[q];
         }
         if (p == 0) reinterpret_cast<float*>(tile + ws::X_BYTES)[n] = mk::two_to(-P);

@@ -1,14 +1,15 @@
 """The prompt GEMM's operand in device memory: what the prepare words write and the GEMM words read
-(docs/ISA.md "Prompt programs"; the layout `experiments/prompt_gemm_ws.cu` consumes, D67).
+(docs/ISA.md "Prompt programs"; `experiments/prompt_gemm_ws.cu` consumes it too, D67).
 
 An operand buffer holds slabs of one 128-token tile and one 128-wide k-block, token tile by token tile,
 k-blocks in order within a tile; a slab is SLAB_BYTES, one bulk copy:
 
-* 32 KB of f16 operand values x' (ops.f16_operand), the eight mma steps' B matrices one after the other,
-  each as no-swizzle core matrices [8-token group (16), k half (2), token (8), slot (8)]: wgmma's K-major
-  descriptor with 128 bytes between the k halves and 256 between token groups. Step s, half c, slot j
-  holds in-block k = step_order()[s, c, j], the k order of the decode GEMV's 16-row weight units
-  (megakernel/runtime/weight_layout.py), so that every k-block's partial has the decode GEMV's bits (D66);
+* 32 KB of f16 operand values x' (ops.f16_operand) as no-swizzle core matrices [8-token group (16), mma step
+  (8), k half (2), token (8), slot (8)]: step s's B matrix is wgmma's K-major descriptor at 256 s with 128
+  bytes between the k halves and GROUP_BYTES (2 KB) between token groups. Step s, half c, slot j holds
+  in-block k = step_order()[s, c, j], the k order of the decode GEMV's 16-row weight units
+  (megakernel/runtime/weight_layout.py), so that every k-block's partial has the decode GEMV's bits (D66).
+  An 8-token group's values are contiguous, so a prepare tile of whole groups writes rectangles (D71);
 * then the tile's 128 unscales 2^-P (float32), token order.
 
 Rows of a tile past the chunk's rows hold zeros. A GEMM with bf16 weight segments (in_proj's b and a) also
@@ -24,6 +25,14 @@ from megakernel.model.plan import K_BLOCK, PROMPT_TOKEN_TILE
 
 X_BYTES = PROMPT_TOKEN_TILE * K_BLOCK * 2
 SLAB_BYTES = X_BYTES + PROMPT_TOKEN_TILE * 4
+GROUP_TOKENS = 8
+GROUP_BYTES = GROUP_TOKENS * K_BLOCK * 2
+
+
+def group_words(g0: int, g1: int) -> tuple[tuple[int, int], tuple[int, int]]:
+    """The 4-byte words of a slab that 8-token groups [g0, g1) of its token tile occupy: (values, unscales)."""
+    return ((g0 * GROUP_BYTES // 4, g1 * GROUP_BYTES // 4),
+            (X_BYTES // 4 + GROUP_TOKENS * g0, X_BYTES // 4 + GROUP_TOKENS * g1))
 
 
 def step_order() -> np.ndarray:
@@ -38,9 +47,9 @@ def slabs(x16: np.ndarray, unscale: np.ndarray, dtype=np.float16) -> np.ndarray:
     [tiles * 128, blocks] -> the slabs, bytes [tiles, blocks, SLAB_BYTES]."""
     rows, k = x16.shape
     tiles, blocks = rows // PROMPT_TOKEN_TILE, k // K_BLOCK
-    groups = PROMPT_TOKEN_TILE // 8
+    groups = PROMPT_TOKEN_TILE // GROUP_TOKENS
     xb = np.asarray(x16).astype(dtype).reshape(tiles, groups, 8, blocks, K_BLOCK)[..., step_order().reshape(-1)]
-    xb = xb.reshape(tiles, groups, 8, blocks, 8, 2, 8).transpose(0, 3, 4, 1, 5, 2, 6)
+    xb = xb.reshape(tiles, groups, 8, blocks, 8, 2, 8).transpose(0, 3, 1, 4, 5, 2, 6)
     out = np.empty((tiles, blocks, SLAB_BYTES), np.uint8)
     out[:, :, :X_BYTES] = np.ascontiguousarray(xb).reshape(tiles, blocks, -1).view(np.uint8)
     u = np.ascontiguousarray(np.asarray(unscale, np.float32).reshape(tiles, PROMPT_TOKEN_TILE, blocks)
@@ -53,10 +62,10 @@ def from_slabs(data: np.ndarray, dtype=np.float16) -> tuple[np.ndarray, np.ndarr
     """Bytes [tiles, blocks, SLAB_BYTES] -> (x16 [tiles * 128, blocks * 128] of `dtype` in natural k order,
     unscale float32 [tiles * 128, blocks])."""
     tiles, blocks = data.shape[:2]
-    groups = PROMPT_TOKEN_TILE // 8
+    groups = PROMPT_TOKEN_TILE // GROUP_TOKENS
     data = np.ascontiguousarray(data)
-    xb = data[:, :, :X_BYTES].copy().view(dtype).reshape(tiles, blocks, 8, groups, 2, 8, 8)
-    permuted = xb.transpose(0, 3, 5, 1, 2, 4, 6).reshape(tiles, groups, 8, blocks, K_BLOCK)
+    xb = data[:, :, :X_BYTES].copy().view(dtype).reshape(tiles, blocks, groups, 8, 2, 8, 8)
+    permuted = xb.transpose(0, 2, 5, 1, 3, 4, 6).reshape(tiles, groups, 8, blocks, K_BLOCK)
     natural = np.empty_like(permuted)
     natural[..., step_order().reshape(-1)] = permuted
     unscale = data[:, :, X_BYTES:].copy().view(np.float32).reshape(tiles, blocks, PROMPT_TOKEN_TILE)

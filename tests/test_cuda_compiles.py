@@ -127,8 +127,8 @@ def test_the_device_opcodes_and_prompt_constants_are_the_isas():
     """common.cuh's Opcode enum names every isa.Op at its value (the prompt programs' too), and the prompt
     device functions' constants are the plan's and isa/operand_layout.py's."""
     from isa import Op
-    from isa.opcodes import CTRL_ROWS
-    from isa.operand_layout import SLAB_BYTES, X_BYTES
+    from isa.opcodes import CTRL_ROWS, MAX_ROWS
+    from isa.operand_layout import GROUP_BYTES, GROUP_TOKENS, SLAB_BYTES, X_BYTES
     from megakernel.model import plan
     from megakernel.runtime import cuda_build
 
@@ -144,6 +144,8 @@ def test_the_device_opcodes_and_prompt_constants_are_the_isas():
     assert cuda_build.define(CUDA_DIR / "prompt_gdn.cuh", "WY_CHUNK") == gdn.CHUNK
     assert cuda_build.define(CUDA_DIR / "common.cuh", "CTRL_ROWS") == CTRL_ROWS
     assert (X_BYTES, SLAB_BYTES) == (plan.PROMPT_TOKEN_TILE * plan.K_BLOCK * 2, X_BYTES + plan.PROMPT_TOKEN_TILE * 4)
+    # a prepare tile is one 8-token group of the slabs, MAX_ROWS rows (prompt_ops.cuh SLAB_GROUP_BYTES)
+    assert plan.PROMPT_PREPARE_ROWS == GROUP_TOKENS == MAX_ROWS and GROUP_BYTES == GROUP_TOKENS * plan.K_BLOCK * 2
 
 
 def test_the_27b_prompt_words_fit_the_h200_shared_memory():

@@ -45,7 +45,7 @@ def _steps_from_layouts(probe, units: np.ndarray, prepared: np.ndarray, row_stri
 def _operand_steps(probe, prepared: np.ndarray, tile: int, block: int) -> np.ndarray:
     """B [8 steps, 16 slots, 128 tokens] (float64) of one prepared (tile, k-block), as the descriptors read it."""
     tiles = prepared[tile, block, :X_BYTES].view(np.float16).astype(np.float64)
-    return tiles.reshape(8, 16, 2, 8, 8).transpose(0, 2, 4, 1, 3).reshape(8, 16, 128)  # [s, c, j, G, n] -> [s, slot, n]
+    return tiles.reshape(16, 8, 2, 8, 8).transpose(1, 2, 4, 0, 3).reshape(8, 16, 128)  # [s, c, j, G, n] -> [s, slot, n]
 
 
 def test_the_units_and_the_prepared_operand_meet_in_the_same_k_order():

@@ -44,7 +44,8 @@ PROMPT_TOKEN_TILE = 128
 PROMPT_QUERY_TILE = 64
 PROMPT_ATTN_ROWS = 16
 PROMPT_CONV_COLS = 64  # D70: 160 tiles for the 27B (at 512 a thread walked 1,024 rows alone)
-PROMPT_PREPARE_BLOCKS = 8  # k-blocks of one prepare tile (its token tile's rows are normalised whole)
+PROMPT_PREPARE_BLOCKS = 8  # k-blocks of one prepare tile (its rows are normalised whole)
+PROMPT_PREPARE_ROWS = 8  # rows of one prepare tile: one 8-token group of the operand slabs (D71)
 
 
 def row_groups(segment_rows: tuple[int, ...], tile_rows: int, paired: bool = False) -> int:

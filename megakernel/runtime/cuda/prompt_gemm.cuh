@@ -114,7 +114,8 @@ __device__ inline void gemm_consume_fp8(float (&acc)[64], u8* smem, u64* full, u
         const float sc = bf(scales[b]);
         WGMMA(asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"));
 #pragma unroll
-        for (int st = 0; st < 8; ++st) wgmma_m64n128k16(part, af[st], smem_desc(slot + st * 4096, 128, 256), st);
+        for (int st = 0; st < 8; ++st)
+            wgmma_m64n128k16(part, af[st], smem_desc(slot + st * 256, 128, SLAB_GROUP_BYTES), st);
         WGMMA(asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"));
         wait_groups<0>();
         fence_all(part);
@@ -148,8 +149,8 @@ __device__ inline void gemm_consume_bf16(float (&acc)[64], u8* smem, u64* full, 
             const u32 a[4] = {pair(g, k + slab_k(st, 0, 2 * t)), pair(g + 8, k + slab_k(st, 0, 2 * t)),
                               pair(g, k + slab_k(st, 1, 2 * t)), pair(g + 8, k + slab_k(st, 1, 2 * t))};
 #pragma unroll
-            for (int j = 0; j < 16; ++j) {  // token octet j: [step][8-token group][k half][token][slot]
-                const u8* b_at = slot + (st * 16 + j) * 256 + g * 16 + 4 * t;
+            for (int j = 0; j < 16; ++j) {  // token octet j: [8-token group][step][k half][token][slot]
+                const u8* b_at = slot + j * SLAB_GROUP_BYTES + st * 256 + g * 16 + 4 * t;
                 const u32 bf[2] = {*reinterpret_cast<const u32*>(b_at), *reinterpret_cast<const u32*>(b_at + 128)};
                 float d[4] = {part[4 * j], part[4 * j + 1], part[4 * j + 2], part[4 * j + 3]};
                 mma_16816<false>(d, a, bf);

@@ -2,7 +2,7 @@
 // PROMPT_NORM, PROMPT_ADVANCE, PROMPT_QKV, PROMPT_CONV (ATTN_CAUSAL: prompt_attention.cuh), and
 // NORM_PREPARE / PREPARE / MTP_PREPARE, which write a prompt GEMM's operand slabs (isa/operand_layout.py). Run by the discrete build only (the megakernel refuses prompt programs:
 // persistent.py). Every tile reads the chunk's position and rows r from its control lane and computes the
-// rows below r; a prepare tile zeroes its token tile's rows past r.
+// rows below r; a prepare tile zeroes its rows past r.
 #pragma once
 
 #include "gdn.cuh"  // GDN_MAX_KERNEL
@@ -14,6 +14,7 @@ namespace mk {
 constexpr int PROMPT_TOKEN_TILE = 128;                                 // plan.PROMPT_TOKEN_TILE
 constexpr int SLAB_X_BYTES = PROMPT_TOKEN_TILE * K_BLOCK * 2;          // isa/operand_layout.py X_BYTES
 constexpr int SLAB_BYTES = SLAB_X_BYTES + PROMPT_TOKEN_TILE * 4;       // isa/operand_layout.py SLAB_BYTES
+constexpr int SLAB_GROUP_BYTES = MAX_ROWS * K_BLOCK * 2;               // isa/operand_layout.py GROUP_BYTES
 constexpr int PREPARE_MAX_BLOCKS = 8;                                  // plan.PROMPT_PREPARE_BLOCKS
 typedef unsigned short u16;
 
@@ -179,8 +180,8 @@ __device__ inline void write_slab_rows(u8* slabs, int t, int group, int b0, int 
                                 static_cast<u32>(value_of(i, b * K_BLOCK + slab_k(s, c, j + 1))) << 16;
         }
         u8* slab = slabs + (static_cast<size_t>(t) * slab_blocks + b0 + b) * SLAB_BYTES;
-        // [step][8-token group][k half][token][slot]: 256 bytes a (step, group), 128 a half, 16 a token
-        *reinterpret_cast<uint4*>(slab + (s * 16 + group) * 256 + c * 128 + i * 16) =
+        // [8-token group][step][k half][token][slot]: 2 KB a group, 256 bytes a step, 128 a half, 16 a token
+        *reinterpret_cast<uint4*>(slab + group * SLAB_GROUP_BYTES + s * 256 + c * 128 + i * 16) =
             make_uint4(packed[0], packed[1], packed[2], packed[3]);
     }
     for (int q = threadIdx.x; q < MAX_ROWS * blocks; q += TILE_THREADS) {
@@ -190,14 +191,17 @@ __device__ inline void write_slab_rows(u8* slabs, int t, int group, int b0, int 
     }
 }
 
-// Token tile t, k-blocks [b0, b1) of the operand (prepare_tile in compiler/tiling.py), MAX_ROWS rows at a time:
-// the rows (normalised whole by norm_rows for NORM_PREPARE and MTP_PREPARE) -> the f16 operand (f16_operand's
-// rule, per row and k-block) -> the f16 slabs (buf_out); the bf16 rows -> the bf16 slabs (buf_aux1, unscales
-// 1) when the GEMM has bf16 weight segments. Rows past r are zero in both.
+// Rows [8 q, 8 q + 8) of the chunk (one 8-token group of token tile t = q / 16), k-blocks [b0, b1) of the operand
+// (prepare_tile in compiler/tiling.py): the rows (normalised whole by norm_rows for NORM_PREPARE and
+// MTP_PREPARE) -> the f16 operand (f16_operand's rule, per row and k-block) -> the group's words of the f16
+// slabs (buf_out); the bf16 rows -> the bf16 slabs (buf_aux1, unscales 1) when the GEMM has bf16 weight
+// segments. Rows past r are zero in both; a tile of a token tile past the chunk writes nothing. A tile per
+// group, not a token tile's 16 groups one after another (D71: 40 tiles of 16 rounds took 95-178 us a word).
 __device__ inline void prepare_tile(const Ctx& ctx, const Word& w, int tile, u8* smem) {
     __shared__ float scratch[(TILE_WARPS + 1) * MAX_ROWS];
     const int op = w.opcode(), n = w.n(), slab_blocks = n / K_BLOCK, per_tile = w.tile_rows();
-    const int groups_k = (slab_blocks + per_tile - 1) / per_tile, t = tile / groups_k;
+    const int groups_k = (slab_blocks + per_tile - 1) / per_tile, row_tile = tile / groups_k;
+    const int t = row_tile / (PROMPT_TOKEN_TILE / MAX_ROWS), group = row_tile % (PROMPT_TOKEN_TILE / MAX_ROWS);
     const int b0 = (tile % groups_k) * per_tile, blocks = min(per_tile, slab_blocks - b0);
     const int c0 = b0 * K_BLOCK, c1 = c0 + blocks * K_BLOCK, r = chunk_rows_now(ctx, w);
     if (t * PROMPT_TOKEN_TILE >= r) return;  // a tile past the chunk: the GEMM reads none of it
@@ -205,49 +209,45 @@ __device__ inline void prepare_tile(const Ctx& ctx, const Word& w, int tile, u8*
     u8* f16_slabs = ctx.buffer(w.buf_out()).base;
     u8* bf16_slabs = w.buf_aux1() == NO_BUFFER ? nullptr : ctx.buffer(w.buf_aux1()).base;
     const PrepareSmem sm(smem, prepare_stage_bytes(op, n), blocks);
-    for (int group = 0; group < PROMPT_TOKEN_TILE / MAX_ROWS; ++group) {
-        const int row0 = t * PROMPT_TOKEN_TILE + group * MAX_ROWS, m = max(0, min(MAX_ROWS, r - row0));
-        if (m > 0) {
-            if (op == OP_NORM_PREPARE) {
+    const int row0 = row_tile * MAX_ROWS, m = max(0, min(MAX_ROWS, r - row0));
+    if (m > 0) {
+        if (op == OP_NORM_PREPARE) {
+            norm_rows([&](int i) { return in.at<bf16>(row0 + i, 0); },
+                      [&](int i) { return sm.rows + i * sm.stride; }, m, n, ctx.weight(w.p(0)), w.pf(1), c0, c1,
+                      scratch, sm.stage);
+        } else if (op == OP_MTP_PREPARE) {  // [RMSNorm(embed(token)) | RMSNorm(hidden)], the embedding half first
+            const Weight embed = ctx.weight(w.p(0));
+            const int h = n / 2;
+            const int* tokens = ctx.buffer(w.buf_aux0()).at<int>(0, 0);
+            if (c0 < h)
+                norm_rows([&](int i) { return reinterpret_cast<const bf16*>(embed.base) +
+                                              static_cast<size_t>(tokens[row0 + i]) * h; },
+                          [&](int i) { return sm.rows + i * sm.stride; }, m, h, ctx.weight(w.p(1)), w.pf(3), c0,
+                          min(c1, h), scratch, sm.stage);
+            if (c1 > h)
                 norm_rows([&](int i) { return in.at<bf16>(row0 + i, 0); },
-                          [&](int i) { return sm.rows + i * sm.stride; }, m, n, ctx.weight(w.p(0)), w.pf(1), c0, c1,
-                          scratch, sm.stage);
-            } else if (op == OP_MTP_PREPARE) {  // [RMSNorm(embed(token)) | RMSNorm(hidden)], the embedding half first
-                const Weight embed = ctx.weight(w.p(0));
-                const int h = n / 2;
-                const int* tokens = ctx.buffer(w.buf_aux0()).at<int>(0, 0);
-                if (c0 < h)
-                    norm_rows([&](int i) { return reinterpret_cast<const bf16*>(embed.base) +
-                                                  static_cast<size_t>(tokens[row0 + i]) * h; },
-                              [&](int i) { return sm.rows + i * sm.stride; }, m, h, ctx.weight(w.p(1)), w.pf(3), c0,
-                              min(c1, h), scratch, sm.stage);
-                if (c1 > h)
-                    norm_rows([&](int i) { return in.at<bf16>(row0 + i, 0); },
-                              [&](int i) { return sm.rows + i * sm.stride + max(h - c0, 0); }, m, h,
-                              ctx.weight(w.p(2)), w.pf(3), max(c0, h) - h, c1 - h, scratch, sm.stage);
-            } else {  // PREPARE: the rows as they are
-                for (int q = threadIdx.x; q < m * blocks * (K_BLOCK / 8); q += TILE_THREADS) {
-                    const int i = q / (blocks * (K_BLOCK / 8)), piece = q % (blocks * (K_BLOCK / 8));
-                    reinterpret_cast<uint4*>(sm.rows + i * sm.stride)[piece] =
-                        reinterpret_cast<const uint4*>(in.at<bf16>(row0 + i, c0))[piece];
-                }
-                __syncthreads();
+                          [&](int i) { return sm.rows + i * sm.stride + max(h - c0, 0); }, m, h,
+                          ctx.weight(w.p(2)), w.pf(3), max(c0, h) - h, c1 - h, scratch, sm.stage);
+        } else {  // PREPARE: the rows as they are
+            for (int q = threadIdx.x; q < m * blocks * (K_BLOCK / 8); q += TILE_THREADS) {
+                const int i = q / (blocks * (K_BLOCK / 8)), piece = q % (blocks * (K_BLOCK / 8));
+                reinterpret_cast<uint4*>(sm.rows + i * sm.stride)[piece] =
+                    reinterpret_cast<const uint4*>(in.at<bf16>(row0 + i, c0))[piece];
             }
-            f16_operand(sm.rows, sm.stride, sm.x16, sm.stride, m, blocks, sm.p);
             __syncthreads();
         }
-        const u16* x16 = reinterpret_cast<const u16*>(sm.x16);
-        const u16* raw = reinterpret_cast<const u16*>(sm.rows);
-        const int stride = sm.stride;
-        const signed char* p = sm.p;
-        write_slab_rows(f16_slabs, t, group, b0, blocks, slab_blocks, m,
-                        [&](int i, int k) { return x16[i * stride + k]; },
-                        [&](int i, int b) { return two_to(-p[i * MAX_SLICE_BLOCKS + b]); });
-        if (bf16_slabs != nullptr)
-            write_slab_rows(bf16_slabs, t, group, b0, blocks, slab_blocks, m,
-                            [&](int i, int k) { return raw[i * stride + k]; }, [](int, int) { return 1.0f; });
-        __syncthreads();  // the group's rows and operand free for the next group
+        f16_operand(sm.rows, sm.stride, sm.x16, sm.stride, m, blocks, sm.p);
+        __syncthreads();
     }
+    const u16* x16 = reinterpret_cast<const u16*>(sm.x16);
+    const u16* raw = reinterpret_cast<const u16*>(sm.rows);
+    const int stride = sm.stride;
+    const signed char* p = sm.p;
+    write_slab_rows(f16_slabs, t, group, b0, blocks, slab_blocks, m, [&](int i, int k) { return x16[i * stride + k]; },
+                    [&](int i, int b) { return two_to(-p[i * MAX_SLICE_BLOCKS + b]); });
+    if (bf16_slabs != nullptr)
+        write_slab_rows(bf16_slabs, t, group, b0, blocks, slab_blocks, m,
+                        [&](int i, int k) { return raw[i * stride + k]; }, [](int, int) { return 1.0f; });
 }
 
 }  // namespace mk
