@@ -252,11 +252,13 @@ extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS, 1) tile_prepare(P
 }
 
 // The prompt GEMMs (prompt_gemm.cuh): GEMM_THREADS threads (two consumer warpgroups and a producer's), one tile a
-// block, GEMM_SMEM bytes of dynamic shared memory for the ring, aligned as the experiment measured it (D67).
+// block, GEMM_SMEM bytes of dynamic shared memory for the ring, aligned as the experiment measured it (D67). Tiles
+// run last first: the last row groups are the slowest (in_proj's bf16 b and a: mma.sync from global), so they
+// start in the first wave instead of making a tail.
 extern "C" __global__ void __launch_bounds__(mk::GEMM_THREADS, 1) tile_gemm(PROGRAM_ARGS) {
     __shared__ __align__(16) mk::u32 program[mk::LAUNCH_PROGRAM_BYTES / 4];
     const mk::Ctx ctx = mk::launch_context(arena, weights, launch, program);
     extern __shared__ __align__(1024) unsigned char gemm_smem[];
-    mk::gemm_tile(ctx, ctx.word(0), blockIdx.x, gemm_smem);
+    mk::gemm_tile(ctx, ctx.word(0), gridDim.x - 1 - blockIdx.x, gemm_smem);
     mk::graph_trace(launch, 2);
 }

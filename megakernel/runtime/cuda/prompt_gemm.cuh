@@ -144,16 +144,21 @@ __device__ inline void gemm_consume_bf16(float (&acc)[64], u8* smem, u64* full, 
         float part[64];
 #pragma unroll
         for (int i = 0; i < 64; ++i) part[i] = 0.0f;
+        u32 a[8][4];  // the k-block's A pairs loaded before the products: one round trip, not eight
+        const int k = b * K_BLOCK;
+#pragma unroll
         for (int st = 0; st < 8; ++st) {
-            const int k = b * K_BLOCK;
-            const u32 a[4] = {pair(g, k + slab_k(st, 0, 2 * t)), pair(g + 8, k + slab_k(st, 0, 2 * t)),
-                              pair(g, k + slab_k(st, 1, 2 * t)), pair(g + 8, k + slab_k(st, 1, 2 * t))};
+            a[st][0] = pair(g, k + slab_k(st, 0, 2 * t)), a[st][1] = pair(g + 8, k + slab_k(st, 0, 2 * t));
+            a[st][2] = pair(g, k + slab_k(st, 1, 2 * t)), a[st][3] = pair(g + 8, k + slab_k(st, 1, 2 * t));
+        }
+#pragma unroll
+        for (int st = 0; st < 8; ++st) {
 #pragma unroll
             for (int j = 0; j < 16; ++j) {  // token octet j: [8-token group][step][k half][token][slot]
                 const u8* b_at = slot + j * SLAB_GROUP_BYTES + st * 256 + g * 16 + 4 * t;
                 const u32 bf[2] = {*reinterpret_cast<const u32*>(b_at), *reinterpret_cast<const u32*>(b_at + 128)};
                 float d[4] = {part[4 * j], part[4 * j + 1], part[4 * j + 2], part[4 * j + 3]};
-                mma_16816<false>(d, a, bf);
+                mma_16816<false>(d, a[st], bf);
                 part[4 * j] = d[0], part[4 * j + 1] = d[1], part[4 * j + 2] = d[2], part[4 * j + 3] = d[3];
             }
         }
@@ -166,6 +171,38 @@ __device__ inline void gemm_consume_bf16(float (&acc)[64], u8* smem, u64* full, 
 
 // Consumers: named barrier 1 over the two consumer warpgroups (the producer warpgroup has left).
 __device__ __forceinline__ void consumers_sync() { named_sync(1, 32 * GEMM_CONSUMER_WARPS); }
+
+// GEMM_GATE_UP's epilogue, bf16(bf16(silu(g)) * u), split by tokens so that both warpgroups work: warpgroup 0
+// (gate) finishes tokens 0-63, warpgroup 1 (up) tokens 64-127 (accumulators 4 j + e with j < 8, j >= 8); each
+// hands the other half of its rows to the other through the ring's memory, [64 rows][EXCHANGE_STRIDE] floats a
+// half: 72 puts a warp's 8-byte stores (rows gq, tokens 2 t, 2 t + 1) on distinct bank pairs. (One warpgroup
+// finishing all 128 tokens left the SM's other 8 warps idle for ~3,100 instructions a warp: D71.)
+constexpr int EXCHANGE_STRIDE = 72;
+__device__ inline void gate_up_epilogue(const float (&acc)[64], float* exchange, const Buffer& out, int rows_out0,
+                                        int rows, int token0, int r, int wg, int strip, int gq, int t) {
+    float* given = exchange + wg * 64 * EXCHANGE_STRIDE;         // warpgroup wg's other half
+    const float* taken = exchange + (1 - wg) * 64 * EXCHANGE_STRIDE;
+    const bool keeps_low = wg == 0;
+    consumers_sync();  // every slot read by both warpgroups
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+        if ((j < 8) == keeps_low) continue;
+#pragma unroll
+        for (int h = 0; h < 2; ++h)  // rows gq, gq + 8
+            *reinterpret_cast<float2*>(given + (16 * strip + gq + 8 * h) * EXCHANGE_STRIDE + 8 * (j % 8) + 2 * t) =
+                make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+    }
+    consumers_sync();
+#pragma unroll
+    for (int i = 0; i < 64; ++i) {
+        if ((i < 32) != keeps_low) continue;
+        const int row = 16 * strip + acc_row(i, gq), token = acc_token(i, t);
+        if (row >= rows || token0 + token >= r) continue;
+        const float other = taken[row * EXCHANGE_STRIDE + token % 64];
+        const float v = keeps_low ? swiglu_rn(acc[i], other) : swiglu_rn(other, acc[i]);
+        *out.at<bf16>(token0 + token, rows_out0 + row) = to_bf16(v);
+    }
+}
 
 __device__ inline void gemm_tile(const Ctx& ctx, const Word& w, int tile, u8* smem) {
     __shared__ __align__(8) u64 full[GEMM_STAGES], empty[GEMM_STAGES];
@@ -204,28 +241,16 @@ __device__ inline void gemm_tile(const Ctx& ctx, const Word& w, int tile, u8* sm
     // Epilogue: token rows of the chunk below r, output rows of the warp's strip.
     const Buffer out = ctx.buffer(w.buf_out());
     const int token0 = g.token_tile * PROMPT_TOKEN_TILE;
-    if (op == OP_GEMM_GATE_UP) {  // up (warpgroup 1) through the ring's memory to gate's threads
-        float* up = reinterpret_cast<float*>(smem);  // [64 rows][128 tokens]
-        consumers_sync();  // every slot read by both warpgroups
-        if (wg == 1)
-#pragma unroll
-            for (int i = 0; i < 64; ++i) up[(16 * strip + acc_row(i, gq)) * PROMPT_TOKEN_TILE + acc_token(i, t)] = acc[i];
-        consumers_sync();
-        if (wg == 1) return;
+    if (op == OP_GEMM_GATE_UP) {
+        gate_up_epilogue(acc, reinterpret_cast<float*>(smem), out, g.rows_out0, rows, token0, r, wg, strip, gq, t);
+        return;
     }
 #pragma unroll
     for (int i = 0; i < 64; ++i) {
         const int row = 16 * strip + acc_row(i, gq), token = token0 + acc_token(i, t);
         if (row >= rows || token >= r) continue;
-        const int c = g.rows_out0 + (op == OP_GEMM_GATE_UP ? 0 : wg * (GEMM_ROWS / 2)) + row;
-        float v;
-        if (op == OP_GEMM_GATE_UP) {
-            v = swiglu_rn(acc[i], reinterpret_cast<const float*>(smem)[row * PROMPT_TOKEN_TILE + acc_token(i, t)]);
-        } else if (op == OP_GEMM_RESIDUAL) {
-            v = residual_rn(*ctx.buffer(w.buf_aux0()).at<bf16>(token, c), acc[i]);
-        } else {
-            v = acc[i];
-        }
+        const int c = g.rows_out0 + wg * (GEMM_ROWS / 2) + row;
+        const float v = op == OP_GEMM_RESIDUAL ? residual_rn(*ctx.buffer(w.buf_aux0()).at<bf16>(token, c), acc[i]) : acc[i];
         *out.at<bf16>(token, c) = to_bf16(v);
     }
 }
