@@ -99,18 +99,15 @@ __device__ inline void gemm_consume_fp8(float (&acc)[64], u8* smem, u64* full, u
                                         int local0, bool has_rows, int blocks, int warp, int lane) {
     const int t = lane & 3;
     const bf16* scales = reinterpret_cast<const bf16*>(W.scale) + static_cast<size_t>(local0 / ROW_BLOCK) * blocks;
-    u32 af[8][4];
+    u32 af[8][4];  // zero once for a strip past the rows (not every k-block: 16 instructions an iteration)
+#pragma unroll
+    for (int st = 0; st < 8; ++st) af[st][0] = af[st][1] = af[st][2] = af[st][3] = 0u;
     float part[64];
     for (int b = 0; b < blocks; ++b) {
         const int s = b % GEMM_STAGES;
         bar_wait(smem_addr(&full[s]), (b / GEMM_STAGES) & 1);
         const u8* slot = smem + s * GEMM_SLOT;
-        if (has_rows) {
-            widen_unit(af, slot + SLAB_BYTES + warp * GEMM_UNIT, lane);
-        } else {
-#pragma unroll
-            for (int st = 0; st < 8; ++st) af[st][0] = af[st][1] = af[st][2] = af[st][3] = 0u;
-        }
+        if (has_rows) widen_unit(af, slot + SLAB_BYTES + warp * GEMM_UNIT, lane);
         const float sc = bf(scales[b]);
         WGMMA(asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"));
 #pragma unroll

@@ -100,12 +100,15 @@ __device__ inline void prompt_qkv_tile(const Ctx& ctx, const Word& w, int tile) 
     }
 }
 
-// PROMPT_CONV: the tile's channels (tile_rows of them) over rows 0..r-1, each output from its own K inputs, the
-// 512 threads a channel each for 512 / tile_rows rows at a time: out = bf16(silu(bf16(sum_i raw[pos + row - K + 1
-// + i] * tap[i]))), taps added in order (the products rounded apart: the reference's and GDN_CORE's arithmetic),
-// positions before the chunk from the conv ring (rows position mod ring); then, every read done, the chunk's last
-// min(r, K - 1) raw rows into the ring. Rows are independent, so no thread walks the chunk alone (a thread a
-// channel over 1,024 rows, one dependent load a row, took 476 us a word: D70).
+// PROMPT_CONV: the tile's channels (tile_rows of them) over rows 0..r-1, each output from its own K inputs: out =
+// bf16(silu(bf16(sum_i raw[pos + row - K + 1 + i] * tap[i]))), taps added in order (the products rounded apart: the
+// reference's and GDN_CORE's arithmetic), positions before the chunk from the conv ring (rows position mod ring);
+// then, every read done, the chunk's last min(r, K - 1) raw rows into the ring. The 512 threads: a channel each
+// for one of 512 / tile_rows contiguous row spans, a window of the last K inputs in registers (one load an
+// output), CONV_BATCH rows' loads issued before their outputs (the stores might alias them otherwise, and a
+// load's latency a row made the tile latency-bound: D71). (A thread a channel over 1,024 rows, one dependent
+// load a row, took 476 us a word: D70.)
+constexpr int CONV_BATCH = 8;
 __device__ inline void prompt_conv_tile(const Ctx& ctx, const Word& w, int tile) {
     const int K = w.p(1), R = w.p(2), cols = w.tile_rows(), lanes = TILE_THREADS / cols;
     const int r = chunk_rows_now(ctx, w), pos = ctx.control()[w.ctrl_base() + CTRL_POSITION];
@@ -117,16 +120,34 @@ __device__ inline void prompt_conv_tile(const Ctx& ctx, const Word& w, int tile)
         float tap[GDN_MAX_KERNEL];
 #pragma unroll
         for (int i = 0; i < GDN_MAX_KERNEL; ++i) tap[i] = i < K ? taps.value(static_cast<size_t>(c) * K + i) : 0.0f;
-        for (int row = lane; row < r; row += lanes) {
-            float acc = 0.0f;
+        // the input of the chunk's row q; before the chunk, the ring's row of position pos + q
+        const auto input = [&](int q) {
+            return bf(q >= 0 ? *mixed.at<bf16>(q, c) : *ring.at<bf16>((((pos + q) % R) + R) % R, c));
+        };
+        const int span = (r + lanes - 1) / lanes, row0 = lane * span, row1 = min(r, row0 + span);
+        float win[GDN_MAX_KERNEL];  // win[i]: the input of tap i for the next row (i < K - 1 filled ahead)
 #pragma unroll
-            for (int i = 0; i < GDN_MAX_KERNEL; ++i) {
-                if (i >= K) continue;
-                const int q = row - K + 1 + i;  // the input's row in the chunk; before it: the ring's position pos + q
-                const float x = bf(q >= 0 ? *mixed.at<bf16>(q, c) : *ring.at<bf16>((((pos + q) % R) + R) % R, c));
-                acc = i == 0 ? mul_rn(x, tap[0]) : add_rn(acc, mul_rn(x, tap[i]));
+        for (int i = 0; i < GDN_MAX_KERNEL; ++i) win[i] = i < K - 1 && row0 < row1 ? input(row0 - K + 1 + i) : 0.0f;
+        for (int row = row0; row < row1; row += CONV_BATCH) {
+            float x[CONV_BATCH];
+#pragma unroll
+            for (int b = 0; b < CONV_BATCH; ++b) x[b] = row + b < row1 ? bf(*mixed.at<bf16>(row + b, c)) : 0.0f;
+#pragma unroll
+            for (int b = 0; b < CONV_BATCH; ++b) {
+                if (row + b >= row1) break;
+#pragma unroll
+                for (int i = 0; i < GDN_MAX_KERNEL; ++i)
+                    if (i == K - 1) win[i] = x[b];
+                float acc = 0.0f;
+#pragma unroll
+                for (int i = 0; i < GDN_MAX_KERNEL; ++i) {
+                    if (i >= K) continue;
+                    acc = i == 0 ? mul_rn(win[0], tap[0]) : add_rn(acc, mul_rn(win[i], tap[i]));
+                }
+                *out.at<bf16>(row + b, c) = to_bf16(round_bf16(silu_ref(round_bf16(acc))));
+#pragma unroll
+                for (int i = 0; i + 1 < GDN_MAX_KERNEL; ++i) win[i] = win[i + 1];
             }
-            *out.at<bf16>(row, c) = to_bf16(round_bf16(silu_ref(round_bf16(acc))));
         }
     }
     __syncthreads();  // the ring's rows read before the chunk's last rows overwrite them
