@@ -1,14 +1,17 @@
 """What each tile reads and writes: rectangles of buffers, the contract that the validator proves
 ordered and that the interpreter enforces on every array access it makes.
 
-Buffers are 2-D (rows x cols, row-major). Three conventions:
+Buffers are 2-D (rows x cols, row-major). Four conventions:
 * dynamic rows (KV-cache rows at the current position, conv-ring rows modulo the ring) are declared
   as all rows: a conservative superset;
 * the attention `scores` buffer is declared in partition units (column p stands for the keys of
   partition p of that row, whatever the length), since partitions of one row never overlap;
 * conv-ring reads of past positions are tagged HIST and ring writes of the pass's positions NEW: in
   one step they never touch the same rows (the ring holds >= kernel - 1 + M rows), so the validator
-  does not pair them within a step, only across steps.
+  does not pair them within a step, only across steps;
+* a prompt word's KV-cache appends (rows position + [r0, r1) of its tile's row span, declared as all rows)
+  are tagged span(i) by the span: one instruction's spans never touch the same rows (the position is the
+  word's), so the validator does not pair different spans of one instruction.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from isa.opcodes import (
 )
 from megakernel.model import plan
 
-from .tiling import gemm_tile, main_tile, params, prepare_tile, query_tile, row_groups, tile_meaning
+from .tiling import gemm_tile, main_tile, params, prepare_tile, qkv_tile, query_tile, row_groups, tile_meaning
 
 HIST, NEW = "hist", "new"
 
@@ -77,12 +80,25 @@ def tokens_read(w) -> Access:
 def accesses(program: Program, index: int, stage: int, tile: int) -> list[Access]:
     """The tile's declared accesses (decoded from the instruction's table: one source of truth)."""
     rows, starts = tile_rows(program, index, stage)
-    return [Access(int(r[1]), int(r[2]), int(r[3]), int(r[4]), int(r[5]), bool(r[6]), _TAG_NAMES[int(r[7])])
+    return [Access(int(r[1]), int(r[2]), int(r[3]), int(r[4]), int(r[5]), bool(r[6]), tag_name(int(r[7])))
             for r in rows[starts[tile]:starts[tile + 1]]]
 
 
 TAG_CODES = {None: 0, HIST: 1, NEW: 2}
 _TAG_NAMES = {v: k for k, v in TAG_CODES.items()}
+SPAN_CODE = 16  # span(i)'s code: SPAN_CODE + i
+
+
+def span(i: int) -> str:
+    return f"span{i}"
+
+
+def tag_code(tag: str | None) -> int:
+    return SPAN_CODE + int(tag[4:]) if tag is not None and tag.startswith("span") else TAG_CODES[tag]
+
+
+def tag_name(code: int) -> str | None:
+    return span(code - SPAN_CODE) if code >= SPAN_CODE else _TAG_NAMES[code]
 _TABLES: list[tuple[Program, dict]] = []  # a few recent programs' tables
 
 
@@ -102,7 +118,7 @@ def tile_rows(program: Program, index: int, stage: int) -> tuple[np.ndarray, np.
         else:
             rows, starts = [], [0]
             for t in range(w.arrival_count if stage else w.tiles):
-                rows += [(t, a.buffer, a.r0, a.r1, a.c0, a.c1, a.write, TAG_CODES[a.tag])
+                rows += [(t, a.buffer, a.r0, a.r1, a.c0, a.c1, a.write, tag_code(a.tag))
                          for a in _RULES[w.opcode](program, w, stage, t)]
                 starts.append(len(rows))
             cache[key] = (np.array(rows, np.int64).reshape(-1, 8), np.array(starts, np.int64))
@@ -317,17 +333,18 @@ def _gemm(program, w, stage, tile):
 
 
 def _prompt_qkv(program, w, stage, tile):
-    p, R = params(w), w.chunk_rows
+    p, (head, (r0, r1)) = params(w), qkv_tile(w, tile)
     hd = p["head_dim"]
-    if tile < p["heads"]:  # query head: [query | gate] in, q and gate out
-        return [chunk_read(w), read(w.buf_in, 0, R, 2 * tile * hd, 2 * (tile + 1) * hd),
-                write(w.buf_out, 0, R, tile * hd, (tile + 1) * hd), write(w.buf_aux0, 0, R, tile * hd, (tile + 1) * hd)]
-    kv, q_rows, kv_dim = tile - p["heads"], 2 * p["heads"] * hd, p["kv_heads"] * hd
-    cols = (kv * hd, (kv + 1) * hd)
-    return [chunk_read(w), read(w.buf_in, 0, R, q_rows + cols[0], q_rows + cols[1]),
-            read(w.buf_in, 0, R, q_rows + kv_dim + cols[0], q_rows + kv_dim + cols[1]),
-            write(w.buf_aux1, 0, _rows(program, w.buf_aux1), *cols),
-            write(w.buf_aux2, 0, _rows(program, w.buf_aux2), *cols)]
+    if head < p["heads"]:  # query head: [query | gate] in, q and gate out
+        return [chunk_read(w), read(w.buf_in, r0, r1, 2 * head * hd, 2 * (head + 1) * hd),
+                write(w.buf_out, r0, r1, head * hd, (head + 1) * hd),
+                write(w.buf_aux0, r0, r1, head * hd, (head + 1) * hd)]
+    kv, q_rows, kv_dim = head - p["heads"], 2 * p["heads"] * hd, p["kv_heads"] * hd
+    cols, at = (kv * hd, (kv + 1) * hd), span(r0 // w.tile_rows)
+    return [chunk_read(w), read(w.buf_in, r0, r1, q_rows + cols[0], q_rows + cols[1]),
+            read(w.buf_in, r0, r1, q_rows + kv_dim + cols[0], q_rows + kv_dim + cols[1]),
+            write(w.buf_aux1, 0, _rows(program, w.buf_aux1), *cols, tag=at),
+            write(w.buf_aux2, 0, _rows(program, w.buf_aux2), *cols, tag=at)]
 
 
 def _attn_causal(program, w, stage, tile):

@@ -18,7 +18,7 @@ is then ordered against another only if it is in each of the S places; the block
 inherit its clock.
 
 Two accesses conflict when their rectangles overlap and one writes, except conv-ring HIST reads and
-NEW writes of the same step (access.py). A hazard is a conflicting pair with no happens-before in
+NEW writes of the same step and different row spans of one instruction (access.py). A hazard is a conflicting pair with no happens-before in
 either direction.
 """
 
@@ -32,7 +32,7 @@ import numpy as np
 
 from isa import GEMV_OPS, Kind, Op, Program, WaitMode, Word
 
-from .access import HIST, NEW, TAG_CODES, tile_rows
+from .access import HIST, NEW, SPAN_CODE, TAG_CODES, tile_rows
 from .tiling import main_tile, params, row_groups
 
 
@@ -397,6 +397,11 @@ class AccessIndex:
                     same_step = hb.step[t[:, NODE]][None, :] == hb.step[new[:, NODE]][:, None]
                     pair = (t[None, :, TAG] + new[:, None, TAG]) == TAG_CODES[HIST] + TAG_CODES[NEW]
                     hit &= ~(pair & same_step & (t[None, :, TAG] != new[:, None, TAG]))
+                if (new[:, TAG] >= SPAN_CODE).any():  # one instruction's row spans append different rows
+                    same_instr = ((hb.step[t[:, NODE]][None, :] == hb.step[new[:, NODE]][:, None])
+                                  & (hb.instr[t[:, NODE]][None, :] == hb.instr[new[:, NODE]][:, None]))
+                    spans = (t[None, :, TAG] >= SPAN_CODE) & (new[:, None, TAG] >= SPAN_CODE)
+                    hit &= ~(spans & same_instr & (t[None, :, TAG] != new[:, None, TAG]))
                 i, j = np.nonzero(hit)
                 if i.size == 0:
                     continue

@@ -38,7 +38,7 @@ from megakernel.model.weights import WeightSet
 
 from .access import Access, accesses, gdn_head_columns
 from .hb import signals, waits_of
-from .tiling import block_range, gemm_tile, main_tile, params, prepare_tile, query_tile, row_groups, tile_meaning
+from .tiling import block_range, gemm_tile, main_tile, params, prepare_tile, qkv_tile, query_tile, row_groups, tile_meaning
 
 NUMPY = {DType.BF16: BF16, DType.F32: np.float32, DType.I32: np.int32}
 
@@ -612,19 +612,22 @@ class Interpreter:
         self._linear_out(ctx, w, rg, y, t0, t1)
 
     def _prompt_qkv(self, ctx: _Tile, w, tile: int) -> None:
-        p = params(w)
+        p, (head, (r0, r1)) = params(w), qkv_tile(w, tile)
         pos, r = self._chunk(ctx, w)
-        hd, heads = p["head_dim"], p["heads"]
-        if tile < heads:  # per head [query | gate]
-            raw = ctx.read(w.buf_in, 0, r, 2 * tile * hd, 2 * (tile + 1) * hd)
-            ctx.write(w.buf_out, 0, tile * hd, self._norm_rope(raw[:, :hd], p["q_norm_weight"], pos, p))
-            ctx.write(w.buf_aux0, 0, tile * hd, raw[:, hd:])
+        r1 = min(r1, r)
+        if r1 <= r0:
             return
-        kv, q_rows, kv_dim = tile - heads, 2 * heads * hd, p["kv_heads"] * hd
-        k = ctx.read(w.buf_in, 0, r, q_rows + kv * hd, q_rows + (kv + 1) * hd)
-        v = ctx.read(w.buf_in, 0, r, q_rows + kv_dim + kv * hd, q_rows + kv_dim + (kv + 1) * hd)
-        ctx.write(w.buf_aux1, pos, kv * hd, self._norm_rope(k, p["k_norm_weight"], pos, p))
-        ctx.write(w.buf_aux2, pos, kv * hd, v)
+        hd, heads = p["head_dim"], p["heads"]
+        if head < heads:  # per head [query | gate]
+            raw = ctx.read(w.buf_in, r0, r1, 2 * head * hd, 2 * (head + 1) * hd)
+            ctx.write(w.buf_out, r0, head * hd, self._norm_rope(raw[:, :hd], p["q_norm_weight"], pos + r0, p))
+            ctx.write(w.buf_aux0, r0, head * hd, raw[:, hd:])
+            return
+        kv, q_rows, kv_dim = head - heads, 2 * heads * hd, p["kv_heads"] * hd
+        k = ctx.read(w.buf_in, r0, r1, q_rows + kv * hd, q_rows + (kv + 1) * hd)
+        v = ctx.read(w.buf_in, r0, r1, q_rows + kv_dim + kv * hd, q_rows + kv_dim + (kv + 1) * hd)
+        ctx.write(w.buf_aux1, pos + r0, kv * hd, self._norm_rope(k, p["k_norm_weight"], pos + r0, p))
+        ctx.write(w.buf_aux2, pos + r0, kv * hd, v)
 
     def _attn_causal(self, ctx: _Tile, w, tile: int) -> None:
         p = params(w)

@@ -55,7 +55,8 @@ def partition(low: Lowered, c: ModelConfig) -> None:
             ins.tile_rows = EMBED_TILE_COLS
             ins.tiles = -(-ins.n // EMBED_TILE_COLS)
         elif op == Op.PROMPT_QKV:
-            ins.tiles = p["heads"] + p["kv_heads"]
+            ins.tile_rows = plan.PROMPT_QKV_ROWS
+            ins.tiles = (p["heads"] + p["kv_heads"]) * -(-low.rows // plan.PROMPT_QKV_ROWS)
         elif op in PREPARE_OPS:  # n: the operand's columns
             ins.tile_rows = plan.PROMPT_PREPARE_BLOCKS
             ins.tiles = prepare_tiles(low.rows, ins.n)

@@ -135,6 +135,13 @@ def prepare_tile(word: Word, tile: int) -> tuple[int, tuple[int, int], tuple[int
                                                                              min(blocks, (g + 1) * word.tile_rows))
 
 
+def qkv_tile(word: Word, tile: int) -> tuple[int, tuple[int, int]]:
+    """PROMPT_QKV tile -> (head h: query heads, then KV heads; its rows [r0, r1) of the chunk)."""
+    spans = -(-word.chunk_rows // word.tile_rows)
+    head, span = divmod(tile, spans)
+    return head, (span * word.tile_rows, min(word.chunk_rows, (span + 1) * word.tile_rows))
+
+
 def query_tile(word: Word, tile: int) -> tuple[int, tuple[int, int]]:
     """ATTN_CAUSAL tile -> (KV head, query rows [r0, r1) of the chunk): the last rows' tiles (the most keys)
     first, the KV heads side by side, so that the longest tiles start in the first wave
@@ -157,8 +164,9 @@ def tile_meaning(program: Program, word: Word, stage: int, tile: int) -> dict:
     if op == Op.ATTN_CAUSAL:
         kv_head, rows = query_tile(word, tile)
         return {"kv_head": kv_head, "rows": rows}
-    if op == Op.PROMPT_QKV:  # query heads, then KV heads (k and v of one head)
-        return {"head": tile} if tile < p["heads"] else {"kv_head": tile - p["heads"]}
+    if op == Op.PROMPT_QKV:  # query heads, then KV heads (k and v of one head), each over row spans of tile_rows
+        head, rows = qkv_tile(word, tile)
+        return {"head": head, "rows": rows} if head < p["heads"] else {"kv_head": head - p["heads"], "rows": rows}
     if op in (Op.PROMPT_EMBED, Op.PROMPT_CONV):
         return {"cols": (tile * word.tile_rows, min(word.n, (tile + 1) * word.tile_rows))}
     if op == Op.GDN_CHUNK:

@@ -78,6 +78,20 @@ def test_the_prompt_program_is_valid_on_any_grid(weights, rows, sms):
         assert p.session_layout() == lower(c, rows=1, sms=sms, capacity=CAPACITY).session_layout()
 
 
+def test_the_row_spans_of_one_kv_head_are_told_apart_by_their_tags(weights, monkeypatch):
+    """PROMPT_QKV's tiles of one KV head append the K/V cache rows of their own row spans (declared as all rows,
+    tagged span(i)): the validator accepts them, and reports the write-after-write once the tags no longer tell
+    the spans apart."""
+    from compiler import access
+
+    program = lower_prompt(weights.config, rows=320, sms=132, capacity=2 * CAPACITY)  # a block a tile
+    assert max(int(w.tiles) for w in program.words if w.opcode == Op.PROMPT_QKV) > 4  # several spans a head
+    assert validate(program, 132).ok
+    monkeypatch.setattr(access, "span", lambda i: "span0")
+    report = validate(lower_prompt(weights.config, rows=320, sms=132, capacity=2 * CAPACITY), 132, limit=1)
+    assert any("WAW" in p and "cache" in p for p in report.problems), report.problems
+
+
 def test_the_prompt_program_is_the_reference_prompt_form_bit_for_bit(weights, reference):
     """Chunks of 64 rows (the last one 22 rows of a 64-row program): the KV rows, GDN states and conv rings
     of the prompt in one reference call (NUMERICS.md: chunks on 64-row boundaries keep every bit)."""

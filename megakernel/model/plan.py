@@ -38,11 +38,12 @@ PROMPT_SLICES = 1
 # Prompt program tiles (compiler/partition.py): a GEMM tile is PROMPT_TILE_ROWS weight rows (gate_up: half
 # of them gate, half up) x PROMPT_TOKEN_TILE rows of the chunk, the prompt GEMM's block (D67); attention
 # tiles are one KV head's group over PROMPT_ATTN_ROWS query rows (one mma fragment a query head: D69), final
-# norm tiles PROMPT_QUERY_TILE rows; conv tiles PROMPT_CONV_COLS channels.
+# norm tiles PROMPT_QUERY_TILE rows; conv tiles PROMPT_CONV_COLS channels; q/k/v tiles a head over PROMPT_QKV_ROWS rows.
 PROMPT_TILE_ROWS = 128
 PROMPT_TOKEN_TILE = 128
 PROMPT_QUERY_TILE = 64
 PROMPT_ATTN_ROWS = 16
+PROMPT_QKV_ROWS = 128  # D71: 28 tiles of 1,024 rows (a head each) left 104 of 132 SMs idle
 PROMPT_CONV_COLS = 64  # D70: 160 tiles for the 27B (at 512 a thread walked 1,024 rows alone)
 PROMPT_PREPARE_BLOCKS = 8  # k-blocks of one prepare tile (its rows are normalised whole)
 PROMPT_PREPARE_ROWS = 8  # rows of one prepare tile: one 8-token group of the operand slabs (D71)

@@ -47,10 +47,11 @@ __device__ inline void prompt_norm_tile(const Ctx& ctx, const Word& w, int tile,
                   min(MAX_ROWS, r1 - r0), n, ctx.weight(w.p(0)), w.pf(1), 0, n, scratch, smem);
 }
 
-// PROMPT_QKV: query head t (t < heads): [query | gate] columns of each row -> q_norm + RoPE -> buf_out, gate ->
-// buf_aux0; KV head t - heads: k -> k_norm + RoPE -> K cache rows pos.., v -> V cache. The arithmetic of the
-// decode GEMV's qkv epilogue (gemv_tile.cuh qkv_epilogue: a row's sum of squares as its 32-wide pieces' warp sums
-// added in order, bf16 cos and sin of fp32 angles, each RoPE product and the sum rounded), a warp a row.
+// PROMPT_QKV: head h = tile / spans over the chunk's rows [s tile_rows, ...) below r, s = tile mod spans (compiler/
+// tiling.py qkv_tile): query head h (h < heads): [query | gate] columns of each row -> q_norm + RoPE -> buf_out,
+// gate -> buf_aux0; KV head h - heads: k -> k_norm + RoPE -> K cache rows pos.., v -> V cache. The arithmetic of
+// the decode GEMV's qkv epilogue (gemv_tile.cuh qkv_epilogue: a row's sum of squares as its 32-wide pieces' warp
+// sums added in order, bf16 cos and sin of fp32 angles, each RoPE product and the sum rounded), a warp a row.
 constexpr int QKV_MAX_HEAD_DIM = MAX_TILE_ROWS;  // the decode qkv epilogue's bound too: a head in one row group
 __device__ inline void prompt_qkv_tile(const Ctx& ctx, const Word& w, int tile) {
     __shared__ float row_buf[TILE_WARPS][QKV_MAX_HEAD_DIM];
@@ -59,17 +60,19 @@ __device__ inline void prompt_qkv_tile(const Ctx& ctx, const Word& w, int tile) 
     const float eps = w.pf(0), theta = w.pf(7);
     const int r = chunk_rows_now(ctx, w), pos = ctx.control()[w.ctrl_base() + CTRL_POSITION];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, pieces = hd / 32;
+    const int spans = (w.chunk_rows() + w.tile_rows() - 1) / w.tile_rows(), head = tile / spans;
+    const int row0 = (tile % spans) * w.tile_rows(), row1 = min(r, row0 + w.tile_rows());
     const Buffer in = ctx.buffer(w.buf_in());
-    const bool query = tile < heads;
-    const int kv = tile - heads, q_cols = 2 * heads * hd, kv_cols = kv_heads * hd;
-    const int src_col = query ? 2 * tile * hd : q_cols + kv * hd;
+    const bool query = head < heads;
+    const int kv = head - heads, q_cols = 2 * heads * hd, kv_cols = kv_heads * hd;
+    const int src_col = query ? 2 * head * hd : q_cols + kv * hd;
     const Weight nw = ctx.weight(query ? w.p(1) : w.p(2));
     float* y = row_buf[warp];
     float* rope = rope_buf[warp];
-    for (int row = warp; row < r; row += TILE_WARPS) {
+    for (int row = row0 + warp; row < row1; row += TILE_WARPS) {
         const bf16* src = in.at<bf16>(row, src_col);
         if (query) {  // the gate half as it is
-            bf16* gate = ctx.buffer(w.buf_aux0()).at<bf16>(row, tile * hd);
+            bf16* gate = ctx.buffer(w.buf_aux0()).at<bf16>(row, head * hd);
             for (int i = lane; i < hd; i += 32) gate[i] = src[hd + i];
         } else {  // v into the cache as it is
             const bf16* v = in.at<bf16>(row, q_cols + kv_cols + kv * hd);
@@ -85,7 +88,7 @@ __device__ inline void prompt_qkv_tile(const Ctx& ctx, const Word& w, int tile) 
         for (int i = lane; i < hd; i += 32) y[i] = norm_1p(bf(src[i]), factor, nw.value(i));
         for (int j = lane; j < half; j += 32) rope_cos_sin(pos + row, j, rot, theta, rope[j], rope[half + j]);
         __syncwarp();
-        bf16* dst = query ? ctx.buffer(w.buf_out()).at<bf16>(row, tile * hd)
+        bf16* dst = query ? ctx.buffer(w.buf_out()).at<bf16>(row, head * hd)
                           : ctx.buffer(w.buf_aux1()).at<bf16>(pos + row, kv * hd);
         for (int i = lane; i < hd; i += 32) {
             float out = y[i];
