@@ -35,7 +35,8 @@ from isa.opcodes import (
 )
 from megakernel.model import plan
 
-from .tiling import gemm_tile, main_tile, params, prepare_tile, qkv_tile, query_tile, row_groups, tile_meaning
+from .tiling import (gdn_chunk_columns, gemm_tile, main_tile, params, prepare_tile, qkv_tile, query_tile, row_groups,
+                     tile_meaning)
 
 HIST, NEW = "hist", "new"
 
@@ -313,6 +314,10 @@ def _prepare(program, w, stage, tile):
         out.append(read(w.buf_in, t0, t1, 0, w.n))
     elif w.opcode == Op.MTP_PREPARE:  # the tokens' embeddings and the target's hidden rows, each normalised whole
         out += [read(w.buf_aux0, 0, 1, t0, t1), read(w.buf_in, t0, t1, 0, w.n // 2)]
+    elif w.opcode == Op.GATED_PREPARE:  # o of the tile's whole value heads and their gate rows z
+        z = params(w)["z_column"]
+        out += [read(w.buf_in, t0, t1, b0 * plan.K_BLOCK, b1 * plan.K_BLOCK),
+                read(w.buf_aux0, t0, t1, z + b0 * plan.K_BLOCK, z + b1 * plan.K_BLOCK)]
     else:
         out.append(read(w.buf_in, t0, t1, b0 * plan.K_BLOCK, b1 * plan.K_BLOCK))
     rows = _slab_rows(w, t, b0, b1)
@@ -378,12 +383,16 @@ def gdn_head_columns(p, j: int) -> dict[str, tuple[int, int]]:
 
 
 def _gdn_chunk(program, w, stage, tile):
-    p, R = params(w), w.chunk_rows
-    cols, dk, dv = gdn_head_columns(p, tile), p["key_dim"], p["value_dim"]
-    return [chunk_read(w), *(read(w.buf_in, 0, R, *cols[n]) for n in "qkv"),
-            *(read(w.buf_aux1, 0, R, *cols[n]) for n in "zba"),
-            read(w.buf_aux0, tile, tile + 1, 0, dv * dk), write(w.buf_aux0, tile, tile + 1, 0, dv * dk),
-            write(w.buf_out, 0, R, tile * dv, (tile + 1) * dv)]
+    p, R, (v0, v1) = params(w), w.chunk_rows, gdn_chunk_columns(w, tile)
+    j = tile // plan.PROMPT_GDN_SPLIT
+    cols, dk, dv = gdn_head_columns(p, j), p["key_dim"], p["value_dim"]
+    if v1 <= v0:  # no value columns: the head's dv fits the tiles before this one
+        return [chunk_read(w)]
+    v = (cols["v"][0] + v0, cols["v"][0] + v1)
+    return [chunk_read(w), read(w.buf_in, 0, R, *cols["q"]), read(w.buf_in, 0, R, *cols["k"]), read(w.buf_in, 0, R, *v),
+            *(read(w.buf_aux1, 0, R, *cols[n]) for n in "ba"),
+            read(w.buf_aux0, j, j + 1, v0 * dk, v1 * dk), write(w.buf_aux0, j, j + 1, v0 * dk, v1 * dk),
+            write(w.buf_out, 0, R, j * dv + v0, j * dv + v1)]
 
 
 def _prompt_norm(program, w, stage, tile):
@@ -404,6 +413,7 @@ _RULES = {
     Op.ATTN_SCORES: _attn_scores, Op.ATTN_PV: _attn_pv, Op.ATTN_MERGE: _attn_merge, Op.ARGMAX: _argmax,
     Op.HANDOFF: _handoff,
     Op.PROMPT_EMBED: _prompt_embed, Op.NORM_PREPARE: _prepare, Op.PREPARE: _prepare, Op.MTP_PREPARE: _prepare,
+    Op.GATED_PREPARE: _prepare,
     Op.GEMM: _gemm, Op.GEMM_GATE_UP: _gemm, Op.GEMM_RESIDUAL: _gemm, Op.PROMPT_QKV: _prompt_qkv,
     Op.ATTN_CAUSAL: _attn_causal, Op.PROMPT_CONV: _prompt_conv, Op.GDN_CHUNK: _gdn_chunk,
     Op.PROMPT_NORM: _prompt_norm, Op.PROMPT_ADVANCE: _prompt_advance,

@@ -38,7 +38,8 @@ from megakernel.model.weights import WeightSet
 
 from .access import Access, accesses, gdn_head_columns
 from .hb import signals, waits_of
-from .tiling import block_range, gemm_tile, main_tile, params, prepare_tile, qkv_tile, query_tile, row_groups, tile_meaning
+from .tiling import (block_range, gdn_chunk_columns, gemm_tile, main_tile, params, prepare_tile, qkv_tile, query_tile,
+                     row_groups, tile_meaning)
 
 NUMPY = {DType.BF16: BF16, DType.F32: np.float32, DType.I32: np.int32}
 
@@ -553,6 +554,11 @@ class Interpreter:
                                self._weight(p["norm_embedding"]), p["eps"])
             h = self._rms_norm(ctx.read(w.buf_in, r0, t1, 0, w.n // 2), self._weight(p["norm_hidden"]), p["eps"])
             x = np.concatenate([e, h], axis=1)[:, k0:k1]
+        elif w.opcode == Op.GATED_PREPARE:  # the gated norm of each whole value head of the tile's columns
+            dv = p["value_dim"]
+            o = ctx.read(w.buf_in, r0, t1, k0, k1).reshape(t1 - r0, -1, dv)
+            z = ctx.read(w.buf_aux0, r0, t1, p["z_column"] + k0, p["z_column"] + k1).reshape(t1 - r0, -1, dv)
+            x = ops.gated_rms_norm(o, z, self._weight(p["norm_weight"]), p["eps"]).reshape(t1 - r0, k1 - k0)
         else:
             x = ctx.read(w.buf_in, r0, t1, k0, k1)
         first = t * (w.n // plan.K_BLOCK) + b0
@@ -566,7 +572,7 @@ class Interpreter:
             self._write_groups(ctx, w.buf_aux1, first, r0 % plan.PROMPT_TOKEN_TILE, groups, x,
                                np.ones_like(unscale), BF16)
 
-    _norm_prepare = _prepare = _mtp_prepare = _prepare_operand
+    _norm_prepare = _prepare = _mtp_prepare = _gated_prepare = _prepare_operand
 
     @staticmethod
     def _write_groups(ctx: _Tile, buf: int, first: int, row0: int, groups, x: np.ndarray, unscale: np.ndarray,
@@ -660,18 +666,25 @@ class Interpreter:
         ctx.ring_rows(w.buf_aux1, [(pos + i) % R for i in kept], c0, c1, mixed[kept.start:])
 
     def _gdn_chunk(self, ctx: _Tile, w, tile: int) -> None:
-        """Value head j over the chunk: the reference's gates, q/k preparation, WY form and gated norm."""
-        p, j = params(w), tile
+        """Value head j = tile / split over the chunk: the reference's gates, q/k preparation and WY form on the
+        whole head (its bits), of which the tile keeps its value columns [v0, v1): their state and bf16 o."""
+        p, j, (v0, v1) = params(w), tile // plan.PROMPT_GDN_SPLIT, gdn_chunk_columns(w, tile)
+        if v1 <= v0:
+            return
         pos, r = self._chunk(ctx, w)
         cols, dk, dv = gdn_head_columns(p, j), p["key_dim"], p["value_dim"]
-        q, k, v = (ctx.read(w.buf_in, 0, r, *cols[n])[:, None, :] for n in "qkv")
-        z, b, a = (ctx.read(w.buf_aux1, 0, r, *cols[n]) for n in "zba")
+        v_cols = (cols["v"][0] + v0, cols["v"][0] + v1)
+        q, k = (ctx.read(w.buf_in, 0, r, *cols[n])[:, None, :] for n in "qk")
+        v = np.zeros((r, 1, dv), np.float32)
+        v[:, 0, v0:v1] = ctx.read(w.buf_in, 0, r, *v_cols)  # the other columns never reach this tile's
+        b, a = (ctx.read(w.buf_aux1, 0, r, *cols[n]) for n in "ba")
         beta, g = gdn.gates(b[:, 0], a[:, 0], self._weight(p["a_log"])[j:j + 1], self._weight(p["dt_bias"])[j:j + 1])
         q, k = gdn.prepare_qk(q, k, 1)
-        state = ctx.read(w.buf_aux0, j, j + 1, 0, dv * dk).reshape(dv, dk).T[None]  # [1, dk, dv]
+        state = np.zeros((1, dk, dv), np.float32)
+        state[0, :, v0:v1] = ctx.read(w.buf_aux0, j, j + 1, v0 * dk, v1 * dk).reshape(v1 - v0, dk).T
         o, state = gdn.chunked(state, q, k, v, g[:, None], beta[:, None], pos)
-        ctx.write(w.buf_aux0, j, 0, state[0].T.reshape(1, -1))
-        ctx.write(w.buf_out, 0, j * dv, ops.gated_rms_norm(o[:, 0], z, self._weight(p["norm_weight"]), p["eps"]))
+        ctx.write(w.buf_aux0, j, v0 * dk, state[0, :, v0:v1].T.reshape(1, -1))
+        ctx.write(w.buf_out, 0, j * dv + v0, o[:, 0, v0:v1])
 
     def _prompt_norm(self, ctx: _Tile, w, tile: int) -> None:
         r0, r1 = tile_meaning(self.program, w, 0, tile)["rows"]

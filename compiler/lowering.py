@@ -81,8 +81,8 @@ def lower_prompt(c: ModelConfig, rows: int, capacity: int) -> Lowered:
     GDN states and conv rings are left as decode reads them, and the position advanced by r. No head: the
     prompt's last token goes through a decode pass, which chooses the first token.
 
-        PROMPT_EMBED -> per GDN layer:       NORM_PREPARE, GEMM (in_proj qkv|z|b|a), PROMPT_CONV, GDN_CHUNK
-                                             (+ gated norm), PREPARE, GEMM_RESIDUAL (out_proj),
+        PROMPT_EMBED -> per GDN layer:       NORM_PREPARE, GEMM (in_proj qkv|z|b|a), PROMPT_CONV, GDN_CHUNK,
+                                             GATED_PREPARE (gated norm), GEMM_RESIDUAL (out_proj),
                                              NORM_PREPARE, GEMM_GATE_UP, PREPARE, GEMM_RESIDUAL (down)
                         per attention layer: NORM_PREPARE, GEMM (q|k|v), PROMPT_QKV (norms, RoPE, cache append),
                                              ATTN_CAUSAL (+ sigmoid gate), PREPARE, GEMM_RESIDUAL (o_proj), MLP
@@ -114,7 +114,7 @@ def lower_mtp_prompt(c: ModelConfig, rows: int, capacity: int) -> Lowered:
     operand = b.operand("mtp.fc", Op.MTP_PREPARE, MTP_LAYER, "prompt_hidden", 2 * c.hidden_size, [fc],
                         {"embed_weight": EMBED, "norm_embedding": MTP_PREFIX + "pre_fc_norm_embedding.weight",
                          "norm_hidden": MTP_PREFIX + "pre_fc_norm_hidden.weight", "eps": c.rms_norm_eps},
-                        tokens="prompt_tokens")
+                        aux0="prompt_tokens")
     b.emit_gemm(Op.GEMM, "mtp.fc", MTP_LAYER, c.hidden_size, 2 * c.hidden_size, [fc], operand, x)
     x = b.attention_layer(MTP_LAYER, x)
     b.mlp(MTP_LAYER, x)
@@ -297,13 +297,14 @@ class _PromptBuilder(_Builder):
     max_rows = PROMPT_MAX_ROWS
 
     def operand(self, name: str, op: Op, layer: int, x: str, k: int, weights: list[str], params: dict,
-                tokens: str | None = None) -> str:
-        """Emit the prepare word of GEMM `name` (input x of k columns; the MTP's tokens); its operand buffer.
+                aux0: str | None = None) -> str:
+        """Emit the prepare word of GEMM `name` (input x of k columns; aux0: the MTP's tokens, GATED_PREPARE's gate
+        rows); its operand buffer.
         bf16 weight segments (in_proj's b and a) multiply the bf16 rows, as decode's GEMV does: a second set of
         slabs holds them, unscaled (buf_aux1)."""
         slab_rows = -(-self.m // plan.PROMPT_TOKEN_TILE) * (k // plan.K_BLOCK)
         operand = self.buffer(f"{name}.operand", slab_rows, SLAB_BYTES // 4, DType.I32)
-        bufs = {"in": x, "out": operand, **({"aux0": tokens} if tokens else {})}
+        bufs = {"in": x, "out": operand, **({"aux0": aux0} if aux0 else {})}
         if any(w not in _fp8_weights(self.c) for w in weights):
             bufs["aux1"] = self.buffer(f"{name}.operand_bf16", slab_rows, SLAB_BYTES // 4, DType.I32)
         self.emit(Instr(op, f"{name}.prepare", layer, n=k, bufs=bufs, params=params))
@@ -330,7 +331,7 @@ class _PromptBuilder(_Builder):
         width = c.gdn_conv_dim + c.gdn_value_dim + 2 * c.linear_num_value_heads
         mixed = self.buffer(f"L{i}.mixed", m, width, DType.BF16)
         convolved = self.buffer(f"L{i}.convolved", m, c.gdn_conv_dim, DType.BF16)
-        core = self.buffer(f"L{i}.gdn_out", m, c.gdn_value_dim, DType.BF16)
+        core = self.buffer(f"L{i}.gdn_o", m, c.gdn_value_dim, DType.BF16)  # before the gated norm
         self.gemm(Op.GEMM, f"L{i}.in_proj", i, width, c.hidden_size,
                   [g + "in_proj_qkv.weight", g + "in_proj_z.weight", g + "in_proj_b.weight", g + "in_proj_a.weight"],
                   x, mixed, norm=p + "input_layernorm.weight")
@@ -342,11 +343,17 @@ class _PromptBuilder(_Builder):
                         bufs={"in": convolved, "aux1": mixed, "aux0": f"L{i}.ssm", "out": core},
                         params={"a_log": g + "A_log", "dt_bias": g + "dt_bias", "key_heads": c.linear_num_key_heads,
                                 "value_heads": c.linear_num_value_heads, "key_dim": c.linear_key_head_dim,
-                                "value_dim": c.linear_value_head_dim, "norm_weight": g + "norm.weight",
-                                "eps": c.rms_norm_eps}))
-        out = self.residual()
-        self.gemm(Op.GEMM_RESIDUAL, f"L{i}.out_proj", i, c.hidden_size, c.gdn_value_dim, [g + "out_proj.weight"],
-                  core, out, residual=x)
+                                "value_dim": c.linear_value_head_dim}))
+        out, name = self.residual(), f"L{i}.out_proj"
+        if (plan.PROMPT_PREPARE_BLOCKS * plan.K_BLOCK) % c.linear_value_head_dim:
+            raise ValueError(f"GATED_PREPARE normalises whole value heads in a tile's "
+                             f"{plan.PROMPT_PREPARE_BLOCKS * plan.K_BLOCK} columns: value_dim "
+                             f"{c.linear_value_head_dim} must divide them")
+        operand = self.operand(name, Op.GATED_PREPARE, i, core, c.gdn_value_dim, [g + "out_proj.weight"],
+                               {"norm_weight": g + "norm.weight", "eps": c.rms_norm_eps,
+                                "value_dim": c.linear_value_head_dim, "z_column": c.gdn_conv_dim}, aux0=mixed)
+        self.emit_gemm(Op.GEMM_RESIDUAL, name, i, c.hidden_size, c.gdn_value_dim, [g + "out_proj.weight"], operand,
+                       out, residual=x)
         return out
 
     def attention_layer(self, i: int, x: str) -> str:

@@ -70,7 +70,7 @@ def partition(low: Lowered, c: ModelConfig) -> None:
             ins.tile_rows = plan.PROMPT_CONV_COLS
             ins.tiles = -(-ins.n // plan.PROMPT_CONV_COLS)
         elif op == Op.GDN_CHUNK:
-            ins.tiles = p["value_heads"]
+            ins.tiles = p["value_heads"] * plan.PROMPT_GDN_SPLIT
         elif op == Op.PROMPT_ADVANCE:
             ins.tiles = 1
         elif op == Op.GDN_CORE:

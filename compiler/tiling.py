@@ -25,6 +25,7 @@ from isa import GEMM_OPS, GEMV_OPS, PREPARE_OPS, Op, Program, Word
 from isa.opcodes import PARAMS
 from isa.word import bits_f32
 from megakernel.model import plan
+from megakernel.model.config import DEVICE_MAX_VALUE_HEAD_DIM
 
 PAIRED_OPS = (Op.NORM_GATE_UP, Op.GEMM_GATE_UP)  # row groups over gate and up's shared rows
 
@@ -135,6 +136,13 @@ def prepare_tile(word: Word, tile: int) -> tuple[int, tuple[int, int], tuple[int
                                                                              min(blocks, (g + 1) * word.tile_rows))
 
 
+def gdn_chunk_columns(word: Word, tile: int) -> tuple[int, int]:
+    """GDN_CHUNK tile -> its value columns [c0, c1) of its head (empty past the head's dv)."""
+    dv, part = params(word)["value_dim"], DEVICE_MAX_VALUE_HEAD_DIM // plan.PROMPT_GDN_SPLIT  # prompt_gdn.cuh CHUNK_COLS
+    c0 = min(dv, (tile % plan.PROMPT_GDN_SPLIT) * part)
+    return c0, min(dv, c0 + part)
+
+
 def qkv_tile(word: Word, tile: int) -> tuple[int, tuple[int, int]]:
     """PROMPT_QKV tile -> (head h: query heads, then KV heads; its rows [r0, r1) of the chunk)."""
     spans = -(-word.chunk_rows // word.tile_rows)
@@ -169,8 +177,8 @@ def tile_meaning(program: Program, word: Word, stage: int, tile: int) -> dict:
         return {"head": head, "rows": rows} if head < p["heads"] else {"kv_head": head - p["heads"], "rows": rows}
     if op in (Op.PROMPT_EMBED, Op.PROMPT_CONV):
         return {"cols": (tile * word.tile_rows, min(word.n, (tile + 1) * word.tile_rows))}
-    if op == Op.GDN_CHUNK:
-        return {"head": tile}
+    if op == Op.GDN_CHUNK:  # value head tile / split, its value columns' part tile mod split
+        return {"head": tile // plan.PROMPT_GDN_SPLIT, "cols": gdn_chunk_columns(word, tile)}
     if op == Op.PROMPT_NORM:
         return {"rows": (tile * word.tile_rows, min(word.chunk_rows, (tile + 1) * word.tile_rows))}
     if op in GEMV_OPS:

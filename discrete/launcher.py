@@ -28,11 +28,11 @@ KERNEL_OF = {Op.EMBED: "tile_embed", Op.GDN_CORE: "tile_gdn", Op.ATTN_SCORES: "t
              Op.PROMPT_NORM: "tile_prompt_norm", Op.NORM_PREPARE: "tile_prepare", Op.PREPARE: "tile_prepare",
              Op.MTP_PREPARE: "tile_prepare", Op.GEMM: "tile_gemm", Op.GEMM_GATE_UP: "tile_gemm",
              Op.GEMM_RESIDUAL: "tile_gemm", Op.PROMPT_QKV: "tile_prompt_qkv", Op.PROMPT_CONV: "tile_prompt_conv",
-             Op.ATTN_CAUSAL: "tile_attn_causal", Op.GDN_CHUNK: "tile_gdn_chunk"}
+             Op.ATTN_CAUSAL: "tile_attn_causal", Op.GDN_CHUNK: "tile_gdn_chunk", Op.GATED_PREPARE: "tile_prepare"}
 GEMV_KERNEL = "tile_gemv"
 # kernels whose tiles take the dynamic shared memory the launcher gives them (beside their launch program)
 WHOLE_SMEM_OPS = frozenset({Op.ATTN_SCORES, Op.ATTN_PV, Op.GDN_CORE, Op.PROMPT_NORM, Op.NORM_PREPARE, Op.PREPARE,
-                            Op.MTP_PREPARE, Op.GDN_CHUNK})
+                            Op.MTP_PREPARE, Op.GDN_CHUNK, Op.GATED_PREPARE})
 
 
 def launch_args(program: Program, index: int, arena, weights, arrivals, trace_slot: int = 0) -> tuple:

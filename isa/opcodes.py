@@ -34,14 +34,15 @@ class Op(enum.IntEnum):
     PROMPT_QKV = 22  # raw q|gate, k, v -> q_norm + RoPE, gate, k_norm + RoPE and v appended to the cache
     ATTN_CAUSAL = 23  # each row over the cache up to its own position (ops.attend_tiled), times sigmoid(gate)
     PROMPT_CONV = 24  # the causal conv + silu over the chunk per channel tile; the ring keeps the last rows
-    GDN_CHUNK = 25  # gates, l2norm, the WY form over the chunk (gdn.chunked), gated RMSNorm, per value head
+    GDN_CHUNK = 25  # gates, l2norm, the WY form over the chunk (gdn.chunked) -> bf16 o, per value head's column half
     PROMPT_NORM = 26  # RMSNorm of the chunk's rows -> prompt_hidden (the target's post-final-norm rows, for the MTP)
     PROMPT_ADVANCE = 27  # position += r
+    GATED_PREPARE = 28  # GDN_CHUNK's o -> per value head the gated RMSNorm with z -> the f16 operand slabs
 
 
 GEMV_OPS = frozenset({Op.NORM_GEMV, Op.NORM_GEMV_QKV, Op.NORM_GATE_UP, Op.GEMV_RESIDUAL, Op.NORM_HEAD, Op.MTP_FC})
 GEMM_OPS = frozenset({Op.GEMM, Op.GEMM_GATE_UP, Op.GEMM_RESIDUAL})
-PREPARE_OPS = frozenset({Op.NORM_PREPARE, Op.PREPARE, Op.MTP_PREPARE})
+PREPARE_OPS = frozenset({Op.NORM_PREPARE, Op.PREPARE, Op.MTP_PREPARE, Op.GATED_PREPARE})
 PROMPT_OPS = GEMM_OPS | PREPARE_OPS | {Op.PROMPT_EMBED, Op.PROMPT_QKV, Op.ATTN_CAUSAL, Op.PROMPT_CONV,
                                        Op.GDN_CHUNK, Op.PROMPT_NORM, Op.PROMPT_ADVANCE}
 
@@ -103,9 +104,10 @@ PARAMS: dict[Op, tuple[tuple[str, str], ...]] = {
                      ("capacity", "u")),
     Op.PROMPT_CONV: (("conv_weight", "w"), ("conv_kernel", "u"), ("ring", "u")),
     Op.GDN_CHUNK: (("a_log", "w"), ("dt_bias", "w"), ("key_heads", "u"), ("value_heads", "u"), ("key_dim", "u"),
-                   ("value_dim", "u"), ("norm_weight", "w"), ("eps", "f")),
+                   ("value_dim", "u")),
     Op.PROMPT_NORM: (("norm_weight", "w"), ("eps", "f")),
     Op.PROMPT_ADVANCE: (),
+    Op.GATED_PREPARE: (("norm_weight", "w"), ("eps", "f"), ("value_dim", "u"), ("z_column", "u")),
 }
 
 # The control block (buffer 0, one row of int32): what every step reads and HANDOFF writes. Two lanes

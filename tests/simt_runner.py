@@ -31,8 +31,8 @@ from megakernel.runtime.weight_layout import to_units
 
 SIMT_DIR = Path(__file__).parent / "simt"
 CPU_OPS = frozenset({Op.PROMPT_EMBED, Op.PROMPT_ADVANCE, Op.PROMPT_QKV, Op.PROMPT_CONV, Op.PROMPT_NORM,
-                     Op.NORM_PREPARE, Op.PREPARE, Op.MTP_PREPARE, Op.GDN_CHUNK, Op.ATTN_CAUSAL, Op.GEMM,
-                     Op.GEMM_GATE_UP, Op.GEMM_RESIDUAL})
+                     Op.NORM_PREPARE, Op.PREPARE, Op.MTP_PREPARE, Op.GATED_PREPARE, Op.GDN_CHUNK, Op.ATTN_CAUSAL,
+                     Op.GEMM, Op.GEMM_GATE_UP, Op.GEMM_RESIDUAL})
 H200_SMEM_OPT_IN = 232448  # a block's dynamic shared memory opt-in on the H200 (docs/HOPPER.md)
 
 

@@ -142,6 +142,7 @@ def test_the_device_opcodes_and_prompt_constants_are_the_isas():
     assert cuda_build.define(causal, "CAUSAL_ROWS") == plan.PROMPT_ATTN_ROWS
     from megakernel.reference import gdn
     assert cuda_build.define(CUDA_DIR / "prompt_gdn.cuh", "WY_CHUNK") == gdn.CHUNK
+    assert cuda_build.define(CUDA_DIR / "prompt_gdn.cuh", "GDN_SPLIT") == plan.PROMPT_GDN_SPLIT
     assert cuda_build.define(CUDA_DIR / "common.cuh", "CTRL_ROWS") == CTRL_ROWS
     assert (X_BYTES, SLAB_BYTES) == (plan.PROMPT_TOKEN_TILE * plan.K_BLOCK * 2, X_BYTES + plan.PROMPT_TOKEN_TILE * 4)
     # a prepare tile is one 8-token group of the slabs, MAX_ROWS rows (prompt_ops.cuh SLAB_GROUP_BYTES)

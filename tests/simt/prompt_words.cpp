@@ -27,7 +27,8 @@ int run_launch(const unsigned char* launch, unsigned char* arena, const unsigned
         case mk::OP_PROMPT_NORM: tile = [&](int t) { mk::prompt_norm_tile(ctx, w, t, smem); }; break;
         case mk::OP_NORM_PREPARE:
         case mk::OP_PREPARE:
-        case mk::OP_MTP_PREPARE: tile = [&](int t) { mk::prepare_tile(ctx, w, t, smem); }; break;
+        case mk::OP_MTP_PREPARE:
+        case mk::OP_GATED_PREPARE: tile = [&](int t) { mk::prepare_tile(ctx, w, t, smem); }; break;
         case mk::OP_GDN_CHUNK: tile = [&](int t) { mk::gdn_chunk_tile(ctx, w, t, smem); }; break;
         case mk::OP_ATTN_CAUSAL: tile = [&](int t) { mk::attn_causal_tile(ctx, w, t, smem); }; break;
         case mk::OP_GEMM:

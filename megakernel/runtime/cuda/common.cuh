@@ -155,7 +155,7 @@ enum Opcode : int {
     // the prompt programs (docs/ISA.md "Prompt programs"; the discrete build's prompt_ops.cuh)
     OP_PROMPT_EMBED = 15, OP_NORM_PREPARE = 16, OP_PREPARE = 17, OP_MTP_PREPARE = 18, OP_GEMM = 19,
     OP_GEMM_GATE_UP = 20, OP_GEMM_RESIDUAL = 21, OP_PROMPT_QKV = 22, OP_ATTN_CAUSAL = 23, OP_PROMPT_CONV = 24,
-    OP_GDN_CHUNK = 25, OP_PROMPT_NORM = 26, OP_PROMPT_ADVANCE = 27
+    OP_GDN_CHUNK = 25, OP_PROMPT_NORM = 26, OP_PROMPT_ADVANCE = 27, OP_GATED_PREPARE = 28
 };
 
 __device__ __forceinline__ bool is_gemv(int op) {

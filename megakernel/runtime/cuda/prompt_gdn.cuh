@@ -1,22 +1,24 @@
-// GDN_CHUNK (docs/ISA.md "Prompt programs"): value head j over the chunk's rows in the WY form (reference/gdn.py
-// chunked: WY chunks of at most 64 rows anchored at absolute multiples of 64) on the CUDA cores. The head's fp32
-// state S [dk][dv] stays in shared memory across the WY chunks; per WY chunk of C rows (rows past C are zeros):
+// GDN_CHUNK (docs/ISA.md "Prompt programs"): value head j's columns [h 64, h 64 + 64) (h = tile mod 2; j = tile / 2)
+// over the chunk's rows in the WY form (reference/gdn.py chunked: WY chunks of at most 64 rows anchored at
+// absolute multiples of 64) on the CUDA cores. The columns' fp32 state S [dk][64] stays in shared memory across the
+// WY chunks; per WY chunk of C rows (rows past C are zeros):
 //   q, k l2-normalised (q / sqrt(dk)); beta = bf16(sigmoid(b)), g = -exp(A_log) softplus(a + dt_bias); G = cumsum(g);
 //   D[i][j] = exp(G_i - G_j), j <= i; A = beta_i (k_i . k_j) D_ij below the diagonal, QK = (q_i . k_j) D_ij on
 //   and below it;
 //   v_new = (I + A)^-1 (beta (v - exp(G) (k S)))       [= U - W S of the reference: (I + A)^-1 is linear]
 //   o = exp(G) (q S) + QK v_new;  S = S exp(G_last) + (k exp(G_last - G))^T v_new;
-// then per row the gated RMSNorm of bf16(o) (GDN_CORE's arithmetic) -> buf_out. The reference's two solves (U and
-// W, dv + dk columns) are one here (dv columns), and W is never formed: its product with S is k S scaled per row.
+// then bf16(o) -> buf_out (the gated RMSNorm follows in GATED_PREPARE, which sees a head's whole row). Every step is
+// column by column but A and QK, which both halves compute: a head on two SMs (D71: a head a tile was 48 tiles on
+// 132 SMs). The reference's two solves (U and W, dv + dk columns) are one here (dv columns), and W is never formed:
+// its product with S is k S scaled per row.
 //
-// Why this shape (D70, derived, not yet measured): shared memory returns one 32-bit register a lane per clock to
-// a warp (128 B/clk an SM) while the SM issues four warp-wide fused multiply-adds a clock, so a product is bound by
-// its FMAs only when a thread's register tile does >= 4 FMAs a loaded register: [q; k] S runs in 8 x 8 tiles (16
-// registers loaded a step for 64 FMAs), the state's update in 16 x 4 (20 for 64), q and k transposed in shared
-// memory so that a step's rows are float4 loads. The forward substitution keeps a column in registers (a thread a value column,
-// four running sums). Sums over dk, keys and rows run in orders of the kernel's own (the reference's run in BLAS's):
-// the per-word GPU test, and the CPU run of this file (tests/test_prompt_words_on_cpu.py), compare within the fp32
-// tolerance. Written without a GPU (D68-D70).
+// Why this shape (D70, D71; derived): shared memory returns one 32-bit register a lane per clock to a warp (128 B/clk
+// an SM) while the SM issues four warp-wide fused multiply-adds a clock, so a product is bound by its FMAs only when
+// a thread's register tile does enough FMAs a loaded register: [q; k] S runs in 8 x 4 tiles on 256 threads, the
+// state's update in 8 x 2 on all 512, q and k transposed in shared memory so that a step's rows are float4 loads.
+// The forward substitution keeps a column in registers (a thread a value column, four running sums). Sums over dk,
+// keys and rows run in orders of the kernel's own (the reference's run in BLAS's): the per-word GPU test, and the
+// CPU run of this file (tests/test_prompt_words_on_cpu.py), compare within the fp32 tolerance.
 #pragma once
 
 #include "prompt_ops.cuh"
@@ -24,15 +26,17 @@
 namespace mk {
 
 constexpr int WY_CHUNK = 64;  // reference/gdn.py CHUNK
+constexpr int GDN_SPLIT = 2;  // plan.PROMPT_GDN_SPLIT: tiles a value head
+constexpr int CHUNK_COLS = GDN_MAX_COLS / GDN_SPLIT;  // a tile's value columns
 constexpr int XT_ROWS = 2 * WY_CHUNK;  // XT's columns: q rows 0..63, k rows 64..127
 constexpr int XT_STRIDE = XT_ROWS + 4; // floats a d; padded so a warp's loading stores spread over 8 banks
 
 // Dynamic shared memory (floats):
-//   S    [dk][128]          the state, S[d][c] (value columns past dv zero)
+//   S    [dk][CHUNK_COLS]   the state's columns, S[d][c] (columns past dv zero)
 //   XT   [dk][XT_STRIDE]    q and k transposed: XT[d][i] = q_i,d, XT[d][64 + i] = k_i,d (k exp(G_last - G) for the
 //                           state's update)
-//   O    [64][128]          o
-//   V    [64][128]          v, then beta (v - exp(G) k S), then v_new
+//   O    [64][CHUNK_COLS]   o
+//   V    [64][CHUNK_COLS]   v, then beta (v - exp(G) k S), then v_new
 //   AQ   [64][64]           A[i][j] (read below the diagonal), then QK transposed: QK[j][i] (zero above it)
 //   G, gexp, beta, decay [64], rnorm [128]
 struct ChunkSmem {
@@ -48,21 +52,21 @@ struct ChunkSmem {
     float* rnorm;
     __device__ explicit ChunkSmem(u8* smem)
         : S(reinterpret_cast<float*>(smem)),
-          XT(S + GDN_DK * GDN_MAX_COLS),
+          XT(S + GDN_DK * CHUNK_COLS),
           O(XT + GDN_DK * XT_STRIDE),
-          V(O + WY_CHUNK * GDN_MAX_COLS),
-          AQ(V + WY_CHUNK * GDN_MAX_COLS),
+          V(O + WY_CHUNK * CHUNK_COLS),
+          AQ(V + WY_CHUNK * CHUNK_COLS),
           G(AQ + WY_CHUNK * WY_CHUNK),
           gexp(G + WY_CHUNK),
           beta(gexp + WY_CHUNK),
           decay(beta + WY_CHUNK),
           rnorm(decay + WY_CHUNK) {}
 };
-constexpr int CHUNK_SMEM = 216576;  // megakernel/runtime/cuda_build.py prompt_word_smem reads it
-static_assert(CHUNK_SMEM == 4 * (GDN_DK * GDN_MAX_COLS + GDN_DK * XT_STRIDE + 2 * WY_CHUNK * GDN_MAX_COLS +
+constexpr int CHUNK_SMEM = 151040;  // megakernel/runtime/cuda_build.py prompt_word_smem reads it
+static_assert(CHUNK_SMEM == 4 * (GDN_DK * CHUNK_COLS + GDN_DK * XT_STRIDE + 2 * WY_CHUNK * CHUNK_COLS +
                                  WY_CHUNK * WY_CHUNK + 4 * WY_CHUNK + XT_ROWS), "CHUNK_SMEM");
 static_assert(CHUNK_SMEM + 1024 <= 232448, "ChunkSmem and the kernel's static 1 KB fit the H200's 227 KB");
-static_assert(TILE_THREADS == 512 && GDN_DK == 128 && GDN_MAX_COLS == 128 && WY_CHUNK == 64,
+static_assert(TILE_THREADS == 512 && GDN_DK == 128 && CHUNK_COLS == 64 && WY_CHUNK == 64,
               "the stages' thread maps below");
 
 __device__ __forceinline__ float4 ld4(const float* p) { return *reinterpret_cast<const float4*>(p); }
@@ -81,19 +85,22 @@ __device__ __forceinline__ void outer_fma(float (&acc)[R][N], const float (&x)[R
         for (int b = 0; b < N; ++b) acc[a][b] = fma_rn(x[a], y[b], acc[a][b]);
 }
 
-// Value head j's geometry, derived from the word where a stage needs it: values kept across the stages would hold
-// registers the tiles need (the products' 64 sums, the solve's column).
+// Tile t's geometry, derived from the word where a stage needs it: values kept across the stages would hold
+// registers the tiles need (the products' sums, the solve's column). Head j = t / GDN_SPLIT, its value columns
+// [c_first, c_first + cols).
 struct ChunkHead {
-    int hv, dk, dv, key_dim, kh, conv_dim;
-    __device__ ChunkHead(const Word& w, int j)
-        : hv(w.p(3)), dk(w.p(4)), dv(w.p(5)), key_dim(w.p(2) * dk), kh(j / (hv / w.p(2))),
-          conv_dim(2 * key_dim + hv * dv) {}
+    int j, c_first, cols, hv, dk, dv, key_dim, kh, conv_dim;
+    __device__ ChunkHead(const Word& w, int tile)
+        : j(tile / GDN_SPLIT), c_first((tile % GDN_SPLIT) * CHUNK_COLS),
+          cols(max(0, min(CHUNK_COLS, static_cast<int>(w.p(5)) - c_first))), hv(w.p(3)), dk(w.p(4)), dv(w.p(5)),
+          key_dim(w.p(2) * dk), kh(j / (hv / w.p(2))), conv_dim(2 * key_dim + hv * dv) {}
 };
 
-// 1. The WY chunk's rows [c0, c0 + C): XT (q, k l2-normalised, q / sqrt(dk)), V (v), the gates; zeros past C.
-__device__ inline void chunk_rows(const ChunkSmem& sm, const Ctx& ctx, const Word& w, int j, int c0, int C) {
-    const ChunkHead h(w, j);
-    const int dk = h.dk, dv = h.dv, key_dim = h.key_dim, kh = h.kh, conv_dim = h.conv_dim, hv = h.hv;
+// 1. The WY chunk's rows [c0, c0 + C): XT (q, k l2-normalised, q / sqrt(dk)), V (the tile's v columns), the gates;
+// zeros past C.
+__device__ inline void chunk_rows(const ChunkSmem& sm, const Ctx& ctx, const Word& w, int tile, int c0, int C) {
+    const ChunkHead h(w, tile);
+    const int dk = h.dk, key_dim = h.key_dim, kh = h.kh, conv_dim = h.conv_dim, hv = h.hv, j = h.j;
     const Buffer conv = ctx.buffer(w.buf_in()), mixed = ctx.buffer(w.buf_aux1());
     const float neg_a = -expf(ctx.weight(w.p(0)).value(j)), bias = ctx.weight(w.p(1)).value(j);
     const int tid = threadIdx.x;
@@ -102,12 +109,12 @@ __device__ inline void chunk_rows(const ChunkSmem& sm, const Ctx& ctx, const Wor
         const int col = half * key_dim + kh * dk + d;
         sm.XT[d * XT_STRIDE + half * WY_CHUNK + i] = i < C ? bf(*conv.at<bf16>(c0 + i, col)) : 0.0f;
     }
-    for (int e = tid; e < WY_CHUNK * GDN_MAX_COLS; e += TILE_THREADS) {
-        const int c = e % GDN_MAX_COLS, i = e / GDN_MAX_COLS;
-        sm.V[e] = i < C && c < dv ? bf(*conv.at<bf16>(c0 + i, 2 * key_dim + j * dv + c)) : 0.0f;
+    for (int e = tid; e < WY_CHUNK * CHUNK_COLS; e += TILE_THREADS) {
+        const int c = e % CHUNK_COLS, i = e / CHUNK_COLS;
+        sm.V[e] = i < C && c < h.cols ? bf(*conv.at<bf16>(c0 + i, 2 * key_dim + j * h.dv + h.c_first + c)) : 0.0f;
     }
     if (tid < WY_CHUNK) {
-        const int b_col = conv_dim + hv * dv + j;  // in_proj's output: [q | k | v | z | b | a]
+        const int b_col = conv_dim + hv * h.dv + j;  // in_proj's output: [q | k | v | z | b | a]
         const bool row = tid < C;
         sm.beta[tid] = row ? round_bf16(sigmoid_ref(bf(*mixed.at<bf16>(c0 + tid, b_col)))) : 0.0f;
         sm.G[tid] = row ? mul_rn(neg_a, softplus_ref(add_rn(bf(*mixed.at<bf16>(c0 + tid, b_col + hv)), bias))) : 0.0f;
@@ -152,35 +159,33 @@ __device__ __forceinline__ void tile_dots(float (&acc)[4][4], const float* XT, i
     }
 }
 
-// 2. [q; k] S in 8 x 8 tiles (threads 0..255: warp w rows 32 (w / 2) + 8 (lane / 8), columns 64 (w % 2) + 8 (lane %
-// 8)): O = exp(G) (q S), V = beta (v - exp(G) (k S)); beside them A = beta_i (k_i . k_j) D_ij below the diagonal
-// (threads 256..391, a 4 x 4 tile each).
+// 2. [q; k] S in 8 x 4 tiles (threads 0..255: rows 8 (t / 16), columns 4 (t % 16)): O = exp(G) (q S), V = beta (v -
+// exp(G) (k S)); beside them A = beta_i (k_i . k_j) D_ij below the diagonal (threads 256..391, a 4 x 4 tile each).
 __device__ inline void chunk_state_products(const ChunkSmem& sm, int C) {
-    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int tid = threadIdx.x;
     if (tid < TILE_THREADS / 2) {
-        const int r0 = 32 * (warp / 2) + 8 * (lane / 8), c0 = 64 * (warp % 2) + 8 * (lane % 8);
-        float acc[8][8] = {};
+        const int r0 = 8 * (tid / 16), c0 = 4 * (tid % 16);
+        float acc[8][4] = {};
 #pragma unroll 2
         for (int d = 0; d < GDN_DK; ++d) {
-            float x[8], y[8];
+            float x[8];
             ld8(x, sm.XT + d * XT_STRIDE + r0);
-            ld8(y, sm.S + d * GDN_MAX_COLS + c0);
+            const float4 y4 = ld4(sm.S + d * CHUNK_COLS + c0);
+            const float y[4] = {y4.x, y4.y, y4.z, y4.w};
             outer_fma(acc, x, y);
         }
 #pragma unroll
         for (int a = 0; a < 8; ++a) {
             const int r = r0 + a;
             if (r < WY_CHUNK) {
-                float out[8];
-#pragma unroll
-                for (int b = 0; b < 8; ++b) out[b] = mul_rn(sm.gexp[r], acc[a][b]);
-                st4(sm.O + r * GDN_MAX_COLS + c0, make_float4(out[0], out[1], out[2], out[3]));
-                st4(sm.O + r * GDN_MAX_COLS + c0 + 4, make_float4(out[4], out[5], out[6], out[7]));
+                const float e = sm.gexp[r];
+                st4(sm.O + r * CHUNK_COLS + c0, make_float4(mul_rn(e, acc[a][0]), mul_rn(e, acc[a][1]),
+                                                            mul_rn(e, acc[a][2]), mul_rn(e, acc[a][3])));
             } else {
                 const int i = r - WY_CHUNK;
-                float* v = sm.V + i * GDN_MAX_COLS + c0;
+                float* v = sm.V + i * CHUNK_COLS + c0;
 #pragma unroll
-                for (int b = 0; b < 8; ++b) v[b] = mul_rn(sm.beta[i], sub_rn(v[b], mul_rn(sm.gexp[i], acc[a][b])));
+                for (int b = 0; b < 4; ++b) v[b] = mul_rn(sm.beta[i], sub_rn(v[b], mul_rn(sm.gexp[i], acc[a][b])));
             }
         }
     } else if (tid < TILE_THREADS / 2 + LOWER_TILES) {
@@ -204,10 +209,10 @@ __device__ inline void chunk_state_products(const ChunkSmem& sm, int C) {
 // sum in four running sums (j mod 4) added pairwise.
 __device__ inline void chunk_solve(const ChunkSmem& sm) {
     const int c = threadIdx.x;
-    if (c < GDN_MAX_COLS) {
+    if (c < CHUNK_COLS) {
         float x[WY_CHUNK];
 #pragma unroll
-        for (int i = 0; i < WY_CHUNK; ++i) x[i] = sm.V[i * GDN_MAX_COLS + c];
+        for (int i = 0; i < WY_CHUNK; ++i) x[i] = sm.V[i * CHUNK_COLS + c];
 #pragma unroll
         for (int i = 1; i < WY_CHUNK; ++i) {
             float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -222,7 +227,7 @@ __device__ inline void chunk_solve(const ChunkSmem& sm) {
             x[i] = sub_rn(x[i], add_rn(add_rn(s[0], s[1]), add_rn(s[2], s[3])));
         }
 #pragma unroll
-        for (int i = 0; i < WY_CHUNK; ++i) sm.V[i * GDN_MAX_COLS + c] = x[i];
+        for (int i = 0; i < WY_CHUNK; ++i) sm.V[i * CHUNK_COLS + c] = x[i];
     }
     __syncthreads();
 }
@@ -257,105 +262,83 @@ __device__ inline void chunk_queries(const ChunkSmem& sm, int C) {
     __syncthreads();
 }
 
-// 5. O += QK v_new: warp w rows 8w .. 8w + 7, lane the columns 4 lane .. + 3, keys j <= 8w + 7 (QK is zero above
-// the diagonal).
+// 5. O += QK v_new: warp w rows 4w .. 4w + 3 (all 16 warps), lane the columns 2 lane, 2 lane + 1, keys j <= 4w + 3
+// (QK is zero above the diagonal).
 __device__ inline void chunk_intra(const ChunkSmem& sm) {
-    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-    if (tid < TILE_THREADS / 2) {
-        const int i0 = 8 * warp, c0 = 4 * lane;
-        float acc[8][4] = {};
-#pragma unroll 2
-        for (int jj = 0; jj < i0 + 8; ++jj) {
-            float x[8];
-            ld8(x, sm.AQ + jj * WY_CHUNK + i0);
-            const float4 v4 = ld4(sm.V + jj * GDN_MAX_COLS + c0);
-            const float y[4] = {v4.x, v4.y, v4.z, v4.w};
-            outer_fma(acc, x, y);
-        }
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, i0 = 4 * warp, c0 = 2 * lane;
+    float acc[4][2] = {};
+#pragma unroll 4
+    for (int jj = 0; jj < i0 + 4; ++jj) {
+        const float4 x4 = ld4(sm.AQ + jj * WY_CHUNK + i0);
+        const float2 v2 = *reinterpret_cast<const float2*>(sm.V + jj * CHUNK_COLS + c0);
+        const float x[4] = {x4.x, x4.y, x4.z, x4.w}, y[2] = {v2.x, v2.y};
+        outer_fma(acc, x, y);
+    }
 #pragma unroll
-        for (int a = 0; a < 8; ++a) {
-            float* o = sm.O + (i0 + a) * GDN_MAX_COLS + c0;
-            const float4 p = ld4(o);
-            st4(o, make_float4(add_rn(p.x, acc[a][0]), add_rn(p.y, acc[a][1]), add_rn(p.z, acc[a][2]),
-                               add_rn(p.w, acc[a][3])));
-        }
+    for (int a = 0; a < 4; ++a) {
+        float2* o = reinterpret_cast<float2*>(sm.O + (i0 + a) * CHUNK_COLS + c0);
+        const float2 p = *o;
+        *o = make_float2(add_rn(p.x, acc[a][0]), add_rn(p.y, acc[a][1]));
     }
     __syncthreads();
 }
 
-// 6. S = S exp(G_last) + (k exp(G_last - G))^T v_new (threads 0..255: warp w the state's rows 16w .. 16w + 15, read
-// from XT by all its lanes at once, lane the columns 4 lane .. + 3), beside the gated RMSNorm of bf16(o) (threads
-// 256..511, a warp a row): bf16(bf16(w bf16(o rsqrt(mean(o^2) + eps))) silu(z)).
-__device__ inline void chunk_update_and_norm(const ChunkSmem& sm, const Ctx& ctx, const Word& w, int j, int c0, int C) {
-    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-    if (tid < TILE_THREADS / 2) {
-        const int d0 = 16 * warp, col0 = 4 * lane;
-        const float decay = expf(sm.G[C - 1]);
-        float acc[16][4] = {};
-#pragma unroll 2
-        for (int i = 0; i < C; ++i) {
-            float x[16];
+// 6. S = S exp(G_last) + (k exp(G_last - G))^T v_new (all 16 warps: warp w the state's rows 8w .. 8w + 7, read from
+// XT by all its lanes at once, lane the columns 2 lane, 2 lane + 1); then bf16(o) of the rows below C -> buf_out.
+__device__ inline void chunk_update_and_output(const ChunkSmem& sm, const Ctx& ctx, const Word& w, int tile, int c0,
+                                               int C) {
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, d0 = 8 * warp, col0 = 2 * lane;
+    const float decay = expf(sm.G[C - 1]);
+    float acc[8][2] = {};
+#pragma unroll 4
+    for (int i = 0; i < C; ++i) {
+        float x[8];
 #pragma unroll
-            for (int a = 0; a < 16; ++a) x[a] = sm.XT[(d0 + a) * XT_STRIDE + WY_CHUNK + i];
-            const float4 v4 = ld4(sm.V + i * GDN_MAX_COLS + col0);
-            const float y[4] = {v4.x, v4.y, v4.z, v4.w};
-            outer_fma(acc, x, y);
-        }
+        for (int a = 0; a < 8; ++a) x[a] = sm.XT[(d0 + a) * XT_STRIDE + WY_CHUNK + i];
+        const float2 v2 = *reinterpret_cast<const float2*>(sm.V + i * CHUNK_COLS + col0);
+        const float y[2] = {v2.x, v2.y};
+        outer_fma(acc, x, y);
+    }
 #pragma unroll
-        for (int a = 0; a < 16; ++a) {
-            float* s = sm.S + (d0 + a) * GDN_MAX_COLS + col0;
-            const float4 p = ld4(s);
-            st4(s, make_float4(add_rn(mul_rn(p.x, decay), acc[a][0]), add_rn(mul_rn(p.y, decay), acc[a][1]),
-                               add_rn(mul_rn(p.z, decay), acc[a][2]), add_rn(mul_rn(p.w, decay), acc[a][3])));
-        }
-    } else {
-        const ChunkHead h(w, j);
-        const int dv = h.dv, conv_dim = h.conv_dim;
-        const float eps = w.pf(7);
-        const Buffer mixed = ctx.buffer(w.buf_aux1()), out = ctx.buffer(w.buf_out());
-        const Weight norm = ctx.weight(w.p(6));
-        for (int row = warp - TILE_WARPS / 2; row < C; row += TILE_WARPS / 2) {
-            float ss = 0.0f;
-            for (int c = lane; c < dv; c += 32) {
-                const float o = round_bf16(sm.O[row * GDN_MAX_COLS + c]);
-                ss = add_rn(ss, mul_rn(o, o));
-            }
-            const float rn = rsqrt_ref(add_rn(div_rn(warp_sum(ss), static_cast<float>(dv)), eps));
-            for (int c = lane; c < dv; c += 32) {
-                const float o = round_bf16(sm.O[row * GDN_MAX_COLS + c]);
-                const float t = round_bf16(mul_rn(norm.value(c), round_bf16(mul_rn(o, rn))));
-                const float z = bf(*mixed.at<bf16>(c0 + row, conv_dim + j * dv + c));
-                *out.at<bf16>(c0 + row, j * dv + c) = to_bf16(mul_rn(t, silu_ref(z)));
-            }
-        }
+    for (int a = 0; a < 8; ++a) {
+        float2* s = reinterpret_cast<float2*>(sm.S + (d0 + a) * CHUNK_COLS + col0);
+        const float2 p = *s;
+        *s = make_float2(add_rn(mul_rn(p.x, decay), acc[a][0]), add_rn(mul_rn(p.y, decay), acc[a][1]));
+    }
+    const ChunkHead h(w, tile);
+    const Buffer out = ctx.buffer(w.buf_out());
+    for (int e = threadIdx.x; e < C * CHUNK_COLS; e += TILE_THREADS) {
+        const int c = e % CHUNK_COLS, row = e / CHUNK_COLS;
+        if (c < h.cols) *out.at<bf16>(c0 + row, h.j * h.dv + h.c_first + c) = to_bf16(sm.O[e]);
     }
     __syncthreads();
 }
 
-__device__ inline void gdn_chunk_tile(const Ctx& ctx, const Word& w, int j, u8* smem) {
+__device__ inline void gdn_chunk_tile(const Ctx& ctx, const Word& w, int tile, u8* smem) {
     const ChunkSmem sm(smem);
-    const int dk = w.p(4), dv = w.p(5);
-    float* state = ctx.buffer(w.buf_aux0()).at<float>(j, 0);  // [dv][dk]
-    // S[d][c] = state[c][d]: lanes along c (shared memory without conflicts; the global reads hit L1 lines)
-    for (int e = threadIdx.x; e < GDN_DK * GDN_MAX_COLS; e += TILE_THREADS) {
-        const int c = e % GDN_MAX_COLS, d = e / GDN_MAX_COLS;
-        sm.S[e] = c < dv ? state[c * dk + d] : 0.0f;
+    const ChunkHead h(w, tile);
+    const int dk = h.dk;
+    float* state = ctx.buffer(w.buf_aux0()).at<float>(h.j, 0);  // [dv][dk]
+    // S[d][c] = state[c_first + c][d]: lanes along c (shared memory without conflicts; the global reads hit L1 lines)
+    for (int e = threadIdx.x; e < GDN_DK * CHUNK_COLS; e += TILE_THREADS) {
+        const int c = e % CHUNK_COLS, d = e / CHUNK_COLS;
+        sm.S[e] = c < h.cols ? state[(h.c_first + c) * dk + d] : 0.0f;
     }
     __syncthreads();
     const int r = chunk_rows_now(ctx, w), pos = ctx.control()[w.ctrl_base() + CTRL_POSITION];
     for (int c0 = 0; c0 < r;) {
         const int C = min(r - c0, WY_CHUNK - (pos + c0) % WY_CHUNK);
-        chunk_rows(sm, ctx, w, j, c0, C);
+        chunk_rows(sm, ctx, w, tile, c0, C);
         chunk_state_products(sm, C);
         chunk_solve(sm);
         chunk_queries(sm, C);
         chunk_intra(sm);
-        chunk_update_and_norm(sm, ctx, w, j, c0, C);
+        chunk_update_and_output(sm, ctx, w, tile, c0, C);
         c0 += C;
     }
-    for (int e = threadIdx.x; e < GDN_DK * GDN_MAX_COLS; e += TILE_THREADS) {
-        const int c = e % GDN_MAX_COLS, d = e / GDN_MAX_COLS;
-        if (c < dv) state[c * dk + d] = sm.S[e];
+    for (int e = threadIdx.x; e < GDN_DK * CHUNK_COLS; e += TILE_THREADS) {
+        const int c = e % CHUNK_COLS, d = e / CHUNK_COLS;
+        if (c < h.cols) state[(h.c_first + c) * dk + d] = sm.S[e];
     }
 }
 

@@ -1,7 +1,7 @@
 // The prompt programs' small words and prepare words (docs/ISA.md "Prompt programs"): PROMPT_EMBED,
 // PROMPT_NORM, PROMPT_ADVANCE, PROMPT_QKV, PROMPT_CONV (ATTN_CAUSAL: prompt_attention.cuh), and
-// NORM_PREPARE / PREPARE / MTP_PREPARE, which write a prompt GEMM's operand slabs (isa/operand_layout.py). Run by the discrete build only (the megakernel refuses prompt programs:
-// persistent.py). Every tile reads the chunk's position and rows r from its control lane and computes the
+// NORM_PREPARE / PREPARE / MTP_PREPARE / GATED_PREPARE, which write a prompt GEMM's operand slabs
+// (isa/operand_layout.py). Run by the discrete build only (the megakernel refuses prompt programs: persistent.py). Every tile reads the chunk's position and rows r from its control lane and computes the
 // rows below r; a prepare tile zeroes its rows past r.
 #pragma once
 
@@ -163,7 +163,9 @@ __device__ inline void prompt_conv_tile(const Ctx& ctx, const Word& w, int tile)
 // (MAX_ROWS x the tile's k-blocks, natural k order) and P per (row, k-block) (f16_operand's MAX_SLICE_BLOCKS
 // stride); cuda_build.prompt_word_smem sizes the launch from the same terms.
 __host__ __device__ constexpr int prepare_stage_bytes(int op, int n) {
-    return op == OP_PREPARE ? 0 : MAX_ROWS * (op == OP_MTP_PREPARE ? n / 2 : n) * 2 + PREPARE_MAX_BLOCKS * K_BLOCK * 4;
+    return op == OP_PREPARE || op == OP_GATED_PREPARE
+               ? 0
+               : MAX_ROWS * (op == OP_MTP_PREPARE ? n / 2 : n) * 2 + PREPARE_MAX_BLOCKS * K_BLOCK * 4;
 }
 
 struct PrepareSmem {
@@ -215,9 +217,34 @@ __device__ inline void write_slab_rows(u8* slabs, int t, int group, int b0, int 
     }
 }
 
+// GATED_PREPARE's rows row0 .. row0 + m - 1, columns [c0, c1) (whole value heads of dv = p2 columns) into sm.rows:
+// bf16(bf16(w bf16(o rsqrt(mean(o^2) + eps))) silu(z)) per (row, head), o from buf_in (GDN_CHUNK's bf16 o), z from
+// buf_aux0 at column p3 + the o column, weight p0, eps p1: GDN_CORE's arithmetic (gdn.cuh step 5), a warp a (row,
+// head), lane l holding values l, l + 32, ...
+__device__ inline void gated_norm_rows(const Ctx& ctx, const Word& w, int row0, int m, int c0, int c1,
+                                       const PrepareSmem& sm) {
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, dv = w.p(2), z_col = w.p(3), heads = (c1 - c0) / dv;
+    const Buffer o_rows = ctx.buffer(w.buf_in()), gates = ctx.buffer(w.buf_aux0());
+    const Weight nw = ctx.weight(w.p(0));
+    const float eps = w.pf(1);
+    for (int q = warp; q < m * heads; q += TILE_WARPS) {
+        const int i = q / heads, col = c0 + (q % heads) * dv;
+        const bf16* o = o_rows.at<bf16>(row0 + i, col);
+        float ss = 0.0f;
+        for (int c = lane; c < dv; c += 32) ss = add_rn(ss, mul_rn(bf(o[c]), bf(o[c])));
+        const float rn = rsqrt_ref(add_rn(div_rn(warp_sum(ss), static_cast<float>(dv)), eps));
+        for (int c = lane; c < dv; c += 32) {
+            const float t = round_bf16(mul_rn(nw.value(c), round_bf16(mul_rn(bf(o[c]), rn))));
+            const float z = bf(*gates.at<bf16>(row0 + i, z_col + col + c));
+            sm.rows[i * sm.stride + col - c0 + c] = to_bf16(mul_rn(t, silu_ref(z)));
+        }
+    }
+    __syncthreads();
+}
+
 // Rows [8 q, 8 q + 8) of the chunk (one 8-token group of token tile t = q / 16), k-blocks [b0, b1) of the operand
 // (prepare_tile in compiler/tiling.py): the rows (normalised whole by norm_rows for NORM_PREPARE and
-// MTP_PREPARE) -> the f16 operand (f16_operand's rule, per row and k-block) -> the group's words of the f16
+// MTP_PREPARE, each value head's gated norm for GATED_PREPARE) -> the f16 operand (f16_operand's rule, per row and k-block) -> the group's words of the f16
 // slabs (buf_out); the bf16 rows -> the bf16 slabs (buf_aux1, unscales 1) when the GEMM has bf16 weight
 // segments. Rows past r are zero in both; a tile of a token tile past the chunk writes nothing. A tile per
 // group, not a token tile's 16 groups one after another (D71: 40 tiles of 16 rounds took 95-178 us a word).
@@ -252,6 +279,8 @@ __device__ inline void prepare_tile(const Ctx& ctx, const Word& w, int tile, u8*
                 norm_rows([&](int i) { return in.at<bf16>(row0 + i, 0); },
                           [&](int i) { return sm.rows + i * sm.stride + max(h - c0, 0); }, m, h,
                           ctx.weight(w.p(2)), w.pf(3), max(c0, h) - h, c1 - h, scratch, sm.stage);
+        } else if (op == OP_GATED_PREPARE) {  // GDN_CHUNK's o: per (row, value head) a warp, GDN_CORE's gated norm
+            gated_norm_rows(ctx, w, row0, m, c0, c1, sm);
         } else {  // PREPARE: the rows as they are
             for (int q = threadIdx.x; q < m * blocks * (K_BLOCK / 8); q += TILE_THREADS) {
                 const int i = q / (blocks * (K_BLOCK / 8)), piece = q % (blocks * (K_BLOCK / 8));
