@@ -460,7 +460,7 @@ def test_compile_prints_a_validated_prompt_program(capsys):
     code, out, err = run(capsys, "compile", "--model", "synthetic:tiny", "--program", "prompt", "--rows", "64",
                          "--sms", "7", "--context", "256", "--validate")
     assert code == 0, err
-    assert "83 words (PROMPT_EMBED 1, NORM_PREPARE 16, GEMM 8, PROMPT_CONV 6, GDN_CHUNK 6, PREPARE 16" in out
+    assert "83 words (PROMPT_EMBED 1, NORM_PREPARE 16, GEMM 8, PROMPT_CONV 6, GDN_CHUNK 6, GATED_PREPARE 6, " in out
     assert "validator: proved race- and deadlock-free" in out
     code, out, err = run(capsys, "compile", "--model", "synthetic:tiny", "--program", "mtp-prompt", "--rows", "64",
                          "--sms", "7", "--context", "256", "--validate")

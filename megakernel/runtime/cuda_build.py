@@ -170,8 +170,9 @@ def prompt_word_smem(w) -> int:
     blocks = define(CUDA_DIR / "prompt_ops.cuh", "PREPARE_MAX_BLOCKS")
     cols = w.n // 2 if w.opcode == Op.MTP_PREPARE else w.n
     stage = 0 if w.opcode in (Op.PREPARE, Op.GATED_PREPARE) else 2 * rows * cols + 4 * blocks * k_block
-    return -(-stage // 128) * 128 + 2 * 2 * rows * blocks * k_block + rows * define(CUDA_DIR / "gemv.cuh",
-                                                                                   "MAX_SLICE_BLOCKS")
+    pad = define(CUDA_DIR / "prompt_ops.cuh", "PREPARE_PAD")  # a row's padding (elements)
+    return -(-stage // 128) * 128 + 2 * 2 * rows * (blocks * k_block + pad) + rows * define(CUDA_DIR / "gemv.cuh",
+                                                                                          "MAX_SLICE_BLOCKS")
 
 
 def gemv_word_smem(program, w) -> int:

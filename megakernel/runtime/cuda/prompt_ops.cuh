@@ -168,6 +168,10 @@ __host__ __device__ constexpr int prepare_stage_bytes(int op, int n) {
                : MAX_ROWS * (op == OP_MTP_PREPARE ? n / 2 : n) * 2 + PREPARE_MAX_BLOCKS * K_BLOCK * 4;
 }
 
+// A row of `rows` and `x16` is padded by PREPARE_PAD elements (16 bytes): the slab writer's lanes read 8 rows x 4
+// (step, half) pieces at 4-byte steps, which the padding puts on 32 different banks (unpadded, the rows' 2 KB
+// multiples put every lane on one bank: D71).
+constexpr int PREPARE_PAD = 8;
 struct PrepareSmem {
     u8* stage;
     bf16* rows;
@@ -177,9 +181,9 @@ struct PrepareSmem {
     __device__ PrepareSmem(u8* smem, int stage_bytes, int blocks)
         : stage(smem),
           rows(reinterpret_cast<bf16*>(smem + (stage_bytes + 127) / 128 * 128)),
-          x16(rows + MAX_ROWS * blocks * K_BLOCK),
-          p(reinterpret_cast<signed char*>(x16 + MAX_ROWS * blocks * K_BLOCK)),
-          stride(blocks * K_BLOCK) {}
+          x16(rows + MAX_ROWS * (blocks * K_BLOCK + PREPARE_PAD)),
+          p(reinterpret_cast<signed char*>(x16 + MAX_ROWS * (blocks * K_BLOCK + PREPARE_PAD))),
+          stride(blocks * K_BLOCK + PREPARE_PAD) {}
 };
 
 // The in-block k of slab slot j of mma step s, k half c (isa/operand_layout.py step_order: the decode GEMV's
@@ -188,22 +192,21 @@ __device__ __forceinline__ int slab_k(int s, int c, int j) {
     return 32 * (s >> 1) + 8 * (j >> 1) + 4 * (s & 1) + 2 * c + (j & 1);
 }
 
-// Rows `group` x 8 .. + 7 of token tile t (m of them real, the rest zero) of k-blocks [b0, b0 + blocks) from
-// `src` (bf16 values, row stride `stride`) into the slabs at `slabs`: each (step, k half, token) a 16-byte
-// chunk of 8 slots, then the unscales (`unscale_of(i, b)` for row i < m, 0 past m).
+// Rows `group` x 8 .. + 7 of token tile t (m of them real, the rest zero) of k-blocks [b0, b0 + blocks) into the
+// slabs at `slabs`: each (step, k half, token) a 16-byte chunk of 8 slots, the pair of 16-bit values at in-block
+// k, k + 1 (k even) as `value_of(i, k)`; then the unscales (`unscale_of(i, b)` for row i < m, 0 past m).
 template <class Value, class Unscale>
 __device__ inline void write_slab_rows(u8* slabs, int t, int group, int b0, int blocks, int slab_blocks, int m,
                                        Value value_of, Unscale unscale_of) {
-    const int chunks = MAX_ROWS * blocks * 16;  // (row, k-block, step x half)
+    const int chunks = MAX_ROWS * 16 * blocks;  // (row, step x half, k-block): a warp 8 rows x 4 (step, half)
     for (int q = threadIdx.x; q < chunks; q += TILE_THREADS) {
-        const int i = q % MAX_ROWS, b = (q / MAX_ROWS) % blocks, sc = q / (MAX_ROWS * blocks);
+        const int i = q % MAX_ROWS, sc = (q / MAX_ROWS) % 16, b = q / (MAX_ROWS * 16);
         const int s = sc >> 1, c = sc & 1;
         u32 packed[4] = {0u, 0u, 0u, 0u};
         if (i < m) {
 #pragma unroll
-            for (int j = 0; j < 8; j += 2)
-                packed[j / 2] = static_cast<u32>(value_of(i, b * K_BLOCK + slab_k(s, c, j))) |
-                                static_cast<u32>(value_of(i, b * K_BLOCK + slab_k(s, c, j + 1))) << 16;
+            for (int j = 0; j < 8; j += 2)  // slots j, j + 1 hold consecutive k
+                packed[j / 2] = value_of(i, b * K_BLOCK + slab_k(s, c, j));
         }
         u8* slab = slabs + (static_cast<size_t>(t) * slab_blocks + b0 + b) * SLAB_BYTES;
         // [8-token group][step][k half][token][slot]: 2 KB a group, 256 bytes a step, 128 a half, 16 a token
@@ -296,11 +299,14 @@ __device__ inline void prepare_tile(const Ctx& ctx, const Word& w, int tile, u8*
     const u16* raw = reinterpret_cast<const u16*>(sm.rows);
     const int stride = sm.stride;
     const signed char* p = sm.p;
-    write_slab_rows(f16_slabs, t, group, b0, blocks, slab_blocks, m, [&](int i, int k) { return x16[i * stride + k]; },
+    // a pair of consecutive values (k even) as one 32-bit word
+    write_slab_rows(f16_slabs, t, group, b0, blocks, slab_blocks, m,
+                    [&](int i, int k) { return *reinterpret_cast<const u32*>(x16 + i * stride + k); },
                     [&](int i, int b) { return two_to(-p[i * MAX_SLICE_BLOCKS + b]); });
     if (bf16_slabs != nullptr)
         write_slab_rows(bf16_slabs, t, group, b0, blocks, slab_blocks, m,
-                        [&](int i, int k) { return raw[i * stride + k]; }, [](int, int) { return 1.0f; });
+                        [&](int i, int k) { return *reinterpret_cast<const u32*>(raw + i * stride + k); },
+                        [](int, int) { return 1.0f; });
 }
 
 }  // namespace mk
