@@ -242,13 +242,24 @@ __device__ inline void gemm_tile(const Ctx& ctx, const Word& w, int tile, u8* sm
         gate_up_epilogue(acc, reinterpret_cast<float*>(smem), out, g.rows_out0, rows, token0, r, wg, strip, gq, t);
         return;
     }
+    // GEMM_RESIDUAL's x_in, all loaded before the first store: the stores might alias them, so loads between
+    // stores would wait one round trip each (64 a thread)
+    bf16 x_in[64];
+    if (op == OP_GEMM_RESIDUAL) {
+        const Buffer residual = ctx.buffer(w.buf_aux0());
+#pragma unroll
+        for (int i = 0; i < 64; ++i) {
+            const int row = 16 * strip + acc_row(i, gq), token = token0 + acc_token(i, t);
+            x_in[i] = row < rows && token < r ? *residual.at<bf16>(token, g.rows_out0 + wg * (GEMM_ROWS / 2) + row)
+                                              : to_bf16(0.0f);
+        }
+    }
 #pragma unroll
     for (int i = 0; i < 64; ++i) {
         const int row = 16 * strip + acc_row(i, gq), token = token0 + acc_token(i, t);
         if (row >= rows || token >= r) continue;
         const int c = g.rows_out0 + wg * (GEMM_ROWS / 2) + row;
-        const float v = op == OP_GEMM_RESIDUAL ? residual_rn(*ctx.buffer(w.buf_aux0()).at<bf16>(token, c), acc[i]) : acc[i];
-        *out.at<bf16>(token, c) = to_bf16(v);
+        *out.at<bf16>(token, c) = to_bf16(op == OP_GEMM_RESIDUAL ? residual_rn(x_in[i], acc[i]) : acc[i]);
     }
 }
 
