@@ -100,6 +100,8 @@ def tag_code(tag: str | None) -> int:
 
 def tag_name(code: int) -> str | None:
     return span(code - SPAN_CODE) if code >= SPAN_CODE else _TAG_NAMES[code]
+
+
 _TABLES: list[tuple[Program, dict]] = []  # a few recent programs' tables
 
 

@@ -18,8 +18,8 @@ is then ordered against another only if it is in each of the S places; the block
 inherit its clock.
 
 Two accesses conflict when their rectangles overlap and one writes, except conv-ring HIST reads and
-NEW writes of the same step and different row spans of one instruction (access.py). A hazard is a conflicting pair with no happens-before in
-either direction.
+NEW writes of the same step and different row spans of one instruction (access.py). A hazard is a
+conflicting pair with no happens-before in either direction.
 """
 
 from __future__ import annotations

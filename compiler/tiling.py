@@ -138,7 +138,8 @@ def prepare_tile(word: Word, tile: int) -> tuple[int, tuple[int, int], tuple[int
 
 def gdn_chunk_columns(word: Word, tile: int) -> tuple[int, int]:
     """GDN_CHUNK tile -> its value columns [c0, c1) of its head (empty past the head's dv)."""
-    dv, part = params(word)["value_dim"], DEVICE_MAX_VALUE_HEAD_DIM // plan.PROMPT_GDN_SPLIT  # prompt_gdn.cuh CHUNK_COLS
+    part = DEVICE_MAX_VALUE_HEAD_DIM // plan.PROMPT_GDN_SPLIT  # prompt_gdn.cuh CHUNK_COLS
+    dv = params(word)["value_dim"]
     c0 = min(dv, (tile % plan.PROMPT_GDN_SPLIT) * part)
     return c0, min(dv, c0 + part)
 

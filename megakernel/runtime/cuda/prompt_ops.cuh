@@ -1,8 +1,9 @@
 // The prompt programs' small words and prepare words (docs/ISA.md "Prompt programs"): PROMPT_EMBED,
 // PROMPT_NORM, PROMPT_ADVANCE, PROMPT_QKV, PROMPT_CONV (ATTN_CAUSAL: prompt_attention.cuh), and
 // NORM_PREPARE / PREPARE / MTP_PREPARE / GATED_PREPARE, which write a prompt GEMM's operand slabs
-// (isa/operand_layout.py). Run by the discrete build only (the megakernel refuses prompt programs: persistent.py). Every tile reads the chunk's position and rows r from its control lane and computes the
-// rows below r; a prepare tile zeroes its rows past r.
+// (isa/operand_layout.py). Run by the discrete build only (the megakernel refuses prompt programs:
+// persistent.py). Every tile reads the chunk's position and rows r from its control lane and computes the rows
+// below r; a prepare tile zeroes its rows past r.
 #pragma once
 
 #include "gdn.cuh"  // GDN_MAX_KERNEL
@@ -246,11 +247,12 @@ __device__ inline void gated_norm_rows(const Ctx& ctx, const Word& w, int row0, 
 }
 
 // Rows [8 q, 8 q + 8) of the chunk (one 8-token group of token tile t = q / 16), k-blocks [b0, b1) of the operand
-// (prepare_tile in compiler/tiling.py): the rows (normalised whole by norm_rows for NORM_PREPARE and
-// MTP_PREPARE, each value head's gated norm for GATED_PREPARE) -> the f16 operand (f16_operand's rule, per row and k-block) -> the group's words of the f16
-// slabs (buf_out); the bf16 rows -> the bf16 slabs (buf_aux1, unscales 1) when the GEMM has bf16 weight
-// segments. Rows past r are zero in both; a tile of a token tile past the chunk writes nothing. A tile per
-// group, not a token tile's 16 groups one after another (D71: 40 tiles of 16 rounds took 95-178 us a word).
+// (prepare_tile in compiler/tiling.py): the rows (normalised whole by norm_rows for NORM_PREPARE and MTP_PREPARE,
+// each value head's gated norm for GATED_PREPARE) -> the f16 operand (f16_operand's rule, per row and k-block) ->
+// the group's words of the f16 slabs (buf_out); the bf16 rows -> the bf16 slabs (buf_aux1, unscales 1) when the
+// GEMM has bf16 weight segments. Rows past r are zero in both; a tile of a token tile past the chunk writes
+// nothing. A tile per group, not a token tile's 16 groups one after another (D71: 40 tiles of 16 rounds took
+// 95-178 us a word).
 __device__ inline void prepare_tile(const Ctx& ctx, const Word& w, int tile, u8* smem) {
     __shared__ float scratch[(TILE_WARPS + 1) * MAX_ROWS];
     const int op = w.opcode(), n = w.n(), slab_blocks = n / K_BLOCK, per_tile = w.tile_rows();
