@@ -1,8 +1,7 @@
 #!/bin/bash
 # Issue 21 (next session, after run14_next.sh passes): the table and plot of record on an H200 — time to first token
-# at 128 / 1,024 / 4,096 / 32,768 tokens in both GPU builds, with the chunk profiles; then Nsight Compute on one
-# ATTN_CAUSAL word at the last chunk of a 32k prompt (what limits it: K/V re-read per 16-row tile, two QK passes,
-# one 202 KB block an SM).
+# at 128 / 1,024 / 4,096 / 32,768 tokens in both GPU builds, with the chunk profiles (the 32k chunk's ATTN_CAUSAL
+# words say how far attention is from the 6 s target's share).
 nvidia-smi --query-gpu=name --format=csv,noheader
 python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl 2>/dev/null
 export PYTHONUNBUFFERED=1 GIT_COMMIT=$(cat build/commit) PYTHONPATH=$PWD:/tmp/site
