@@ -323,8 +323,8 @@ def _prepare(program, w, stage, tile):
     else:
         out.append(read(w.buf_in, t0, t1, b0 * plan.K_BLOCK, b1 * plan.K_BLOCK))
     rows = _slab_rows(w, t, b0, b1)
-    g0 = (r0 - t * plan.PROMPT_TOKEN_TILE) // operand_layout.GROUP_TOKENS
-    values, unscales = operand_layout.group_words(g0, g0 + (r1 - r0) // operand_layout.GROUP_TOKENS)
+    t0 = t * plan.PROMPT_TOKEN_TILE
+    values, unscales = operand_layout.group_columns(r0 - t0, r1 - t0)
     return out + [write(buf, *rows, *cols) for buf in (w.buf_out, w.buf_aux1) if buf != NO_BUFFER
                   for cols in (values, unscales)]
 

@@ -544,7 +544,7 @@ class Interpreter:
         if t * plan.PROMPT_TOKEN_TILE >= r:
             return
         p, k0, k1, t1 = params(w), b0 * plan.K_BLOCK, b1 * plan.K_BLOCK, max(r0, min(r1, r))
-        if t1 == r0:
+        if t1 == r0:  # every row past r: zeros
             x = np.zeros((0, k1 - k0), np.float32)
         elif w.opcode == Op.NORM_PREPARE:
             x = self._rms_norm(ctx.read(w.buf_in, r0, t1, 0, w.n), self._weight(p["norm_weight"]), p["eps"])[:, k0:k1]
@@ -561,32 +561,26 @@ class Interpreter:
             x = ops.gated_rms_norm(o, z, self._weight(p["norm_weight"]), p["eps"]).reshape(t1 - r0, k1 - k0)
         else:
             x = ctx.read(w.buf_in, r0, t1, k0, k1)
-        first = t * (w.n // plan.K_BLOCK) + b0
-        operands = [ops.f16_operand(row) for row in x]
-        x16 = np.stack([o for o, _ in operands]) if operands else x
-        unscale = np.stack([u for _, u in operands]) if operands else np.zeros((0, b1 - b0), np.float32)
-        g0 = (r0 - t * plan.PROMPT_TOKEN_TILE) // operand_layout.GROUP_TOKENS
-        groups = operand_layout.group_words(g0, g0 + (r1 - r0) // operand_layout.GROUP_TOKENS)
-        self._write_groups(ctx, w.buf_out, first, r0 % plan.PROMPT_TOKEN_TILE, groups, x16, unscale, np.float16)
+        x16, unscale = np.zeros((r1 - r0, k1 - k0), np.float32), np.zeros((r1 - r0, b1 - b0), np.float32)
+        for i, row in enumerate(x):  # rows past r stay zero
+            x16[i], unscale[i] = ops.f16_operand(row)
+        at = (t * (w.n // plan.K_BLOCK) + b0, r0 - t * plan.PROMPT_TOKEN_TILE)  # first slab, row in its token tile
+        self._write_groups(ctx, w.buf_out, at, x16, unscale, np.float16)
         if w.buf_aux1 != NO_BUFFER:
-            self._write_groups(ctx, w.buf_aux1, first, r0 % plan.PROMPT_TOKEN_TILE, groups, x,
-                               np.ones_like(unscale), BF16)
+            raw, ones = np.zeros_like(x16), np.zeros_like(unscale)  # unscales 1 for the rows below r, 0 past
+            raw[:len(x)], ones[:len(x)] = x, 1.0
+            self._write_groups(ctx, w.buf_aux1, at, raw, ones, BF16)
 
     _norm_prepare = _prepare = _mtp_prepare = _gated_prepare = _prepare_operand
 
     @staticmethod
-    def _write_groups(ctx: _Tile, buf: int, first: int, row0: int, groups, x: np.ndarray, unscale: np.ndarray,
-                      dtype) -> None:
-        """Rows row0.. of a token tile (the rest of its 8-token groups zero) -> their words of its slabs
-        (slab rows first..)."""
-        rows = plan.PROMPT_TOKEN_TILE
-        padded = np.zeros((rows, x.shape[1]), np.float32)
-        padded[row0:row0 + len(x)] = x
-        scales = np.zeros((rows, unscale.shape[1]), np.float32)
-        scales[row0:row0 + len(x)] = unscale
-        words = operand_layout.slabs(padded, scales, dtype)[0].view(np.int32)
-        for c0, c1 in groups:
-            ctx.write(buf, first, c0, words[:, c0:c1])
+    def _write_groups(ctx: _Tile, buf: int, at: tuple[int, int], x: np.ndarray, unscale: np.ndarray, dtype) -> None:
+        """Whole 8-token groups of rows (x, unscale) at (first slab, row in its token tile) -> their words of the
+        slabs (isa/operand_layout.py group_columns)."""
+        values, unscales = operand_layout.group_slab_words(x, unscale, dtype)
+        (v0, _), (u0, _) = operand_layout.group_columns(at[1], at[1] + len(x))
+        ctx.write(buf, at[0], v0, values)
+        ctx.write(buf, at[0], u0, unscales)
 
     def _slabs(self, ctx: _Tile, buf: int, first: int, blocks: int, dtype) -> tuple[np.ndarray, np.ndarray]:
         words = ctx.read(buf, first, first + blocks, 0, self.program.buffers[buf].cols).astype(np.int32)

@@ -29,8 +29,10 @@ GROUP_TOKENS = 8
 GROUP_BYTES = GROUP_TOKENS * K_BLOCK * 2
 
 
-def group_words(g0: int, g1: int) -> tuple[tuple[int, int], tuple[int, int]]:
-    """The 4-byte words of a slab that 8-token groups [g0, g1) of its token tile occupy: (values, unscales)."""
+def group_columns(row0: int, row1: int) -> tuple[tuple[int, int], tuple[int, int]]:
+    """The 4-byte words of a slab that a token tile's rows [row0, row1) occupy (whole 8-token groups):
+    (values, unscales)."""
+    g0, g1 = row0 // GROUP_TOKENS, row1 // GROUP_TOKENS
     return ((g0 * GROUP_BYTES // 4, g1 * GROUP_BYTES // 4),
             (X_BYTES // 4 + GROUP_TOKENS * g0, X_BYTES // 4 + GROUP_TOKENS * g1))
 
@@ -42,20 +44,31 @@ def step_order() -> np.ndarray:
     return 32 * (s // 2) + 8 * (j // 2) + 4 * (s % 2) + 2 * c + j % 2
 
 
+def _encode(x16: np.ndarray, unscale: np.ndarray, dtype, rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """x16 [n * rows, blocks * 128], unscale [n * rows, blocks] (rows: whole 8-token groups) -> n runs of rows
+    groups as the slabs hold them: the values [n, blocks, rows * 256] and the unscales [n, blocks, rows * 4],
+    bytes."""
+    total, k = x16.shape
+    n, blocks, groups = total // rows, k // K_BLOCK, rows // GROUP_TOKENS
+    xb = np.asarray(x16).astype(dtype).reshape(n, groups, 8, blocks, K_BLOCK)[..., step_order().reshape(-1)]
+    xb = xb.reshape(n, groups, 8, blocks, 8, 2, 8).transpose(0, 3, 1, 4, 5, 2, 6)
+    values = np.ascontiguousarray(xb).reshape(n, blocks, -1).view(np.uint8)
+    u = np.ascontiguousarray(np.asarray(unscale, np.float32).reshape(n, rows, blocks).transpose(0, 2, 1))
+    return values, u.view(np.uint8).reshape(n, blocks, -1)
+
+
 def slabs(x16: np.ndarray, unscale: np.ndarray, dtype=np.float16) -> np.ndarray:
     """x16 [tiles * 128, blocks * 128] (natural k order; values of `dtype`, f16 or bf16), unscale float32
     [tiles * 128, blocks] -> the slabs, bytes [tiles, blocks, SLAB_BYTES]."""
-    rows, k = x16.shape
-    tiles, blocks = rows // PROMPT_TOKEN_TILE, k // K_BLOCK
-    groups = PROMPT_TOKEN_TILE // GROUP_TOKENS
-    xb = np.asarray(x16).astype(dtype).reshape(tiles, groups, 8, blocks, K_BLOCK)[..., step_order().reshape(-1)]
-    xb = xb.reshape(tiles, groups, 8, blocks, 8, 2, 8).transpose(0, 3, 1, 4, 5, 2, 6)
-    out = np.empty((tiles, blocks, SLAB_BYTES), np.uint8)
-    out[:, :, :X_BYTES] = np.ascontiguousarray(xb).reshape(tiles, blocks, -1).view(np.uint8)
-    u = np.ascontiguousarray(np.asarray(unscale, np.float32).reshape(tiles, PROMPT_TOKEN_TILE, blocks)
-                             .transpose(0, 2, 1))
-    out[:, :, X_BYTES:] = u.view(np.uint8).reshape(tiles, blocks, -1)
-    return out
+    values, unscales = _encode(x16, unscale, dtype, PROMPT_TOKEN_TILE)
+    return np.concatenate([values, unscales], axis=2)
+
+
+def group_slab_words(x16: np.ndarray, unscale: np.ndarray, dtype=np.float16) -> tuple[np.ndarray, np.ndarray]:
+    """Whole 8-token groups of one token tile (x16 [rows, blocks * 128], unscale [rows, blocks]) -> what their
+    k-blocks' slabs hold of them at group_columns: (values, unscales) as int32 [blocks, words]."""
+    values, unscales = _encode(x16, unscale, dtype, len(x16))
+    return values[0].view(np.int32), unscales[0].view(np.int32)
 
 
 def from_slabs(data: np.ndarray, dtype=np.float16) -> tuple[np.ndarray, np.ndarray]:

@@ -244,22 +244,21 @@ __device__ inline void gemm_tile(const Ctx& ctx, const Word& w, int tile, u8* sm
     }
     // GEMM_RESIDUAL's x_in, all loaded before the first store: the stores might alias them, so loads between
     // stores would wait one round trip each (64 a thread)
+    const int col0 = g.rows_out0 + wg * (GEMM_ROWS / 2);  // the warpgroup's first output column
     bf16 x_in[64];
     if (op == OP_GEMM_RESIDUAL) {
         const Buffer residual = ctx.buffer(w.buf_aux0());
 #pragma unroll
         for (int i = 0; i < 64; ++i) {
             const int row = 16 * strip + acc_row(i, gq), token = token0 + acc_token(i, t);
-            x_in[i] = row < rows && token < r ? *residual.at<bf16>(token, g.rows_out0 + wg * (GEMM_ROWS / 2) + row)
-                                              : to_bf16(0.0f);
+            x_in[i] = row < rows && token < r ? *residual.at<bf16>(token, col0 + row) : to_bf16(0.0f);
         }
     }
 #pragma unroll
     for (int i = 0; i < 64; ++i) {
         const int row = 16 * strip + acc_row(i, gq), token = token0 + acc_token(i, t);
         if (row >= rows || token >= r) continue;
-        const int c = g.rows_out0 + wg * (GEMM_ROWS / 2) + row;
-        *out.at<bf16>(token, c) = to_bf16(op == OP_GEMM_RESIDUAL ? residual_rn(x_in[i], acc[i]) : acc[i]);
+        *out.at<bf16>(token, col0 + row) = to_bf16(op == OP_GEMM_RESIDUAL ? residual_rn(x_in[i], acc[i]) : acc[i]);
     }
 }
 
