@@ -4,15 +4,23 @@
 //
 // The keys stream through shared memory in tiles of CAUSAL_KEY_TILE from key 0 (two slots, async copies), read
 // once per tile for the whole group; the values likewise in the second pass.
-//   pass 1: s = bf16(bf16(q.k) x scale) (q.k by mma.sync over the 256 dims), masked past the row's length;
-//           each key tile's (max, sum of exp(s - max)) folded into the row's running (m, l) in key order
+//   pass 1: r = bf16(q.k) (q.k by mma.sync over the 256 dims), masked past the row's length; each key tile's
+//           (max, sum of exp(s - max)) folded into the row's running (m, l) in key order
 //           (ops.online_stats: m' = max(m, m_t), l' = l exp(m - m') + l_t exp(m_t - m'));
-//   pass 2: the scores again, P = bf16(exp(s - m) / l) (0 past the row's length) as the A operand of P.V by
-//           mma.sync over the tile's keys, fp32 over all of the row's keys; then bf16(bf16(o) x bf16(sigmoid(gate))).
-// The rounding points are the reference's; the sums (q.k, a tile's sum, P.V) run in the tensor cores' and the
-// quad shuffles' order, not NumPy's: the per-word GPU test compares within the bf16 tolerance. A row's results
-// depend on its own length only (an extra key tile past it folds (-inf, 0) and adds exact zeros), so any chunking
-// on 64-row boundaries gives the same bits. Written without a GPU (D69).
+//   pass 2: the scores again, P = bf16(exp(s - m) x (1 / l)) (0 past the row's length) as the A operand of P.V
+//           by mma.sync over the tile's keys, fp32 over all of the row's keys; then bf16(bf16(o) x
+//           bf16(sigmoid(gate))).
+// The reference's s is bf16(bf16(q.k) x scale); the scale is 256^-0.5 = 2^-4 (the tiles are specialised to
+// head_dim 256), so s = r x scale exactly and the statistics are kept in r's units (exp(s - m) = exp((r - m_r) x
+// scale), the same argument); the scores round to bf16 two by two; only a tile reaching past its first row's
+// length masks; P multiplies by the row's 1 / l where a division costs ten instructions and a branch (D72: of a
+// warp's 2,720 instructions a key tile, 2,100 were this scalar work, SASS count). The rounding points are the
+// reference's; the reciprocal and the sums (q.k, a tile's sum, P.V, run in the tensor cores' and the quad
+// shuffles' order) are not NumPy's to the last bit: the per-word GPU test compares within the bf16 tolerance.
+// (exp2 with the scale folded, one MUFU.EX2 for expf's eight instructions, failed that comparison on the CPU:
+// its argument's rounding moved 0.16 % of the outputs beyond 2 ulps, the test allowing 0.1 %, D72.) A row's
+// results depend on its own length only (an extra key tile past it folds (-inf, 0) and adds exact zeros), so
+// any chunking on 64-row boundaries gives the same bits. Written without a GPU (D69).
 #pragma once
 
 #include "attention.cuh"  // ldmatrix, copy_async16_or_zero, ATTN_ROW_BYTES, ATTN_HEAD_DIM, ATTN_MAX_GROUP
@@ -35,6 +43,12 @@ static_assert(CAUSAL_SMEM == CAUSAL_Q_BYTES + 4 * CAUSAL_KEYS_BYTES, "CAUSAL_SME
 __device__ __forceinline__ u32 pack_bf16x2(float lo, float hi) {
     const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
     return *reinterpret_cast<const u32*>(&v);
+}
+
+// a and b rounded to bf16 by one paired conversion (the same bits as two round_bf16)
+__device__ __forceinline__ void round_bf16_pair(float& a, float& b) {
+    const u32 v = pack_bf16x2(a, b);
+    a = __uint_as_float(v << 16), b = __uint_as_float(v & 0xFFFF0000u);
 }
 
 __device__ inline void attn_causal_tile(const Ctx& ctx, const Word& w, int tile, u8* smem) {
@@ -75,8 +89,8 @@ __device__ inline void attn_causal_tile(const Ctx& ctx, const Word& w, int tile,
     const u32 qa = qs + (warp * CAUSAL_ROWS + (lane & 15)) * ATTN_ROW_BYTES + 16 * (lane >> 4);
     const u32 kb = (8 * (lane >> 4) + (lane & 7)) * ATTN_ROW_BYTES + 16 * ((lane >> 3) & 1);
     const u32 vb = (8 * ((lane >> 3) & 1) + (lane & 7)) * ATTN_ROW_BYTES + 16 * (lane >> 4);
-    // s[nt][e]: row g + 8 (e >> 1), key kt x 64 + 8 nt + 2 t4 + (e & 1): bf16(bf16(q.k) x scale), or -inf past
-    // the row's length
+    // s[nt][e]: row g + 8 (e >> 1), key kt x 64 + 8 nt + 2 t4 + (e & 1): r = bf16(q.k), or -inf past the row's
+    // length (only a tile past the tile's first row's length masks: the same test for every warp)
     const auto scores = [&](float (&s)[CAUSAL_N_TILES][4], u32 slot, int kt) {
 #pragma unroll
         for (int nt = 0; nt < CAUSAL_N_TILES; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
@@ -93,13 +107,19 @@ __device__ inline void attn_causal_tile(const Ctx& ctx, const Word& w, int tile,
             }
         }
 #pragma unroll
+        for (int nt = 0; nt < CAUSAL_N_TILES; ++nt) {
+            round_bf16_pair(s[nt][0], s[nt][1]);
+            round_bf16_pair(s[nt][2], s[nt][3]);
+        }
+        if ((kt + 1) * CAUSAL_KEY_TILE <= pos + q0 + 1) return;  // every key of the tile is in every row's length
+#pragma unroll
         for (int nt = 0; nt < CAUSAL_N_TILES; ++nt)
 #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const int key = kt * CAUSAL_KEY_TILE + 8 * nt + 2 * t4 + (e & 1);
-                s[nt][e] = key < length[e >> 1] ? round_bf16(mul_rn(round_bf16(s[nt][e]), scale)) : neg_inf();
-            }
+            for (int e = 0; e < 4; ++e)
+                if (kt * CAUSAL_KEY_TILE + 8 * nt + 2 * t4 + (e & 1) >= length[e >> 1]) s[nt][e] = neg_inf();
     };
+    // exp(s - m) from r and m in r's units: (r - m) x scale is s - m exactly (exp(-inf) = 0)
+    const auto exp_of = [&](float r, float m) { return expf(mul_rn(sub_rn(r, m), scale)); };
     const auto quad_max = [](float v) {
         v = fmaxf(v, __shfl_xor_sync(0xFFFFFFFFu, v, 1));
         return fmaxf(v, __shfl_xor_sync(0xFFFFFFFFu, v, 2));
@@ -109,7 +129,7 @@ __device__ inline void attn_causal_tile(const Ctx& ctx, const Word& w, int tile,
         return add_rn(v, __shfl_xor_sync(0xFFFFFFFFu, v, 2));
     };
 
-    // pass 1: the rows' softmax statistics, key tile by key tile
+    // pass 1: the rows' softmax statistics (m in r's units), key tile by key tile
     float m[2] = {neg_inf(), neg_inf()}, l[2] = {0.0f, 0.0f};
     stage(keys, ks, 0);
     copies_commit();
@@ -130,12 +150,11 @@ __device__ inline void attn_causal_tile(const Ctx& ctx, const Word& w, int tile,
 #pragma unroll
             for (int nt = 0; nt < CAUSAL_N_TILES; ++nt)
 #pragma unroll
-                for (int e = 2 * sel; e < 2 * sel + 2; ++e)
-                    if (s[nt][e] > neg_inf()) ts = add_rn(ts, expf(sub_rn(s[nt][e], tm)));
+                for (int e = 2 * sel; e < 2 * sel + 2; ++e) ts = add_rn(ts, exp_of(s[nt][e], tm));
             ts = quad_sum(ts);
             if (tm > neg_inf()) {  // a tile past the row's keys is not one of its tiles
                 const float next = fmaxf(m[sel], tm);
-                l[sel] = add_rn(mul_rn(l[sel], expf(sub_rn(m[sel], next))), mul_rn(ts, expf(sub_rn(tm, next))));
+                l[sel] = add_rn(mul_rn(l[sel], exp_of(m[sel], next)), mul_rn(ts, exp_of(tm, next)));
                 m[sel] = next;
             }
         }
@@ -146,8 +165,9 @@ __device__ inline void attn_causal_tile(const Ctx& ctx, const Word& w, int tile,
     float o[CAUSAL_D_TILES][4];
 #pragma unroll
     for (int dt = 0; dt < CAUSAL_D_TILES; ++dt) o[dt][0] = o[dt][1] = o[dt][2] = o[dt][3] = 0.0f;
-    const auto probability = [&](float s, int sel) {  // exact in bf16: packing it loses nothing
-        return s > neg_inf() ? round_bf16(div_rn(expf(sub_rn(s, m[sel])), l[sel])) : 0.0f;
+    const float inverse[2] = {div_rn(1.0f, l[0]), div_rn(1.0f, l[1])};
+    const auto p_pair = [&](float r0, float r1, int sel) {  // two keys' P, rounded to bf16 by the packing
+        return pack_bf16x2(mul_rn(exp_of(r0, m[sel]), inverse[sel]), mul_rn(exp_of(r1, m[sel]), inverse[sel]));
     };
     stage(keys, ks, 0);
     stage(values, vs, 0);
@@ -165,10 +185,8 @@ __device__ inline void attn_causal_tile(const Ctx& ctx, const Word& w, int tile,
         const u32 vslot = vs + (kt & 1) * CAUSAL_KEYS_BYTES + vb;
 #pragma unroll
         for (int j = 0; j < CAUSAL_KEY_TILE / 16; ++j) {  // keys 16 j .. 16 j + 15 of the tile: one k-step
-            const u32 pa[4] = {pack_bf16x2(probability(s[2 * j][0], 0), probability(s[2 * j][1], 0)),
-                               pack_bf16x2(probability(s[2 * j][2], 1), probability(s[2 * j][3], 1)),
-                               pack_bf16x2(probability(s[2 * j + 1][0], 0), probability(s[2 * j + 1][1], 0)),
-                               pack_bf16x2(probability(s[2 * j + 1][2], 1), probability(s[2 * j + 1][3], 1))};
+            const u32 pa[4] = {p_pair(s[2 * j][0], s[2 * j][1], 0), p_pair(s[2 * j][2], s[2 * j][3], 1),
+                               p_pair(s[2 * j + 1][0], s[2 * j + 1][1], 0), p_pair(s[2 * j + 1][2], s[2 * j + 1][3], 1)};
 #pragma unroll
             for (int dp = 0; dp < CAUSAL_D_TILES / 2; ++dp) {
                 u32 b[4];
