@@ -7,7 +7,7 @@ nvidia-smi --query-gpu=name --format=csv,noheader
 python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl 2>/dev/null
 export PYTHONUNBUFFERED=1 GIT_COMMIT=$(cat build/commit) PYTHONPATH=$PWD:/tmp/site
 MEGAKERNEL_REQUIRE_GPU=1 timeout 170 python3 -m pytest -q -x -p no:cacheprovider tests/gpu/test_prompt_gpu.py 2>&1 | tail -8 | tee $OUT/gpu_prompt_tests.log
-(cd build/v/base && GIT_COMMIT=edd132e69f98c4ed5c02aef0e6a32ef4d8fc0ae1 PYTHONPATH=$PWD:/tmp/site timeout 160 python3 -m megakernel \
+(cd build/v/base && GIT_COMMIT=edd132e69f98de8a4cc43e9856ede9142be981e9 PYTHONPATH=$PWD:/tmp/site timeout 160 python3 -m megakernel \
   bench --model synthetic:qwen3.5-27b --ttft 8192 --backends graph --prompt-paths program --iters 1 \
   --out $OUT/ttft_base.json 2>&1 | tail -4 | tee $OUT/ttft_base.log)
 timeout 200 python3 -m megakernel bench --model synthetic:qwen3.5-27b --ttft 1024,4096,8192 --backends graph \
