@@ -6,9 +6,9 @@
 nvidia-smi --query-gpu=name --format=csv,noheader
 python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl 2>/dev/null
 export PYTHONUNBUFFERED=1 GIT_COMMIT=$(cat build/commit) PYTHONPATH=$PWD:/tmp/site
-MEGAKERNEL_REQUIRE_GPU=1 timeout 170 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_prompt_gpu.py 2>&1 | tail -12 | tee $OUT/gpu_prompt_tests.log
-timeout 200 python3 -m megakernel bench --model synthetic:qwen3.5-27b --ttft 1024,4096,8192 --backends graph \
+MEGAKERNEL_REQUIRE_GPU=1 timeout 150 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_prompt_gpu.py 2>&1 | tail -12 | tee $OUT/gpu_prompt_tests.log
+timeout 150 python3 -m megakernel bench --model synthetic:qwen3.5-27b --ttft 1024,4096,8192 --backends graph \
   --prompt-paths program --iters 1 --out $OUT/ttft_head.json 2>&1 | tail -6 | tee $OUT/ttft_head.log
-(cd build/v/base && GIT_COMMIT=edd132e69f98de8a4cc43e9856ede9142be981e9 PYTHONPATH=$PWD:/tmp/site timeout 160 python3 -m megakernel \
+(cd build/v/base && GIT_COMMIT=edd132e69f98de8a4cc43e9856ede9142be981e9 PYTHONPATH=$PWD:/tmp/site timeout 120 python3 -m megakernel \
   bench --model synthetic:qwen3.5-27b --ttft 8192 --backends graph --prompt-paths program --iters 1 \
   --out $OUT/ttft_base.json 2>&1 | tail -4 | tee $OUT/ttft_base.log)
