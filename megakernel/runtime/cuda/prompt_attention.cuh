@@ -14,7 +14,7 @@
 // head_dim 256), so s = r x scale exactly and the statistics are kept in r's units (exp(s - m) = exp((r - m_r) x
 // scale), the same argument); the scores round to bf16 two by two; only a tile reaching past its first row's
 // length masks; P multiplies by the row's 1 / l where a division costs ten instructions and a branch (D72: of a
-// warp's 2,720 instructions a key tile, 2,100 were this scalar work, SASS count). The rounding points are the
+// warp's 2,788 instructions a key tile, 2,180 were this scalar work, SASS count). The rounding points are the
 // reference's; the reciprocal and the sums (q.k, a tile's sum, P.V, run in the tensor cores' and the quad
 // shuffles' order) are not NumPy's to the last bit: the per-word GPU test compares within the bf16 tolerance.
 // (exp2 with the scale folded, one MUFU.EX2 for expf's eight instructions, failed that comparison on the CPU:
