@@ -118,11 +118,11 @@ def gemm_tile(program: Program, word: Word, tile: int) -> tuple[RowGroup, tuple[
     return row_groups(program, word)[group], (t0, min(word.chunk_rows, t0 + plan.PROMPT_TOKEN_TILE))
 
 
-def prepare_tiles(rows: int, n: int) -> int:
+def prepare_tiles(rows: int, n: int, blocks_per_tile: int) -> int:
     """A prepare word's tiles: every PROMPT_PREPARE_ROWS rows of each token tile (past the chunk's rows too:
-    they write the zeros the GEMM reads) x its columns' groups of PROMPT_PREPARE_BLOCKS k-blocks."""
+    they write the zeros the GEMM reads) x its columns' groups of blocks_per_tile k-blocks."""
     row_tiles = -(-rows // plan.PROMPT_TOKEN_TILE) * (plan.PROMPT_TOKEN_TILE // plan.PROMPT_PREPARE_ROWS)
-    return row_tiles * -(-(n // plan.K_BLOCK) // plan.PROMPT_PREPARE_BLOCKS)
+    return row_tiles * -(-(n // plan.K_BLOCK) // blocks_per_tile)
 
 
 def prepare_tile(word: Word, tile: int) -> tuple[int, tuple[int, int], tuple[int, int]]:

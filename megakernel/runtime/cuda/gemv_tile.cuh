@@ -147,27 +147,13 @@ __device__ __forceinline__ void weight8(const u8* base, int dtype, int c, float 
     }
 }
 
-// RMSNorm1p of m rows of k values each: dst(r)[c - c0] = bf16(x * rsqrt(mean(x^2) + eps) * (1 + w[c])) for
-// the columns [c0, c1) (k, c0, c1 multiples of 8; src(r), dst(r): 16-byte aligned row pointers). The rows
-// and the weight's columns [c0, c1) are staged at `stage` first (m k bf16, then the weight: the
-// prologue's staging area, gemv_word_smem in megakernel/runtime/cuda_build.py sizes it). Thread i sums the squares
-// of pieces i, i + TILE_THREADS, .. of each row, then the block adds the threads' sums in a fixed tree: a
-// row's bits never depend on m (the order is the GPU's own; the reference's np.mean agrees to fp32
-// rounding). With x_p (fp8 tiles, c0 and c1 multiples of 128) the rows go to dst as the f16 operand
-// instead, P per (row, k-block of the slice) in x_p (f16_operand's rule: the same values): a half-warp
-// normalises the 16 pieces of one k-block. scratch: (TILE_WARPS + 1) x MAX_ROWS floats. All threads; ends
-// synced.
-template <class Src, class Dst>
-__device__ inline void norm_rows(Src src, Dst dst, int m, int k, const Weight& nw, float eps, int c0, int c1,
-                                 float* scratch, u8* stage, signed char* x_p = nullptr) {
+// The RMSNorm1p factors rsqrt(mean(x^2) + eps) of m rows of k values, piece(r, c) row r's values 8 c .. 8 c + 7
+// (a uint4 of bf16): thread i sums the squares of pieces i, i + TILE_THREADS, .. of each row, then the block adds
+// the threads' sums in a fixed tree, so a row's bits never depend on m or on where the rows are read from. scratch:
+// (TILE_WARPS + 1) x MAX_ROWS floats; returns the factors (its last MAX_ROWS). All threads; ends synced.
+template <class Piece>
+__device__ inline const float* row_factors(Piece piece, int m, int k, float eps, float* scratch) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    bf16* rows = reinterpret_cast<bf16*>(stage);
-    u8* weight = stage + static_cast<size_t>(m) * k * 2;
-    tile_stamp(8);
-    for (int r = 0; r < m; ++r) stage_bytes(src(r), reinterpret_cast<u8*>(rows + r * k), 2 * k);
-    stage_bytes(nw.base + static_cast<size_t>(c0) * weight_bytes(nw), weight, (c1 - c0) * weight_bytes(nw));
-    stage_wait();
-    tile_stamp(9);
     float ss[MAX_ROWS];
 #pragma unroll
     for (int r = 0; r < MAX_ROWS; ++r) ss[r] = 0.0f;
@@ -176,7 +162,7 @@ __device__ inline void norm_rows(Src src, Dst dst, int m, int k, const Weight& n
         for (int r = 0; r < MAX_ROWS; ++r) {
             if (r >= m) break;
             float f[8];
-            unpack_bf16x8(reinterpret_cast<const uint4*>(rows + r * k)[c], f);
+            unpack_bf16x8(piece(r, c), f);
 #pragma unroll
             for (int e = 0; e < 8; ++e) ss[r] = add_rn(ss[r], mul_rn(f[e], f[e]));
         }
@@ -194,6 +180,29 @@ __device__ inline void norm_rows(Src src, Dst dst, int m, int k, const Weight& n
         if (lane == 0) factor[warp] = rsqrt_ref(add_rn(div_rn(s, static_cast<float>(k)), eps));
     }
     __syncthreads();
+    return factor;
+}
+
+// RMSNorm1p of m rows of k values each: dst(r)[c - c0] = bf16(x * rsqrt(mean(x^2) + eps) * (1 + w[c])) for
+// the columns [c0, c1) (k, c0, c1 multiples of 8; src(r), dst(r): 16-byte aligned row pointers). The rows
+// and the weight's columns [c0, c1) are staged at `stage` first (m k bf16, then the weight: the
+// prologue's staging area, gemv_word_smem in megakernel/runtime/cuda_build.py sizes it), the factors by
+// row_factors (the order is the GPU's own; the reference's np.mean agrees to fp32 rounding). With x_p (fp8
+// tiles, c0 and c1 multiples of 128) the rows go to dst as the f16 operand instead, P per (row, k-block of the
+// slice) in x_p (f16_operand's rule: the same values): a half-warp normalises the 16 pieces of one k-block.
+// scratch: (TILE_WARPS + 1) x MAX_ROWS floats. All threads; ends synced.
+template <class Src, class Dst>
+__device__ inline void norm_rows(Src src, Dst dst, int m, int k, const Weight& nw, float eps, int c0, int c1,
+                                 float* scratch, u8* stage, signed char* x_p = nullptr) {
+    bf16* rows = reinterpret_cast<bf16*>(stage);
+    u8* weight = stage + static_cast<size_t>(m) * k * 2;
+    tile_stamp(8);
+    for (int r = 0; r < m; ++r) stage_bytes(src(r), reinterpret_cast<u8*>(rows + r * k), 2 * k);
+    stage_bytes(nw.base + static_cast<size_t>(c0) * weight_bytes(nw), weight, (c1 - c0) * weight_bytes(nw));
+    stage_wait();
+    tile_stamp(9);
+    const float* factor =
+        row_factors([&](int r, int c) { return reinterpret_cast<const uint4*>(rows + r * k)[c]; }, m, k, eps, scratch);
     for (int c = c0 / 8 + threadIdx.x; c < c1 / 8; c += TILE_THREADS) {
         float w[8];
         weight8(weight, nw.dtype, 8 * c - c0, w);

@@ -159,14 +159,13 @@ __device__ inline void prompt_conv_tile(const Ctx& ctx, const Word& w, int tile)
         for (int row = max(0, r - (K - 1)); row < r; ++row) *ring.at<bf16>((pos + row) % R, c) = *mixed.at<bf16>(row, c);
 }
 
-// Shared memory of a prepare tile: norm_rows' staging area (MAX_ROWS rows of the word's n or, MTP_PREPARE, n / 2
-// columns, then the norm weight's columns; none for PREPARE), the group's bf16 rows and their f16 operand
+// Shared memory of a staged prepare tile (MTP_PREPARE, GATED_PREPARE; PREPARE and NORM_PREPARE stream in registers):
+// norm_rows' staging area (MAX_ROWS rows of n / 2 columns, then the norm weight's columns; none for GATED_PREPARE),
+// the group's bf16 rows and their f16 operand
 // (MAX_ROWS x the tile's k-blocks, natural k order) and P per (row, k-block) (f16_operand's MAX_SLICE_BLOCKS
 // stride); cuda_build.prompt_word_smem sizes the launch from the same terms.
 __host__ __device__ constexpr int prepare_stage_bytes(int op, int n) {
-    return op == OP_PREPARE || op == OP_GATED_PREPARE
-               ? 0
-               : MAX_ROWS * (op == OP_MTP_PREPARE ? n / 2 : n) * 2 + PREPARE_MAX_BLOCKS * K_BLOCK * 4;
+    return op == OP_GATED_PREPARE ? 0 : MAX_ROWS * (op == OP_MTP_PREPARE ? n / 2 : n) * 2 + PREPARE_MAX_BLOCKS * K_BLOCK * 4;
 }
 
 // A row of `rows` and `x16` is padded by PREPARE_PAD elements (16 bytes): the slab writer's lanes read 8 rows x 4
@@ -246,6 +245,93 @@ __device__ inline void gated_norm_rows(const Ctx& ctx, const Word& w, int row0, 
     __syncthreads();
 }
 
+// A uint4's 32-bit word w.
+__device__ __forceinline__ u32 word_of(const uint4& v, int w) { return w == 0 ? v.x : w == 1 ? v.y : w == 2 ? v.z : v.w; }
+
+// Lane (row i, quarter u) of a streaming prepare warp: its pieces x[q] (values 32 u + 8 q .. + 7 of a k-block) are
+// the slab chunks of steps 2 u and 2 u + 1 (slab_k: chunk (2 u + h, c) holds word 2 h + c of each piece) -> the
+// slab of that k-block, 8-token group `group`: the 8 lanes of one u write a whole 128-byte line a store.
+__device__ __forceinline__ void store_slab_chunks(u8* slab, int group, int i, int u, const uint4 (&x)[4]) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int c = 0; c < 2; ++c)
+            *reinterpret_cast<uint4*>(slab + group * SLAB_GROUP_BYTES + (2 * u + h) * 256 + c * 128 + i * 16) =
+                make_uint4(word_of(x[0], 2 * h + c), word_of(x[1], 2 * h + c), word_of(x[2], 2 * h + c),
+                           word_of(x[3], 2 * h + c));
+}
+
+// PREPARE and NORM_PREPARE (D73): a tile is one 8-token group (rows row0 .. row0 + m - 1 real, the rest zero) over
+// all the operand's k-blocks, in registers, no shared memory. Warp task (group, k-block b): lane L holds row
+// i = L / 4's values 32 u .. 32 u + 31 of the block (u = L mod 4), which are exactly its slab chunks of steps 2 u,
+// 2 u + 1 (store_slab_chunks), so a lane loads 64 bytes and stores 64, and the block's P is a 4-lane maximum (the
+// same P as f16_operand's 16-lane one: a maximum). NORM_PREPARE first finds its rows' factors in norm_rows' order
+// (row_factors) and normalises as norm_rows does: the same bits as the staged path, which took 48-84 us a word
+// on 8 x 1,024-column tiles (four rounds of latency-bound tiles; D71, D73). TASKS blocks' loads go out together.
+constexpr int PREPARE_TASKS = 2;
+__device__ inline void stream_prepare_tile(const Ctx& ctx, const Word& w, int t, int group, int row0, int m) {
+    __shared__ float scratch[(TILE_WARPS + 1) * MAX_ROWS];
+    const int n = w.n(), blocks = n / K_BLOCK, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int i = lane >> 2, u = lane & 3;
+    const bool norm = w.opcode() == OP_NORM_PREPARE, live = i < m;
+    const Buffer in = ctx.buffer(w.buf_in());
+    u8* f16_slabs = ctx.buffer(w.buf_out()).base + static_cast<size_t>(t) * blocks * SLAB_BYTES;
+    u8* bf16_slabs = w.buf_aux1() == NO_BUFFER
+                         ? nullptr
+                         : ctx.buffer(w.buf_aux1()).base + static_cast<size_t>(t) * blocks * SLAB_BYTES;
+    float rf = 0.0f;
+    if (norm && m > 0) {
+        const float* factor = row_factors(
+            [&](int r, int c) { return reinterpret_cast<const uint4*>(in.at<bf16>(row0 + r, 0))[c]; }, m, n, w.pf(1),
+            scratch);
+        if (live) rf = factor[i];
+    }
+    const Weight nw = norm ? ctx.weight(w.p(0)) : Weight{};
+    const uint4* src = reinterpret_cast<const uint4*>(in.at<bf16>(row0 + (live ? i : 0), 32 * u));
+    for (int b0 = warp; b0 < blocks; b0 += PREPARE_TASKS * TILE_WARPS) {
+        uint4 v[PREPARE_TASKS][4];
+#pragma unroll
+        for (int a = 0; a < PREPARE_TASKS; ++a)
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                const int b = b0 + a * TILE_WARPS;
+                v[a][q] = live && b < blocks ? src[b * (K_BLOCK / 8) + q] : make_uint4(0u, 0u, 0u, 0u);
+            }
+#pragma unroll
+        for (int a = 0; a < PREPARE_TASKS; ++a) {
+            const int b = b0 + a * TILE_WARPS;
+            if (b >= blocks) break;  // uniform over the warp
+            if (norm && live) {
+#pragma unroll
+                for (int q = 0; q < 4; ++q) {
+                    float f[8], wt[8];
+                    unpack_bf16x8(v[a][q], f);
+                    weight8(nw.base, nw.dtype, b * K_BLOCK + 32 * u + 8 * q, wt);
+                    v[a][q] = make_uint4(bf16x2_rn(norm_1p_raw(f[0], rf, wt[0]), norm_1p_raw(f[1], rf, wt[1])),
+                                         bf16x2_rn(norm_1p_raw(f[2], rf, wt[2]), norm_1p_raw(f[3], rf, wt[3])),
+                                         bf16x2_rn(norm_1p_raw(f[4], rf, wt[4]), norm_1p_raw(f[5], rf, wt[5])),
+                                         bf16x2_rn(norm_1p_raw(f[6], rf, wt[6]), norm_1p_raw(f[7], rf, wt[7])));
+                }
+            }
+            u32 top = max(max(piece_top(v[a][0]), piece_top(v[a][1])), max(piece_top(v[a][2]), piece_top(v[a][3])));
+            top = max(top, __shfl_xor_sync(0xFFFFFFFFu, top, 1));
+            top = max(top, __shfl_xor_sync(0xFFFFFFFFu, top, 2));
+            const int P = p_of_top(top);
+            const float two_p = two_to(P);
+            const uint4 x[4] = {f16_piece(v[a][0], two_p), f16_piece(v[a][1], two_p), f16_piece(v[a][2], two_p),
+                                f16_piece(v[a][3], two_p)};
+            u8* slab = f16_slabs + static_cast<size_t>(b) * SLAB_BYTES;
+            store_slab_chunks(slab, group, i, u, x);
+            if (u == 0) reinterpret_cast<float*>(slab + SLAB_X_BYTES)[group * MAX_ROWS + i] = live ? two_to(-P) : 0.0f;
+            if (bf16_slabs != nullptr) {
+                u8* raw = bf16_slabs + static_cast<size_t>(b) * SLAB_BYTES;
+                store_slab_chunks(raw, group, i, u, v[a]);
+                if (u == 0) reinterpret_cast<float*>(raw + SLAB_X_BYTES)[group * MAX_ROWS + i] = live ? 1.0f : 0.0f;
+            }
+        }
+    }
+}
+
 // Rows [8 q, 8 q + 8) of the chunk (one 8-token group of token tile t = q / 16), k-blocks [b0, b1) of the operand
 // (prepare_tile in compiler/tiling.py): the rows (normalised whole by norm_rows for NORM_PREPARE and MTP_PREPARE,
 // each value head's gated norm for GATED_PREPARE) -> the f16 operand (f16_operand's rule, per row and k-block) ->
@@ -264,8 +350,9 @@ __device__ inline void prepare_tile(const Ctx& ctx, const Word& w, int tile, u8*
     const Buffer in = ctx.buffer(w.buf_in());
     u8* f16_slabs = ctx.buffer(w.buf_out()).base;
     u8* bf16_slabs = w.buf_aux1() == NO_BUFFER ? nullptr : ctx.buffer(w.buf_aux1()).base;
-    const PrepareSmem sm(smem, prepare_stage_bytes(op, n), blocks);
     const int row0 = row_tile * MAX_ROWS, m = max(0, min(MAX_ROWS, r - row0));
+    if (op == OP_PREPARE || op == OP_NORM_PREPARE) return stream_prepare_tile(ctx, w, t, group, row0, m);
+    const PrepareSmem sm(smem, prepare_stage_bytes(op, n), blocks);
     if (m > 0) {
         if (op == OP_NORM_PREPARE) {
             norm_rows([&](int i) { return in.at<bf16>(row0 + i, 0); },

@@ -1,0 +1,11 @@
+#!/bin/bash
+# Issue 21 (s44): the table and plot of record on an H200: time to first token at 128 / 1,024 / 4,096 / 32,768
+# tokens in both GPU builds, with the chunk profiles (the 32k chunk's ATTN_CAUSAL words say how far attention is
+# from the 6 s target's share); then the prompt GPU tests (GATED_PREPARE compared by value, s44).
+nvidia-smi --query-gpu=name --format=csv,noheader
+python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl 2>/dev/null
+export PYTHONUNBUFFERED=1 GIT_COMMIT=$(cat build/commit) PYTHONPATH=$PWD:/tmp/site
+timeout 400 python3 -m megakernel bench --model synthetic:qwen3.5-27b --ttft 128,1024,4096,32768 \
+  --backends graph,megakernel --prompt-paths program --iters 2 --out $OUT/ttft_record.json --plot $OUT/ttft_record.png \
+  2>&1 | tail -12 | tee $OUT/ttft_record.log
+MEGAKERNEL_REQUIRE_GPU=1 timeout 100 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_prompt_gpu.py 2>&1 | tail -4 | tee $OUT/gpu_prompt_tests.log
