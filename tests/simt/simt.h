@@ -228,14 +228,6 @@ inline void sync_named(int id, int threads) {
     yield();
 }
 
-// bar.arrive id, threads: this thread counts toward the barrier's `threads` arrivals without waiting.
-inline void arrive_named(int id, int threads) {
-    if (++block->named_arrived[id] >= threads) {
-        block->named_arrived[id] = 0;
-        ++block->named_generation[id];
-    }
-}
-
 // Runs `body` as a block of `threads` threads; false (and `failure` says why) if the block stalled.
 inline bool run_block(int threads, const std::function<void()>& body, int block_index = 0, int grid = 1) {
     Block b;
@@ -450,7 +442,6 @@ inline void copies_wait(int pending) {  // all but the `pending` newest committe
     }
 }
 inline void named_sync(int id, int threads) { simt::sync_named(id, threads); }
-inline void named_arrive(int id, int threads) { simt::arrive_named(id, threads); }
 inline void pair_sync(int id) { simt::sync_named(id, 64); }
 inline void mbarrier_init_fence() {}
 inline uint4 load_shared16(unsigned at) {

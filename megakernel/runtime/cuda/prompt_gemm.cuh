@@ -94,15 +94,9 @@ __device__ inline void gemm_produce(u8* smem, u64* full, u64* empty, const Ctx& 
 __device__ __forceinline__ int acc_row(int i, int g) { return g + 8 * ((i >> 1) & 1); }
 __device__ __forceinline__ int acc_token(int i, int t) { return 8 * (i >> 2) + 2 * t + (i & 1); }
 
-// The two consumer warpgroups take turns at issuing their k-block's products (named barriers TURN + wg: warpgroup
-// wg waits at TURN + wg for the other's issue, then passes the turn at TURN + 1 - wg): the tensor cores run one
-// warpgroup's eight steps while the other widens and promotes, instead of both promoting at once with the tensor
-// cores idle (D73: the products' time is ~2/3 of a k-block's). The order of each accumulator's sums is unchanged.
-constexpr int TURN = 2;  // named barriers 2 and 3 (0: __syncthreads, 1: consumers_sync)
-
 // fp8 rows: per k-block eight wgmma steps into `part`, then the promotion.
 __device__ inline void gemm_consume_fp8(float (&acc)[64], u8* smem, u64* full, u64* empty, const Weight& W,
-                                        int local0, bool has_rows, int blocks, int wg, int warp, int lane) {
+                                        int local0, bool has_rows, int blocks, int warp, int lane) {
     const int t = lane & 3;
     const bf16* scales = reinterpret_cast<const bf16*>(W.scale) + static_cast<size_t>(local0 / ROW_BLOCK) * blocks;
     u32 af[8][4];  // zero once for a strip past the rows (not every k-block: 16 instructions an iteration)
@@ -115,13 +109,11 @@ __device__ inline void gemm_consume_fp8(float (&acc)[64], u8* smem, u64* full, u
         const u8* slot = smem + s * GEMM_SLOT;
         if (has_rows) widen_unit(af, slot + SLAB_BYTES + warp * GEMM_UNIT, lane);
         const float sc = bf(scales[b]);
-        if (wg == 1 || b > 0) named_sync(TURN + wg, 32 * GEMM_CONSUMER_WARPS);  // the other has issued its k-block
         WGMMA(asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"));
 #pragma unroll
         for (int st = 0; st < 8; ++st)
             wgmma_m64n128k16(part, af[st], smem_desc(slot + st * 256, 128, SLAB_GROUP_BYTES), st);
         WGMMA(asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"));
-        named_arrive(TURN + 1 - wg, 32 * GEMM_CONSUMER_WARPS);  // the other's turn
         wait_groups<0>();
         fence_all(part);
         fence_all(af);
@@ -131,7 +123,6 @@ __device__ inline void gemm_consume_fp8(float (&acc)[64], u8* smem, u64* full, u
         __syncwarp();
         if (lane == 0) bar_arrive(smem_addr(&empty[s]));
     }
-    if (wg == 0) named_sync(TURN, 32 * GEMM_CONSUMER_WARPS);  // warpgroup 1's last pass of the turn
 }
 
 // bf16 rows (row-major weights, no scales): per k-block eight mma.sync k16 steps per token octet, A pairs read
@@ -240,7 +231,7 @@ __device__ inline void gemm_tile(const Ctx& ctx, const Word& w, int tile, u8* sm
 #pragma unroll
     for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
     if (fp8)
-        gemm_consume_fp8(acc, smem, full, empty, W, local0, 16 * strip < rows, blocks, wg, warp, lane);
+        gemm_consume_fp8(acc, smem, full, empty, W, local0, 16 * strip < rows, blocks, warp, lane);
     else
         gemm_consume_bf16(acc, smem, full, empty, W, local0 + 16 * strip, rows - 16 * strip, blocks, lane);
 
