@@ -345,10 +345,9 @@ class _PromptBuilder(_Builder):
                                 "value_heads": c.linear_num_value_heads, "key_dim": c.linear_key_head_dim,
                                 "value_dim": c.linear_value_head_dim}))
         out, name = self.residual(), f"L{i}.out_proj"
-        if (plan.PROMPT_PREPARE_BLOCKS * plan.K_BLOCK) % c.linear_value_head_dim:
-            raise ValueError(f"GATED_PREPARE normalises whole value heads in a tile's "
-                             f"{plan.PROMPT_PREPARE_BLOCKS * plan.K_BLOCK} columns: value_dim "
-                             f"{c.linear_value_head_dim} must divide them")
+        if c.linear_value_head_dim != plan.K_BLOCK:
+            raise ValueError(f"GATED_PREPARE normalises a value head as one k-block of the operand: the prompt "
+                             f"program takes value_dim {plan.K_BLOCK}, the model has {c.linear_value_head_dim}")
         operand = self.operand(name, Op.GATED_PREPARE, i, core, c.gdn_value_dim, [g + "out_proj.weight"],
                                {"norm_weight": g + "norm.weight", "eps": c.rms_norm_eps,
                                 "value_dim": c.linear_value_head_dim, "z_column": c.gdn_conv_dim}, aux0=mixed)

@@ -57,9 +57,9 @@ def partition(low: Lowered, c: ModelConfig) -> None:
         elif op == Op.PROMPT_QKV:
             ins.tile_rows = plan.PROMPT_QKV_ROWS
             ins.tiles = (p["heads"] + p["kv_heads"]) * -(-low.rows // plan.PROMPT_QKV_ROWS)
-        elif op in PREPARE_OPS:  # n: the operand's columns; tile_rows: k-blocks a tile (PREPARE and NORM_PREPARE
-            # stream whole rows in registers, prompt_ops.cuh stream_prepare_tile; the others stage slices: D73)
-            whole = op in (Op.PREPARE, Op.NORM_PREPARE)
+        elif op in PREPARE_OPS:  # n: the operand's columns; tile_rows: k-blocks a tile (all but MTP_PREPARE
+            # stream whole rows in registers, prompt_ops.cuh stream_prepare_tile / stream_gated_tile: D73)
+            whole = op != Op.MTP_PREPARE
             ins.tile_rows = ins.n // plan.K_BLOCK if whole else plan.PROMPT_PREPARE_BLOCKS
             ins.tiles = prepare_tiles(low.rows, ins.n, ins.tile_rows)
         elif op == Op.PROMPT_NORM:

@@ -294,3 +294,15 @@ def test_the_27b_prompt_programs_validate_and_share_the_session_layout():
     assert validate(target, 132).ok and validate(mtp, 132).ok
     decode = lower(c, rows=1, sms=132).session_layout()
     assert target.session_layout() == decode == mtp.session_layout()
+
+
+def test_the_prompt_program_refuses_a_value_head_other_than_one_k_block():
+    """GATED_PREPARE normalises a value head as one 128-column k-block of the operand (D73): another value_dim
+    gets one clear line from the compiler, not a kernel that splits heads."""
+    import dataclasses
+
+    from megakernel.model.config import preset
+
+    narrow = dataclasses.replace(preset("tiny"), linear_value_head_dim=64)
+    with pytest.raises(ValueError, match="takes value_dim 128, the model has 64"):
+        lower_prompt(narrow, rows=64)

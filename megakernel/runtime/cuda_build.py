@@ -146,8 +146,8 @@ def prompt_word_smem(w) -> int:
     """Dynamic shared memory of a prompt word's tile (prompt_ops.cuh, prompt_attention.cuh, prompt_gdn.cuh,
     prompt_gemm.cuh; 0 for the words that take none): PROMPT_NORM norm_rows' staging of MAX_ROWS rows and the
     weight (as fp32, a bound); ATTN_CAUSAL's queries and key and value slots; GDN_CHUNK's ChunkSmem; a GEMM's
-    ring; a staged prepare word's PrepareSmem (MTP_PREPARE, GATED_PREPARE: prepare_smem_bytes)."""
-    from isa import PREPARE_OPS, Op
+    ring; MTP_PREPARE's PrepareSmem (prompt_ops.cuh prepare_stage_bytes)."""
+    from isa import Op
 
     rows, k_block = define(CUDA_DIR / "common.cuh", "MAX_ROWS"), define(CUDA_DIR / "gemv.cuh", "K_BLOCK")
     if w.opcode in (Op.GEMM, Op.GEMM_GATE_UP, Op.GEMM_RESIDUAL):
@@ -165,11 +165,10 @@ def prompt_word_smem(w) -> int:
             raise ValueError(f"GDN_CHUNK takes dk = {define(gdn, 'GDN_DK')} and dv up to {define(gdn, 'GDN_MAX_COLS')}, "
                              f"the word has {p['key_dim']} and {p['value_dim']}")
         return define(CUDA_DIR / "prompt_gdn.cuh", "CHUNK_SMEM")
-    if w.opcode not in PREPARE_OPS or w.opcode in (Op.PREPARE, Op.NORM_PREPARE):  # those stream in registers
+    if w.opcode != Op.MTP_PREPARE:  # the other prepare words stream in registers
         return 0
     blocks = define(CUDA_DIR / "prompt_ops.cuh", "PREPARE_MAX_BLOCKS")
-    cols = w.n // 2 if w.opcode == Op.MTP_PREPARE else w.n
-    stage = 0 if w.opcode == Op.GATED_PREPARE else 2 * rows * cols + 4 * blocks * k_block
+    stage = 2 * rows * (w.n // 2) + 4 * blocks * k_block
     pad = define(CUDA_DIR / "prompt_ops.cuh", "PREPARE_PAD")  # a row's padding (elements)
     return -(-stage // 128) * 128 + 2 * 2 * rows * (blocks * k_block + pad) + rows * define(CUDA_DIR / "gemv.cuh",
                                                                                           "MAX_SLICE_BLOCKS")

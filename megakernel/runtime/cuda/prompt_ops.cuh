@@ -159,13 +159,12 @@ __device__ inline void prompt_conv_tile(const Ctx& ctx, const Word& w, int tile)
         for (int row = max(0, r - (K - 1)); row < r; ++row) *ring.at<bf16>((pos + row) % R, c) = *mixed.at<bf16>(row, c);
 }
 
-// Shared memory of a staged prepare tile (MTP_PREPARE, GATED_PREPARE; PREPARE and NORM_PREPARE stream in registers):
-// norm_rows' staging area (MAX_ROWS rows of n / 2 columns, then the norm weight's columns; none for GATED_PREPARE),
-// the group's bf16 rows and their f16 operand
-// (MAX_ROWS x the tile's k-blocks, natural k order) and P per (row, k-block) (f16_operand's MAX_SLICE_BLOCKS
-// stride); cuda_build.prompt_word_smem sizes the launch from the same terms.
-__host__ __device__ constexpr int prepare_stage_bytes(int op, int n) {
-    return op == OP_GATED_PREPARE ? 0 : MAX_ROWS * (op == OP_MTP_PREPARE ? n / 2 : n) * 2 + PREPARE_MAX_BLOCKS * K_BLOCK * 4;
+// Shared memory of MTP_PREPARE's tile (the staged prepare tile; the others stream in registers): norm_rows'
+// staging area (MAX_ROWS rows of n / 2 columns, then the norm weight's columns), the group's bf16 rows and their
+// f16 operand (MAX_ROWS x the tile's k-blocks, natural k order) and P per (row, k-block) (f16_operand's
+// MAX_SLICE_BLOCKS stride); cuda_build.prompt_word_smem sizes the launch from the same terms.
+__host__ __device__ constexpr int prepare_stage_bytes(int n) {
+    return MAX_ROWS * (n / 2) * 2 + PREPARE_MAX_BLOCKS * K_BLOCK * 4;
 }
 
 // A row of `rows` and `x16` is padded by PREPARE_PAD elements (16 bytes): the slab writer's lanes read 8 rows x 4
@@ -220,31 +219,6 @@ __device__ inline void write_slab_rows(u8* slabs, int t, int group, int b0, int 
     }
 }
 
-// GATED_PREPARE's rows row0 .. row0 + m - 1, columns [c0, c1) (whole value heads of dv = p2 columns) into sm.rows:
-// bf16(bf16(w bf16(o rsqrt(mean(o^2) + eps))) silu(z)) per (row, head), o from buf_in (GDN_CHUNK's bf16 o), z from
-// buf_aux0 at column p3 + the o column, weight p0, eps p1: GDN_CORE's arithmetic (gdn.cuh step 5), a warp a (row,
-// head), lane l holding values l, l + 32, ...
-__device__ inline void gated_norm_rows(const Ctx& ctx, const Word& w, int row0, int m, int c0, int c1,
-                                       const PrepareSmem& sm) {
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, dv = w.p(2), z_col = w.p(3), heads = (c1 - c0) / dv;
-    const Buffer o_rows = ctx.buffer(w.buf_in()), gates = ctx.buffer(w.buf_aux0());
-    const Weight nw = ctx.weight(w.p(0));
-    const float eps = w.pf(1);
-    for (int q = warp; q < m * heads; q += TILE_WARPS) {
-        const int i = q / heads, col = c0 + (q % heads) * dv;
-        const bf16* o = o_rows.at<bf16>(row0 + i, col);
-        float ss = 0.0f;
-        for (int c = lane; c < dv; c += 32) ss = add_rn(ss, mul_rn(bf(o[c]), bf(o[c])));
-        const float rn = rsqrt_ref(add_rn(div_rn(warp_sum(ss), static_cast<float>(dv)), eps));
-        for (int c = lane; c < dv; c += 32) {
-            const float t = round_bf16(mul_rn(nw.value(c), round_bf16(mul_rn(bf(o[c]), rn))));
-            const float z = bf(*gates.at<bf16>(row0 + i, z_col + col + c));
-            sm.rows[i * sm.stride + col - c0 + c] = to_bf16(mul_rn(t, silu_ref(z)));
-        }
-    }
-    __syncthreads();
-}
-
 // A uint4's 32-bit word w.
 __device__ __forceinline__ u32 word_of(const uint4& v, int w) { return w == 0 ? v.x : w == 1 ? v.y : w == 2 ? v.z : v.w; }
 
@@ -259,6 +233,28 @@ __device__ __forceinline__ void store_slab_chunks(u8* slab, int group, int i, in
             *reinterpret_cast<uint4*>(slab + group * SLAB_GROUP_BYTES + (2 * u + h) * 256 + c * 128 + i * 16) =
                 make_uint4(word_of(x[0], 2 * h + c), word_of(x[1], 2 * h + c), word_of(x[2], 2 * h + c),
                            word_of(x[3], 2 * h + c));
+}
+
+// A streaming prepare warp's k-block b of its 8-token group, lane (row i, quarter u) holding the bf16 values v (zero
+// for a row past the chunk, `live` false): the block's P (f16_operand's rule, a 4-lane maximum: the same P as its
+// 16-lane one), the f16 values and the unscales into the f16 slabs, the values as they are (unscales 1) into the
+// bf16 slabs where the GEMM has bf16 segments. slabs: the token tile's first slab.
+__device__ __forceinline__ void store_operand_task(u8* f16_slabs, u8* bf16_slabs, int b, int group, int i, int u,
+                                                   bool live, const uint4 (&v)[4]) {
+    u32 top = max(max(piece_top(v[0]), piece_top(v[1])), max(piece_top(v[2]), piece_top(v[3])));
+    top = max(top, __shfl_xor_sync(0xFFFFFFFFu, top, 1));
+    top = max(top, __shfl_xor_sync(0xFFFFFFFFu, top, 2));
+    const int P = p_of_top(top);
+    const float two_p = two_to(P);
+    const uint4 x[4] = {f16_piece(v[0], two_p), f16_piece(v[1], two_p), f16_piece(v[2], two_p), f16_piece(v[3], two_p)};
+    u8* slab = f16_slabs + static_cast<size_t>(b) * SLAB_BYTES;
+    store_slab_chunks(slab, group, i, u, x);
+    if (u == 0) reinterpret_cast<float*>(slab + SLAB_X_BYTES)[group * MAX_ROWS + i] = live ? two_to(-P) : 0.0f;
+    if (bf16_slabs != nullptr) {
+        u8* raw = bf16_slabs + static_cast<size_t>(b) * SLAB_BYTES;
+        store_slab_chunks(raw, group, i, u, v);
+        if (u == 0) reinterpret_cast<float*>(raw + SLAB_X_BYTES)[group * MAX_ROWS + i] = live ? 1.0f : 0.0f;
+    }
 }
 
 // PREPARE and NORM_PREPARE (D73): a tile is one 8-token group (rows row0 .. row0 + m - 1 real, the rest zero) over
@@ -313,32 +309,91 @@ __device__ inline void stream_prepare_tile(const Ctx& ctx, const Word& w, int t,
                                          bf16x2_rn(norm_1p_raw(f[6], rf, wt[6]), norm_1p_raw(f[7], rf, wt[7])));
                 }
             }
-            u32 top = max(max(piece_top(v[a][0]), piece_top(v[a][1])), max(piece_top(v[a][2]), piece_top(v[a][3])));
-            top = max(top, __shfl_xor_sync(0xFFFFFFFFu, top, 1));
-            top = max(top, __shfl_xor_sync(0xFFFFFFFFu, top, 2));
-            const int P = p_of_top(top);
-            const float two_p = two_to(P);
-            const uint4 x[4] = {f16_piece(v[a][0], two_p), f16_piece(v[a][1], two_p), f16_piece(v[a][2], two_p),
-                                f16_piece(v[a][3], two_p)};
-            u8* slab = f16_slabs + static_cast<size_t>(b) * SLAB_BYTES;
-            store_slab_chunks(slab, group, i, u, x);
-            if (u == 0) reinterpret_cast<float*>(slab + SLAB_X_BYTES)[group * MAX_ROWS + i] = live ? two_to(-P) : 0.0f;
-            if (bf16_slabs != nullptr) {
-                u8* raw = bf16_slabs + static_cast<size_t>(b) * SLAB_BYTES;
-                store_slab_chunks(raw, group, i, u, v[a]);
-                if (u == 0) reinterpret_cast<float*>(raw + SLAB_X_BYTES)[group * MAX_ROWS + i] = live ? 1.0f : 0.0f;
-            }
+            store_operand_task(f16_slabs, bf16_slabs, b, group, i, u, live, v[a]);
         }
     }
 }
 
+// GATED_PREPARE streamed (D73; value heads of K_BLOCK columns, the compiler's rule): a tile is one 8-token group
+// over all value heads, warp task (group, head b) with stream_prepare_tile's lanes: lane (i, u) holds o's values
+// 32 u .. 32 u + 31 of row i's head b and the same columns of its gate row z. The head's sum of squares keeps
+// GDN_CORE's order (gdn.cuh step 5: warp lane l sums o[l], o[l + 32], .. in turn, then the warp's xor butterfly
+// over l, 16 first): lane (i, u) sums for the virtual lanes l = u, u + 4, .., u + 28 (o re-read by element, an L1
+// hit), runs the butterfly's levels 16, 8 and 4 among them (l keeps l mod 4) and levels 2 and 1 by shuffles
+// across its row's four lanes. Then per value GDN_CORE's bf16(bf16(w bf16(o rsqrt(mean(o^2) + eps))) silu(z)),
+// weight p0, eps p1, z from buf_aux0 at column p3 + the o column. (The staged tile it replaces took a (row, head) a
+// warp over 1,024-column slices.)
+__device__ inline void stream_gated_tile(const Ctx& ctx, const Word& w, int t, int group, int row0, int m) {
+    const int n = w.n(), heads = n / K_BLOCK, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int i = lane >> 2, u = lane & 3, z_col = w.p(3);
+    const bool live = i < m;
+    const Buffer o_rows = ctx.buffer(w.buf_in()), gates = ctx.buffer(w.buf_aux0());
+    const Weight nw = ctx.weight(w.p(0));
+    const float eps = w.pf(1);
+    u8* f16_slabs = ctx.buffer(w.buf_out()).base + static_cast<size_t>(t) * heads * SLAB_BYTES;
+    u8* bf16_slabs = w.buf_aux1() == NO_BUFFER
+                         ? nullptr
+                         : ctx.buffer(w.buf_aux1()).base + static_cast<size_t>(t) * heads * SLAB_BYTES;
+    const int row = row0 + (live ? i : 0);
+    float wt[32];  // the norm weight's columns 32 u .. 32 u + 31 (every head's)
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+        float f[8];
+        weight8(nw.base, nw.dtype, 32 * u + 8 * q, f);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) wt[8 * q + e] = f[e];
+    }
+    for (int b = warp; b < heads; b += TILE_WARPS) {
+        uint4 v[4] = {}, zv[4] = {};
+        const bf16* o = o_rows.at<bf16>(row, b * K_BLOCK);
+        if (live) {
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                v[q] = reinterpret_cast<const uint4*>(o + 32 * u)[q];
+                zv[q] = reinterpret_cast<const uint4*>(gates.at<bf16>(row, z_col + b * K_BLOCK + 32 * u))[q];
+            }
+        }
+        float part[8];  // virtual lane u + 4 j's sum of squares, o[l], o[l + 32], .. added in turn
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+            part[j] = 0.0f;
+            if (live)
+#pragma unroll
+                for (int c = 0; c < K_BLOCK; c += 32) {
+                    const float x = bf(o[u + 4 * j + c]);
+                    part[j] = add_rn(part[j], mul_rn(x, x));
+                }
+        }
+#pragma unroll
+        for (int half = 4; half > 0; half >>= 1)  // levels 16, 8, 4: l pairs with l + 16, l + 8, l + 4
+#pragma unroll
+            for (int j = 0; j < half; ++j) part[j] = add_rn(part[j], part[j + half]);
+        float ss = add_rn(part[0], __shfl_xor_sync(0xFFFFFFFFu, part[0], 2));  // level 2
+        ss = add_rn(ss, __shfl_xor_sync(0xFFFFFFFFu, ss, 1));                  // level 1
+        if (live) {
+            const float rn = rsqrt_ref(add_rn(div_rn(ss, static_cast<float>(K_BLOCK)), eps));
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                float f[8], z[8], y[8];
+                unpack_bf16x8(v[q], f);
+                unpack_bf16x8(zv[q], z);
+#pragma unroll
+                for (int e = 0; e < 8; ++e)
+                    y[e] = mul_rn(round_bf16(mul_rn(wt[8 * q + e], round_bf16(mul_rn(f[e], rn)))), silu_ref(z[e]));
+                v[q] = make_uint4(bf16x2_rn(y[0], y[1]), bf16x2_rn(y[2], y[3]), bf16x2_rn(y[4], y[5]),
+                                  bf16x2_rn(y[6], y[7]));
+            }
+        }
+        store_operand_task(f16_slabs, bf16_slabs, b, group, i, u, live, v);
+    }
+}
+
 // Rows [8 q, 8 q + 8) of the chunk (one 8-token group of token tile t = q / 16), k-blocks [b0, b1) of the operand
-// (prepare_tile in compiler/tiling.py): the rows (normalised whole by norm_rows for NORM_PREPARE and MTP_PREPARE,
-// each value head's gated norm for GATED_PREPARE) -> the f16 operand (f16_operand's rule, per row and k-block) ->
-// the group's words of the f16 slabs (buf_out); the bf16 rows -> the bf16 slabs (buf_aux1, unscales 1) when the
-// GEMM has bf16 weight segments. Rows past r are zero in both; a tile of a token tile past the chunk writes
-// nothing. A tile per group, not a token tile's 16 groups one after another (D71: 40 tiles of 16 rounds took
-// 95-178 us a word).
+// (prepare_tile in compiler/tiling.py). PREPARE, NORM_PREPARE and GATED_PREPARE stream whole rows in registers
+// (stream_prepare_tile, stream_gated_tile: b0 = 0, all blocks); MTP_PREPARE stages its slice: the rows normalised
+// whole by norm_rows -> the f16 operand (f16_operand's rule, per row and k-block) -> the group's words of the f16
+// slabs (buf_out); the bf16 rows -> the bf16 slabs (buf_aux1, unscales 1) when the GEMM has bf16 weight segments.
+// Rows past r are zero in both; a tile of a token tile past the chunk writes nothing.
 __device__ inline void prepare_tile(const Ctx& ctx, const Word& w, int tile, u8* smem) {
     __shared__ float scratch[(TILE_WARPS + 1) * MAX_ROWS];
     const int op = w.opcode(), n = w.n(), slab_blocks = n / K_BLOCK, per_tile = w.tile_rows();
@@ -347,40 +402,26 @@ __device__ inline void prepare_tile(const Ctx& ctx, const Word& w, int tile, u8*
     const int b0 = (tile % groups_k) * per_tile, blocks = min(per_tile, slab_blocks - b0);
     const int c0 = b0 * K_BLOCK, c1 = c0 + blocks * K_BLOCK, r = chunk_rows_now(ctx, w);
     if (t * PROMPT_TOKEN_TILE >= r) return;  // a tile past the chunk: the GEMM reads none of it
-    const Buffer in = ctx.buffer(w.buf_in());
-    u8* f16_slabs = ctx.buffer(w.buf_out()).base;
-    u8* bf16_slabs = w.buf_aux1() == NO_BUFFER ? nullptr : ctx.buffer(w.buf_aux1()).base;
     const int row0 = row_tile * MAX_ROWS, m = max(0, min(MAX_ROWS, r - row0));
     if (op == OP_PREPARE || op == OP_NORM_PREPARE) return stream_prepare_tile(ctx, w, t, group, row0, m);
-    const PrepareSmem sm(smem, prepare_stage_bytes(op, n), blocks);
+    if (op == OP_GATED_PREPARE) return stream_gated_tile(ctx, w, t, group, row0, m);
+    // MTP_PREPARE: [RMSNorm(embed(token)) | RMSNorm(hidden)], the embedding half first
+    u8* f16_slabs = ctx.buffer(w.buf_out()).base;
+    u8* bf16_slabs = w.buf_aux1() == NO_BUFFER ? nullptr : ctx.buffer(w.buf_aux1()).base;
+    const PrepareSmem sm(smem, prepare_stage_bytes(n), blocks);
     if (m > 0) {
-        if (op == OP_NORM_PREPARE) {
-            norm_rows([&](int i) { return in.at<bf16>(row0 + i, 0); },
-                      [&](int i) { return sm.rows + i * sm.stride; }, m, n, ctx.weight(w.p(0)), w.pf(1), c0, c1,
-                      scratch, sm.stage);
-        } else if (op == OP_MTP_PREPARE) {  // [RMSNorm(embed(token)) | RMSNorm(hidden)], the embedding half first
-            const Weight embed = ctx.weight(w.p(0));
-            const int h = n / 2;
-            const int* tokens = ctx.buffer(w.buf_aux0()).at<int>(0, 0);
-            if (c0 < h)
-                norm_rows([&](int i) { return reinterpret_cast<const bf16*>(embed.base) +
-                                              static_cast<size_t>(tokens[row0 + i]) * h; },
-                          [&](int i) { return sm.rows + i * sm.stride; }, m, h, ctx.weight(w.p(1)), w.pf(3), c0,
-                          min(c1, h), scratch, sm.stage);
-            if (c1 > h)
-                norm_rows([&](int i) { return in.at<bf16>(row0 + i, 0); },
-                          [&](int i) { return sm.rows + i * sm.stride + max(h - c0, 0); }, m, h,
-                          ctx.weight(w.p(2)), w.pf(3), max(c0, h) - h, c1 - h, scratch, sm.stage);
-        } else if (op == OP_GATED_PREPARE) {  // GDN_CHUNK's o: per (row, value head) a warp, GDN_CORE's gated norm
-            gated_norm_rows(ctx, w, row0, m, c0, c1, sm);
-        } else {  // PREPARE: the rows as they are
-            for (int q = threadIdx.x; q < m * blocks * (K_BLOCK / 8); q += TILE_THREADS) {
-                const int i = q / (blocks * (K_BLOCK / 8)), piece = q % (blocks * (K_BLOCK / 8));
-                reinterpret_cast<uint4*>(sm.rows + i * sm.stride)[piece] =
-                    reinterpret_cast<const uint4*>(in.at<bf16>(row0 + i, c0))[piece];
-            }
-            __syncthreads();
-        }
+        const Weight embed = ctx.weight(w.p(0));
+        const int h = n / 2;
+        const int* tokens = ctx.buffer(w.buf_aux0()).at<int>(0, 0);
+        if (c0 < h)
+            norm_rows([&](int i) { return reinterpret_cast<const bf16*>(embed.base) +
+                                          static_cast<size_t>(tokens[row0 + i]) * h; },
+                      [&](int i) { return sm.rows + i * sm.stride; }, m, h, ctx.weight(w.p(1)), w.pf(3), c0,
+                      min(c1, h), scratch, sm.stage);
+        if (c1 > h)
+            norm_rows([&](int i) { return ctx.buffer(w.buf_in()).at<bf16>(row0 + i, 0); },
+                      [&](int i) { return sm.rows + i * sm.stride + max(h - c0, 0); }, m, h,
+                      ctx.weight(w.p(2)), w.pf(3), max(c0, h) - h, c1 - h, scratch, sm.stage);
         f16_operand(sm.rows, sm.stride, sm.x16, sm.stride, m, blocks, sm.p);
         __syncthreads();
     }
