@@ -45,7 +45,7 @@ PROMPT_QUERY_TILE = 64
 PROMPT_ATTN_ROWS = 16
 PROMPT_GDN_SPLIT = 2  # D71: GDN_CHUNK tiles a value head (its value columns in halves): 96 tiles for the 27B
 PROMPT_QKV_ROWS = 128  # D71: 28 tiles of 1,024 rows (a head each) left 104 of 132 SMs idle
-PROMPT_CONV_COLS = 64  # D70: 160 tiles for the 27B (at 512 a thread walked 1,024 rows alone)
+PROMPT_CONV_COLS = 80  # D73: 128 tiles for the 27B, one wave (64: 160 tiles; at 512 a thread walked 1,024 rows alone)
 PROMPT_PREPARE_BLOCKS = 8  # k-blocks of a staged prepare tile (MTP_PREPARE, GATED_PREPARE; the others take whole rows)
 PROMPT_PREPARE_ROWS = 8  # rows of one prepare tile: one 8-token group of the operand slabs (D71)
 

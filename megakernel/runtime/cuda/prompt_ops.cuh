@@ -104,59 +104,99 @@ __device__ inline void prompt_qkv_tile(const Ctx& ctx, const Word& w, int tile) 
     }
 }
 
+// Eight bf16 from p as one uint4: a 16-byte load where p allows it, else four 4-byte loads (rows of an odd number
+// of 4-element groups, as tiny's in_proj rows of 2,060 columns, start 8 bytes off every other row), else by
+// element.
+__device__ __forceinline__ uint4 load_bf16x8(const bf16* p) {
+    const size_t at = reinterpret_cast<size_t>(p);
+    if ((at & 15) == 0) return *reinterpret_cast<const uint4*>(p);
+    if ((at & 3) == 0) {
+        const u32* q = reinterpret_cast<const u32*>(p);
+        return make_uint4(q[0], q[1], q[2], q[3]);
+    }
+    const u16* h = reinterpret_cast<const u16*>(p);
+    return make_uint4(h[0] | static_cast<u32>(h[1]) << 16, h[2] | static_cast<u32>(h[3]) << 16,
+                      h[4] | static_cast<u32>(h[5]) << 16, h[6] | static_cast<u32>(h[7]) << 16);
+}
+
 // PROMPT_CONV: the tile's channels (tile_rows of them) over rows 0..r-1, each output from its own K inputs: out =
 // bf16(silu(bf16(sum_i raw[pos + row - K + 1 + i] * tap[i]))), taps added in order (the products rounded apart: the
 // reference's and GDN_CORE's arithmetic), positions before the chunk from the conv ring (rows position mod ring);
-// then, every read done, the chunk's last min(r, K - 1) raw rows into the ring. The 512 threads: a channel each
-// for one of 512 / tile_rows contiguous row spans, a window of the last K inputs in registers (one load an
-// output), CONV_BATCH rows' loads issued before their outputs (the stores might alias them otherwise, and a
-// load's latency a row made the tile latency-bound: D71). (A thread a channel over 1,024 rows, one dependent
-// load a row, took 476 us a word: D70.)
-constexpr int CONV_BATCH = 8;
+// then, every read done, the chunk's last min(r, K - 1) raw rows into the ring. The 512 threads: CONV_VEC channels
+// each (one 16-byte load and store a row) for one of 512 / (tile_rows / CONV_VEC) contiguous row spans, a window of
+// the last K inputs in registers, CONV_BATCH rows' loads issued before their outputs (the stores might alias them
+// otherwise, and a load's latency a row made the tile latency-bound: D71). 80 channels a tile are 128 tiles for the
+// 27B, one wave (D73: 64 a tile, a channel a thread, were 160 tiles, 1.2 waves, 2-byte loads). The conv's channels
+// are a multiple of 32 (key and value head dims: config.py), so a thread's 8 always exist together.
+constexpr int CONV_VEC = 8;
+constexpr int CONV_BATCH = 4;
 __device__ inline void prompt_conv_tile(const Ctx& ctx, const Word& w, int tile) {
-    const int K = w.p(1), R = w.p(2), cols = w.tile_rows(), lanes = TILE_THREADS / cols;
+    const int K = w.p(1), R = w.p(2), groups = w.tile_rows() / CONV_VEC, lanes = TILE_THREADS / groups;
     const int r = chunk_rows_now(ctx, w), pos = ctx.control()[w.ctrl_base() + CTRL_POSITION];
-    const int c = tile * cols + threadIdx.x % cols, lane = threadIdx.x / cols;
+    const int c = tile * w.tile_rows() + CONV_VEC * (threadIdx.x % groups), lane = threadIdx.x / groups;
     const bool mine = lane < lanes && c < w.n();
     const Buffer mixed = ctx.buffer(w.buf_in()), out = ctx.buffer(w.buf_out()), ring = ctx.buffer(w.buf_aux1());
     if (mine) {
         const Weight taps = ctx.weight(w.p(0));
-        float tap[GDN_MAX_KERNEL];
+        float tap[CONV_VEC][GDN_MAX_KERNEL];
 #pragma unroll
-        for (int i = 0; i < GDN_MAX_KERNEL; ++i) tap[i] = i < K ? taps.value(static_cast<size_t>(c) * K + i) : 0.0f;
-        // the input of the chunk's row q; before the chunk, the ring's row of position pos + q
+        for (int v = 0; v < CONV_VEC; ++v)
+#pragma unroll
+            for (int i = 0; i < GDN_MAX_KERNEL; ++i)
+                tap[v][i] = i < K ? taps.value(static_cast<size_t>(c + v) * K + i) : 0.0f;
+        // the inputs of the chunk's row q; before the chunk, the ring's row of position pos + q
         const auto input = [&](int q) {
-            return bf(q >= 0 ? *mixed.at<bf16>(q, c) : *ring.at<bf16>((((pos + q) % R) + R) % R, c));
+            return q >= 0 ? load_bf16x8(mixed.at<bf16>(q, c))
+                          : *reinterpret_cast<const uint4*>(ring.at<bf16>((((pos + q) % R) + R) % R, c));
         };
         const int span = (r + lanes - 1) / lanes, row0 = lane * span, row1 = min(r, row0 + span);
-        float win[GDN_MAX_KERNEL];  // win[i]: the input of tap i for the next row (i < K - 1 filled ahead)
+        float win[GDN_MAX_KERNEL][CONV_VEC];  // win[i]: the inputs of tap i for the next row (i < K - 1 filled ahead)
 #pragma unroll
-        for (int i = 0; i < GDN_MAX_KERNEL; ++i) win[i] = i < K - 1 && row0 < row1 ? input(row0 - K + 1 + i) : 0.0f;
+        for (int i = 0; i < GDN_MAX_KERNEL; ++i) {
+            float f[CONV_VEC] = {};
+            if (i < K - 1 && row0 < row1) unpack_bf16x8(input(row0 - K + 1 + i), f);
+#pragma unroll
+            for (int v = 0; v < CONV_VEC; ++v) win[i][v] = f[v];
+        }
         for (int row = row0; row < row1; row += CONV_BATCH) {
-            float x[CONV_BATCH];
+            uint4 x[CONV_BATCH];
 #pragma unroll
-            for (int b = 0; b < CONV_BATCH; ++b) x[b] = row + b < row1 ? bf(*mixed.at<bf16>(row + b, c)) : 0.0f;
+            for (int b = 0; b < CONV_BATCH; ++b)
+                x[b] = row + b < row1 ? load_bf16x8(mixed.at<bf16>(row + b, c)) : make_uint4(0u, 0u, 0u, 0u);
 #pragma unroll
             for (int b = 0; b < CONV_BATCH; ++b) {
                 if (row + b >= row1) break;
+                float f[CONV_VEC], y[CONV_VEC];
+                unpack_bf16x8(x[b], f);
 #pragma unroll
                 for (int i = 0; i < GDN_MAX_KERNEL; ++i)
-                    if (i == K - 1) win[i] = x[b];
-                float acc = 0.0f;
+                    if (i == K - 1)
 #pragma unroll
-                for (int i = 0; i < GDN_MAX_KERNEL; ++i) {
-                    if (i >= K) continue;
-                    acc = i == 0 ? mul_rn(win[0], tap[0]) : add_rn(acc, mul_rn(win[i], tap[i]));
+                        for (int v = 0; v < CONV_VEC; ++v) win[i][v] = f[v];
+#pragma unroll
+                for (int v = 0; v < CONV_VEC; ++v) {
+                    float acc = 0.0f;
+#pragma unroll
+                    for (int i = 0; i < GDN_MAX_KERNEL; ++i) {
+                        if (i >= K) continue;
+                        acc = i == 0 ? mul_rn(win[0][v], tap[v][0]) : add_rn(acc, mul_rn(win[i][v], tap[v][i]));
+                    }
+                    y[v] = round_bf16(silu_ref(round_bf16(acc)));
                 }
-                *out.at<bf16>(row + b, c) = to_bf16(round_bf16(silu_ref(round_bf16(acc))));
+                *reinterpret_cast<uint4*>(out.at<bf16>(row + b, c)) =
+                    make_uint4(bf16x2_rn(y[0], y[1]), bf16x2_rn(y[2], y[3]), bf16x2_rn(y[4], y[5]),
+                               bf16x2_rn(y[6], y[7]));
 #pragma unroll
-                for (int i = 0; i + 1 < GDN_MAX_KERNEL; ++i) win[i] = win[i + 1];
+                for (int i = 0; i + 1 < GDN_MAX_KERNEL; ++i)
+#pragma unroll
+                    for (int v = 0; v < CONV_VEC; ++v) win[i][v] = win[i + 1][v];
             }
         }
     }
     __syncthreads();  // the ring's rows read before the chunk's last rows overwrite them
     if (mine && lane == 0)
-        for (int row = max(0, r - (K - 1)); row < r; ++row) *ring.at<bf16>((pos + row) % R, c) = *mixed.at<bf16>(row, c);
+        for (int row = max(0, r - (K - 1)); row < r; ++row)
+            *reinterpret_cast<uint4*>(ring.at<bf16>((pos + row) % R, c)) = load_bf16x8(mixed.at<bf16>(row, c));
 }
 
 // Shared memory of MTP_PREPARE's tile (the staged prepare tile; the others stream in registers): norm_rows'
@@ -220,7 +260,9 @@ __device__ inline void write_slab_rows(u8* slabs, int t, int group, int b0, int 
 }
 
 // A uint4's 32-bit word w.
-__device__ __forceinline__ u32 word_of(const uint4& v, int w) { return w == 0 ? v.x : w == 1 ? v.y : w == 2 ? v.z : v.w; }
+__device__ __forceinline__ u32 word_of(const uint4& v, int w) {
+    return w == 0 ? v.x : w == 1 ? v.y : w == 2 ? v.z : v.w;
+}
 
 // Lane (row i, quarter u) of a streaming prepare warp: its pieces x[q] (values 32 u + 8 q .. + 7 of a k-block) are
 // the slab chunks of steps 2 u and 2 u + 1 (slab_k: chunk (2 u + h, c) holds word 2 h + c of each piece) -> the
@@ -350,7 +392,7 @@ __device__ inline void stream_gated_tile(const Ctx& ctx, const Word& w, int t, i
 #pragma unroll
             for (int q = 0; q < 4; ++q) {
                 v[q] = reinterpret_cast<const uint4*>(o + 32 * u)[q];
-                zv[q] = reinterpret_cast<const uint4*>(gates.at<bf16>(row, z_col + b * K_BLOCK + 32 * u))[q];
+                zv[q] = load_bf16x8(gates.at<bf16>(row, z_col + b * K_BLOCK + 32 * u + 8 * q));  // in_proj's rows
             }
         }
         float part[8];  // virtual lane u + 4 j's sum of squares, o[l], o[l + 32], .. added in turn
