@@ -115,9 +115,13 @@ __device__ __forceinline__ u32 f16x2_scaled(u32 bf16x2, float two_p) {
     return *reinterpret_cast<const u32*>(&h);
 }
 
+// P of a k-block whose largest biased exponent is `top`.
+__device__ __forceinline__ int p_of_top(u32 top) {
+    return 127 + F16_TOP_BINADE - max(static_cast<int>(top), TOP_EXPONENT_FLOOR);
+}
+
 // P of a k-block from the top exponents of its 16 pieces, one per lane of a half-warp: `lanes` the lanes
 // taking part (the half-warp's at least).
-__device__ __forceinline__ int p_of_top(u32 top) { return 127 + F16_TOP_BINADE - max(static_cast<int>(top), TOP_EXPONENT_FLOOR); }
 __device__ __forceinline__ int block_p(u32 top, u32 lanes) {
 #pragma unroll
     for (int o = 8; o > 0; o >>= 1) top = max(top, __shfl_xor_sync(lanes, top, o));

@@ -137,6 +137,20 @@ __device__ __forceinline__ void unpack_bf16x8(const uint4& v, float (&f)[8]) {
     }
 }
 
+// Eight values rounded to bf16 and packed (unpack_bf16x8's inverse on bf16 values).
+__device__ __forceinline__ uint4 pack_bf16x8(const float (&f)[8]) {
+    return make_uint4(bf16x2_rn(f[0], f[1]), bf16x2_rn(f[2], f[3]), bf16x2_rn(f[4], f[5]), bf16x2_rn(f[6], f[7]));
+}
+
+// RMSNorm1p of a piece of 8 bf16 values with the row's factor rf and the weight's 8 columns w: bf16(norm_1p_raw).
+__device__ __forceinline__ uint4 norm_piece(const uint4& v, float rf, const float (&w)[8]) {
+    float f[8];
+    unpack_bf16x8(v, f);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) f[e] = norm_1p_raw(f[e], rf, w[e]);
+    return pack_bf16x8(f);
+}
+
 // Elements c .. c + 7 (c a multiple of 8) of a bf16 or fp32 norm weight at `base` (shared memory).
 __device__ __forceinline__ void weight8(const u8* base, int dtype, int c, float (&f)[8]) {
     if (dtype == DT_F32) {
@@ -207,14 +221,7 @@ __device__ inline void norm_rows(Src src, Dst dst, int m, int k, const Weight& n
         float w[8];
         weight8(weight, nw.dtype, 8 * c - c0, w);
         for (int r = 0; r < m; ++r) {
-            float f[8];
-            unpack_bf16x8(reinterpret_cast<const uint4*>(rows + r * k)[c], f);
-            const float rf = factor[r];
-            uint4 out;
-            out.x = bf16x2_rn(norm_1p_raw(f[0], rf, w[0]), norm_1p_raw(f[1], rf, w[1]));
-            out.y = bf16x2_rn(norm_1p_raw(f[2], rf, w[2]), norm_1p_raw(f[3], rf, w[3]));
-            out.z = bf16x2_rn(norm_1p_raw(f[4], rf, w[4]), norm_1p_raw(f[5], rf, w[5]));
-            out.w = bf16x2_rn(norm_1p_raw(f[6], rf, w[6]), norm_1p_raw(f[7], rf, w[7]));
+            uint4 out = norm_piece(reinterpret_cast<const uint4*>(rows + r * k)[c], factor[r], w);
             if (x_p != nullptr) {  // f16_operand's rule: the half-warp holds this k-block's 16 pieces
                 const int P = block_p(piece_top(out), 0xFFFFu << (threadIdx.x & 16));
                 out = f16_piece(out, two_to(P));

@@ -204,15 +204,12 @@ __device__ inline void store_staged(const bf16* staged, int lane, const Buffer& 
         if (vec && 8 * half + 8 <= rows) {
             uint4 v = *reinterpret_cast<const uint4*>(y);
             if (add_residual) {
-                const u32 xs[4] = {x_in[k].x, x_in[k].y, x_in[k].z, x_in[k].w};
-                u32 ys[4] = {v.x, v.y, v.z, v.w};
+                float xf[8], yf[8];
+                unpack_bf16x8(x_in[k], xf);
+                unpack_bf16x8(v, yf);
 #pragma unroll
-                for (int e = 0; e < 4; ++e) {  // a bf16 pair's low and high values as floats
-                    const float x_lo = __uint_as_float(xs[e] << 16), x_hi = __uint_as_float(xs[e] & 0xFFFF0000u);
-                    const float y_lo = __uint_as_float(ys[e] << 16), y_hi = __uint_as_float(ys[e] & 0xFFFF0000u);
-                    ys[e] = bf16x2_rn(add_rn(x_lo, y_lo), add_rn(x_hi, y_hi));
-                }
-                v = make_uint4(ys[0], ys[1], ys[2], ys[3]);
+                for (int e = 0; e < 8; ++e) yf[e] = add_rn(xf[e], yf[e]);
+                v = pack_bf16x8(yf);
             }
             *reinterpret_cast<uint4*>(out.at<bf16>(token, col + 8 * half)) = v;
         } else {  // unaligned, or a strip cut inside this half (a segment of rows not a multiple of 8)

@@ -183,9 +183,7 @@ __device__ inline void prompt_conv_tile(const Ctx& ctx, const Word& w, int tile)
                     }
                     y[v] = round_bf16(silu_ref(round_bf16(acc)));
                 }
-                *reinterpret_cast<uint4*>(out.at<bf16>(row + b, c)) =
-                    make_uint4(bf16x2_rn(y[0], y[1]), bf16x2_rn(y[2], y[3]), bf16x2_rn(y[4], y[5]),
-                               bf16x2_rn(y[6], y[7]));
+                *reinterpret_cast<uint4*>(out.at<bf16>(row + b, c)) = pack_bf16x8(y);
 #pragma unroll
                 for (int i = 0; i + 1 < GDN_MAX_KERNEL; ++i)
 #pragma unroll
@@ -342,13 +340,9 @@ __device__ inline void stream_prepare_tile(const Ctx& ctx, const Word& w, int t,
             if (norm && live) {
 #pragma unroll
                 for (int q = 0; q < 4; ++q) {
-                    float f[8], wt[8];
-                    unpack_bf16x8(v[a][q], f);
+                    float wt[8];
                     weight8(nw.base, nw.dtype, b * K_BLOCK + 32 * u + 8 * q, wt);
-                    v[a][q] = make_uint4(bf16x2_rn(norm_1p_raw(f[0], rf, wt[0]), norm_1p_raw(f[1], rf, wt[1])),
-                                         bf16x2_rn(norm_1p_raw(f[2], rf, wt[2]), norm_1p_raw(f[3], rf, wt[3])),
-                                         bf16x2_rn(norm_1p_raw(f[4], rf, wt[4]), norm_1p_raw(f[5], rf, wt[5])),
-                                         bf16x2_rn(norm_1p_raw(f[6], rf, wt[6]), norm_1p_raw(f[7], rf, wt[7])));
+                    v[a][q] = norm_piece(v[a][q], rf, wt);
                 }
             }
             store_operand_task(f16_slabs, bf16_slabs, b, group, i, u, live, v[a]);
@@ -422,8 +416,7 @@ __device__ inline void stream_gated_tile(const Ctx& ctx, const Word& w, int t, i
 #pragma unroll
                 for (int e = 0; e < 8; ++e)
                     y[e] = mul_rn(round_bf16(mul_rn(wt[8 * q + e], round_bf16(mul_rn(f[e], rn)))), silu_ref(z[e]));
-                v[q] = make_uint4(bf16x2_rn(y[0], y[1]), bf16x2_rn(y[2], y[3]), bf16x2_rn(y[4], y[5]),
-                                  bf16x2_rn(y[6], y[7]));
+                v[q] = pack_bf16x8(y);
             }
         }
         store_operand_task(f16_slabs, bf16_slabs, b, group, i, u, live, v);
