@@ -169,66 +169,12 @@ __device__ inline void gemm_consume_bf16(float (&acc)[64], u8* smem, u64* full, 
 // Consumers: named barrier 1 over the two consumer warpgroups (the producer warpgroup has left).
 __device__ __forceinline__ void consumers_sync() { named_sync(1, 32 * GEMM_CONSUMER_WARPS); }
 
-// The epilogues' outputs go through the ring's memory (free once both warpgroups have read every slot): a warp
-// writes its bf16 outputs of its strip's 16 rows x TOKENS tokens to its own area as [token][EPILOGUE_STRIDE], then
-// store_staged writes 8 rows of one token a lane as one 16-byte store (GEMM_RESIDUAL's x_in likewise loaded
-// first, all before any store: the stores may alias them), a warp's store round 16 whole 32-byte sectors. (Stored
-// from the accumulators' layout, 2 bytes a lane, every sector was written half by each of two instructions:
-// ncu's 16 of 32 bytes a sector, D73.) 24 bf16 a token puts the accumulator writes' four token pairs on distinct
-// banks.
-constexpr int EPILOGUE_STRIDE = 24;
-static_assert(GEMM_CONSUMER_WARPS * PROMPT_TOKEN_TILE * EPILOGUE_STRIDE * 2 <= GEMM_SMEM,
-              "the staged outputs fit the ring");
-
-// Tokens token0 .. token0 + TOKENS - 1 (those below r) of the strip's `rows` (0-16) existing rows, from column col:
-// staged values as they are, or (add_residual) bf16(x_in + y) with x_in from `residual` (residual_rn: y is
-// bf16(acc) already).
-template <int TOKENS>
-__device__ inline void store_staged(const bf16* staged, int lane, const Buffer& out, const Buffer& residual,
-                                    bool add_residual, int col, int rows, int token0, int r) {
-    constexpr int ROUNDS = 2 * TOKENS / 32;  // (token, 8-row half) pieces a lane: piece lane + 32 k
-    // 16-byte pieces where every row and the strip start on 8 columns (the 27B's segments; tiny's b and a do not)
-    const bool vec = out.cols % 8 == 0 && col % 8 == 0 && (!add_residual || residual.cols % 8 == 0);
-    uint4 x_in[ROUNDS];
-#pragma unroll
-    for (int k = 0; k < ROUNDS; ++k) {
-        const int token = token0 + (lane >> 1) + 16 * k, half = lane & 1;
-        if (vec && add_residual && token < r && 8 * half + 8 <= rows)
-            x_in[k] = *reinterpret_cast<const uint4*>(residual.at<bf16>(token, col + 8 * half));
-    }
-#pragma unroll
-    for (int k = 0; k < ROUNDS; ++k) {
-        const int tk = (lane >> 1) + 16 * k, half = lane & 1, token = token0 + tk;
-        if (token >= r || 8 * half >= rows) continue;
-        const bf16* y = staged + tk * EPILOGUE_STRIDE + 8 * half;
-        if (vec && 8 * half + 8 <= rows) {
-            uint4 v = *reinterpret_cast<const uint4*>(y);
-            if (add_residual) {
-                float xf[8], yf[8];
-                unpack_bf16x8(x_in[k], xf);
-                unpack_bf16x8(v, yf);
-#pragma unroll
-                for (int e = 0; e < 8; ++e) yf[e] = add_rn(xf[e], yf[e]);
-                v = pack_bf16x8(yf);
-            }
-            *reinterpret_cast<uint4*>(out.at<bf16>(token, col + 8 * half)) = v;
-        } else {  // unaligned, or a strip cut inside this half (a segment of rows not a multiple of 8)
-            for (int c = 8 * half; c < min(rows, 8 * half + 8); ++c)
-                *out.at<bf16>(token, col + c) =
-                    add_residual ? to_bf16(residual_rn(*residual.at<bf16>(token, col + c), bf(y[c - 8 * half])))
-                                 : y[c - 8 * half];
-        }
-    }
-}
-
 // GEMM_GATE_UP's epilogue, bf16(bf16(silu(g)) * u), split by tokens so that both warpgroups work: warpgroup 0
 // (gate) finishes tokens 0-63, warpgroup 1 (up) tokens 64-127 (accumulators 4 j + e with j < 8, j >= 8); each
 // hands the other half of its rows to the other through the ring's memory, [64 rows][EXCHANGE_STRIDE] floats a
 // half: 72 puts a warp's 8-byte stores (rows gq, tokens 2 t, 2 t + 1) on distinct bank pairs. (One warpgroup
 // finishing all 128 tokens left the SM's other 8 warps idle for ~3,100 instructions a warp: D71.)
 constexpr int EXCHANGE_STRIDE = 72;
-static_assert(2 * 64 * EXCHANGE_STRIDE * 4 + GEMM_CONSUMER_WARPS * 64 * EPILOGUE_STRIDE * 2 <= GEMM_SMEM,
-              "the exchange and the staged outputs fit the ring");
 __device__ inline void gate_up_epilogue(const float (&acc)[64], float* exchange, const Buffer& out, int rows_out0,
                                         int rows, int token0, int r, int wg, int strip, int gq, int t) {
     float* given = exchange + wg * 64 * EXCHANGE_STRIDE;         // warpgroup wg's other half
@@ -244,9 +190,6 @@ __device__ inline void gate_up_epilogue(const float (&acc)[64], float* exchange,
                 make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
     }
     consumers_sync();
-    // the warpgroup's 64 tokens staged past both exchange halves, then stored 16 bytes a lane (store_staged)
-    bf16* staged =
-        reinterpret_cast<bf16*>(exchange + 2 * 64 * EXCHANGE_STRIDE) + (4 * wg + strip) * 64 * EPILOGUE_STRIDE;
 #pragma unroll
     for (int i = 0; i < 64; ++i) {
         if ((i < 32) != keeps_low) continue;
@@ -254,11 +197,8 @@ __device__ inline void gate_up_epilogue(const float (&acc)[64], float* exchange,
         if (row >= rows || token0 + token >= r) continue;
         const float other = taken[row * EXCHANGE_STRIDE + token % 64];
         const float v = keeps_low ? swiglu_rn(acc[i], other) : swiglu_rn(other, acc[i]);
-        staged[(token % 64) * EPILOGUE_STRIDE + acc_row(i, gq)] = to_bf16(v);
+        *out.at<bf16>(token0 + token, rows_out0 + row) = to_bf16(v);
     }
-    __syncwarp();
-    store_staged<64>(staged, threadIdx.x & 31, out, out, false, rows_out0 + 16 * strip,
-                     max(0, min(16, rows - 16 * strip)), token0 + (keeps_low ? 0 : 64), r);
 }
 
 __device__ inline void gemm_tile(const Ctx& ctx, const Word& w, int tile, u8* smem) {
@@ -302,15 +242,24 @@ __device__ inline void gemm_tile(const Ctx& ctx, const Word& w, int tile, u8* sm
         gate_up_epilogue(acc, reinterpret_cast<float*>(smem), out, g.rows_out0, rows, token0, r, wg, strip, gq, t);
         return;
     }
-    consumers_sync();  // every slot read by both warpgroups: the ring's memory stages the outputs
-    bf16* staged = reinterpret_cast<bf16*>(smem) + warp * PROMPT_TOKEN_TILE * EPILOGUE_STRIDE;
+    // GEMM_RESIDUAL's x_in, all loaded before the first store: the stores might alias them, so loads between
+    // stores would wait one round trip each (64 a thread)
+    const int col0 = g.rows_out0 + wg * (GEMM_ROWS / 2);  // the warpgroup's first output column
+    bf16 x_in[64];
+    if (op == OP_GEMM_RESIDUAL) {
+        const Buffer residual = ctx.buffer(w.buf_aux0());
 #pragma unroll
-    for (int i = 0; i < 64; ++i) staged[acc_token(i, t) * EPILOGUE_STRIDE + acc_row(i, gq)] = to_bf16(acc[i]);
-    __syncwarp();
-    const bool add_residual = op == OP_GEMM_RESIDUAL;  // GEMM has no aux0: its record is not read
-    store_staged<PROMPT_TOKEN_TILE>(staged, lane, out, add_residual ? ctx.buffer(w.buf_aux0()) : out, add_residual,
-                                    g.rows_out0 + wg * (GEMM_ROWS / 2) + 16 * strip,
-                                    max(0, min(16, rows - 16 * strip)), token0, r);
+        for (int i = 0; i < 64; ++i) {
+            const int row = 16 * strip + acc_row(i, gq), token = token0 + acc_token(i, t);
+            x_in[i] = row < rows && token < r ? *residual.at<bf16>(token, col0 + row) : to_bf16(0.0f);
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < 64; ++i) {
+        const int row = 16 * strip + acc_row(i, gq), token = token0 + acc_token(i, t);
+        if (row >= rows || token >= r) continue;
+        *out.at<bf16>(token, col0 + row) = to_bf16(op == OP_GEMM_RESIDUAL ? residual_rn(x_in[i], acc[i]) : acc[i]);
+    }
 }
 
 }  // namespace mk
