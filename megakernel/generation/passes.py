@@ -11,7 +11,7 @@ MAX_PROMPT_ROWS = MAX_ROWS
 # docs/NUMERICS.md "The prompt path"), its last token through a one-row decode pass; "auto" the program for a
 # prompt of more than PROMPT_PROGRAM_MIN tokens where the backend computes the engine's arithmetic, else passes.
 PROMPT_PATHS = ("passes", "program", "auto")
-PROMPT_CHUNK = 1024  # the prompt GEMM measured 16 % faster on 1,024-row chunks than on 512 (D67)
+PROMPT_CHUNK = 2048  # a 4,096-token prompt 5 % faster in 2,048-row chunks than in 1,024 (D74; 512 -> 1,024: D67)
 # Below this many tokens "auto" keeps the decode passes: a handful of 8-row passes costs about one prompt
 # program's fixed cost (~640 launches; an estimate until bench --ttft measures both paths at 128 tokens).
 PROMPT_PROGRAM_MIN = 64
