@@ -141,6 +141,25 @@ def _scales_as(scales: np.ndarray, dtype: DType, name: str) -> np.ndarray:
     return np.ascontiguousarray(converted).view(np.uint8)
 
 
+def _memset(arena, value: int, offset: int, nbytes: int) -> None:
+    """Bytes [offset, offset + nbytes) of the device array `arena` set to `value`, on the current stream."""
+    import cupy
+
+    if nbytes:
+        cupy.cuda.runtime.memsetAsync(arena.data.ptr + offset, value, nbytes, cupy.cuda.get_current_stream().ptr)
+
+
+def _ranges(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Sorted [start, end) spans with the touching or overlapping ones merged."""
+    out: list[tuple[int, int]] = []
+    for start, end in spans:
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out
+
+
 class SessionInputError(InputError, ValueError):
     """A request a session refuses (token ids outside the vocabulary, a pass past its capacity): one CLI
     error line like every InputError, and still the ValueError earlier callers caught."""
@@ -174,12 +193,14 @@ class DeviceSession:
         return program.session_layout() == self._layout and program.arena_bytes <= self.arena.size
 
     def reset(self) -> None:
-        """A new session: control and state zeroed, activations poisoned."""
-        self.arena.fill(0)
+        """A new session: control and state zeroed, activations poisoned (0xFF bytes), by cudaMemsetAsync on
+        the current stream, adjacent activation buffers as one range (CuPy's fill(0xFF) writes a byte a thread:
+        the 27B's reset took 6 ms on an H100, D74)."""
+        _memset(self.arena, 0, 0, self.arena.size)
         self._written = {}
-        for b in self.program.buffers:
-            if b.kind == Kind.ACTIVATION:
-                self.arena[b.offset:b.offset + b.nbytes].fill(0xFF)
+        for start, end in _ranges(sorted((b.offset, b.offset + b.nbytes) for b in self.program.buffers
+                                         if b.kind == Kind.ACTIVATION)):
+            _memset(self.arena, 0xFF, start, end - start)
 
     def copy_from(self, other: DeviceSession) -> int:
         """Become a copy of `other` (a fork): control, GDN states, rings and hidden rows whole, each KV

@@ -285,3 +285,18 @@ def test_a_pass_past_capacity_is_refused(tiny_weights):
         runner.step()
     with pytest.raises(ValueError, match="outside the vocabulary"):
         runner.session.set_tokens([1, tiny_weights.config.vocab_size], tiny_weights.config.vocab_size)
+
+
+def test_a_reset_session_is_zero_but_for_its_poisoned_activations(tiny_weights):
+    """DeviceSession.reset by memsets (D74): every byte of the arena zero, except each activation buffer's, 0xFF;
+    a dirtied arena reset again reads the same."""
+    program = lower(tiny_weights.config, rows=3, sms=132, capacity=64)
+    session = DeviceSession(program)
+    want = np.zeros(session.arena.size, np.uint8)
+    for b in program.buffers:
+        if b.kind == Kind.ACTIVATION:
+            want[b.offset:b.offset + b.nbytes] = 0xFF
+    assert np.array_equal(session.arena.get(), want)
+    session.arena[::7] = 0x5A
+    session.reset()
+    assert np.array_equal(session.arena.get(), want)
