@@ -123,7 +123,7 @@ CTRL_PENDING = 19  # rows at positions [position - pending, position) that GDN_C
 CTRL_SPECULATIVE = 20  # 1: this pass's rows are provisional: GDN_CORE keeps them out of its stored state
 CTRL_WORDS = 64
 MAX_ROWS = 8
-PROMPT_MAX_ROWS = 4096  # the largest prompt chunk a prompt program may take (the prompt_tokens buffer's width)
+PROMPT_MAX_ROWS = 2048  # the largest prompt chunk a prompt program may take (the prompt_tokens buffer's width)
 
 
 def control_base(layer: int) -> int:

@@ -143,7 +143,7 @@ def test_tokenize_detokenize_round_trip(capsys):
     (["compile", "--rows", "0"], "--rows must be 1..8 for the target program, got 0"),
     (["generate", "--prompt", "hi", "--backend", "reference", "--prompt-path", "program"],
      "--prompt-path program is the engine's prompt arithmetic: use --numerics engine"),
-    (["compile", "--program", "prompt", "--rows", "4097"], "--rows must be 1..4096 for the prompt program, got 4097"),
+    (["compile", "--program", "prompt", "--rows", "2049"], "--rows must be 1..2048 for the prompt program, got 2049"),
     (["compile", "--program", "prompt", "--debug-logits"], "--debug-logits: the prompt program has no head"),
     (["compile", "--sms", "0"], "--sms must be at least 1, got 0"),
     (["compile", "--sms", "-1"], "--sms must be at least 1, got -1"),

@@ -36,7 +36,7 @@ def test_the_plot_draws_every_build_and_path(tmp_path):
     (["--ttft", "128,x"], "--ttft: a comma list of prompt lengths"),
     (["--ttft", "1"], "prompt lengths must be at least 2 tokens"),
     (["--ttft", "128", "--prompt-paths", "program,chunked"], "--prompt-paths: a comma list of program, passes"),
-    (["--ttft", "128", "--prompt-chunk", "100"], "--prompt-chunk: a multiple of 64 in 64..4096"),
+    (["--ttft", "128", "--prompt-chunk", "100"], "--prompt-chunk: a multiple of 64 in 64..2048"),
     (["--ttft", "128", "--iters", "0"], "--iters must be positive"),
 ])
 def test_bench_ttft_refuses_bad_arguments_in_one_line(capsys, monkeypatch, argv, message):
