@@ -161,9 +161,10 @@ def prompt_word_smem(w) -> int:
 
         gdn = CUDA_DIR / "gdn.cuh"
         p = params(w)
-        if p["key_dim"] != define(gdn, "GDN_DK") or p["value_dim"] > define(gdn, "GDN_MAX_COLS"):
+        if p["key_dim"] != define(gdn, "GDN_DK") or p["value_dim"] > define(gdn, "GDN_MAX_COLS") or p["value_dim"] % 8:
             raise ValueError(f"GDN_CHUNK takes dk = {define(gdn, 'GDN_DK')} and dv up to {define(gdn, 'GDN_MAX_COLS')}, "
-                             f"the word has {p['key_dim']} and {p['value_dim']}")
+                             f"a multiple of 8 (its rows are copied 16 bytes at a time), the word has {p['key_dim']} and "
+                             f"{p['value_dim']}")
         return define(CUDA_DIR / "prompt_gdn.cuh", "CHUNK_SMEM")
     if w.opcode != Op.MTP_PREPARE:  # the other prepare words stream in registers
         return 0

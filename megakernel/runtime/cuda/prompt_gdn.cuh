@@ -37,34 +37,43 @@ constexpr int XT_STRIDE = XT_ROWS + 4; // floats a d; padded so a warp's loading
 //                           state's update)
 //   O    [64][CHUNK_COLS]   o
 //   V    [64][CHUNK_COLS]   v, then beta (v - exp(G) k S), then v_new
-//   AQ   [64][64]           A[i][j] (read below the diagonal), then QK transposed: QK[j][i] (zero above it)
+//   A    [64][64]           A[i][j] (read below the diagonal)
+//   QK   [64][64]           QK transposed: QK[j][i] (zero above the diagonal: zeroed once a word, never written there)
 //   G, gexp, beta, decay [64], rnorm [128]
+//   raw  bf16: [2][64][dk] q and k rows, then [64][CHUNK_COLS] v, as the next WY chunk's copies land (D74)
 struct ChunkSmem {
     float* S;
     float* XT;
     float* O;
     float* V;
-    float* AQ;
+    float* A;
+    float* QK;
     float* G;
     float* gexp;
     float* beta;
     float* decay;
     float* rnorm;
+    bf16* raw;
     __device__ explicit ChunkSmem(u8* smem)
         : S(reinterpret_cast<float*>(smem)),
           XT(S + GDN_DK * CHUNK_COLS),
           O(XT + GDN_DK * XT_STRIDE),
           V(O + WY_CHUNK * CHUNK_COLS),
-          AQ(V + WY_CHUNK * CHUNK_COLS),
-          G(AQ + WY_CHUNK * WY_CHUNK),
+          A(V + WY_CHUNK * CHUNK_COLS),
+          QK(A + WY_CHUNK * WY_CHUNK),
+          G(QK + WY_CHUNK * WY_CHUNK),
           gexp(G + WY_CHUNK),
           beta(gexp + WY_CHUNK),
           decay(beta + WY_CHUNK),
-          rnorm(decay + WY_CHUNK) {}
+          rnorm(decay + WY_CHUNK),
+          raw(reinterpret_cast<bf16*>(rnorm + XT_ROWS)) {}
 };
-constexpr int CHUNK_SMEM = 151040;  // megakernel/runtime/cuda_build.py prompt_word_smem reads it
+constexpr int RAW_QK = 2 * WY_CHUNK * GDN_DK, RAW_V = WY_CHUNK * CHUNK_COLS;  // bf16 elements
+constexpr int CHUNK_SMEM = 208384;  // megakernel/runtime/cuda_build.py prompt_word_smem reads it
 static_assert(CHUNK_SMEM == 4 * (GDN_DK * CHUNK_COLS + GDN_DK * XT_STRIDE + 2 * WY_CHUNK * CHUNK_COLS +
-                                 WY_CHUNK * WY_CHUNK + 4 * WY_CHUNK + XT_ROWS), "CHUNK_SMEM");
+                                 2 * WY_CHUNK * WY_CHUNK + 4 * WY_CHUNK + XT_ROWS) + 2 * (RAW_QK + RAW_V),
+              "CHUNK_SMEM");
+static_assert((CHUNK_SMEM - 2 * (RAW_QK + RAW_V)) % 16 == 0, "raw starts on 16 bytes");
 static_assert(CHUNK_SMEM + 1024 <= 232448, "ChunkSmem and the kernel's static 1 KB fit the H200's 227 KB");
 static_assert(TILE_THREADS == 512 && GDN_DK == 128 && CHUNK_COLS == 64 && WY_CHUNK == 64,
               "the stages' thread maps below");
@@ -96,28 +105,51 @@ struct ChunkHead {
           key_dim(w.p(2) * dk), kh(j / (hv / w.p(2))), conv_dim(2 * key_dim + hv * dv) {}
 };
 
+// The WY chunk's rows [c0, c0 + C) of q, k and the tile's v columns into `raw` by cp.async, 16 bytes a copy (rows
+// past C not copied: step 1 reads them as zeros); the copies land at step 1's wait. Issued for the next WY chunk
+// as soon as step 1 has read `raw`, so they fly during steps 2-5 (the loads were an estimated 3-5 us of round trips
+// a WY chunk, not measured: D74).
+// The 16-byte pieces need conv rows and v columns on 8 elements (cuda_build refuses other shapes).
+__device__ inline void chunk_prefetch(const ChunkSmem& sm, const Ctx& ctx, const Word& w, int tile, int c0, int C) {
+    const ChunkHead h(w, tile);
+    const Buffer conv = ctx.buffer(w.buf_in());
+    for (int e = threadIdx.x; e < RAW_QK / 8; e += TILE_THREADS) {
+        const int piece = e % (GDN_DK / 8), i = (e / (GDN_DK / 8)) % WY_CHUNK, half = e / (GDN_DK / 8 * WY_CHUNK);
+        if (i < C)
+            copy_async16(smem_addr(sm.raw + (half * WY_CHUNK + i) * GDN_DK + 8 * piece),
+                         conv.at<bf16>(c0 + i, half * h.key_dim + h.kh * h.dk + 8 * piece));
+    }
+    for (int e = threadIdx.x; e < RAW_V / 8; e += TILE_THREADS) {
+        const int piece = e % (CHUNK_COLS / 8), i = e / (CHUNK_COLS / 8);
+        if (i < C && 8 * piece < h.cols)
+            copy_async16(smem_addr(sm.raw + RAW_QK + i * CHUNK_COLS + 8 * piece),
+                         conv.at<bf16>(c0 + i, 2 * h.key_dim + h.j * h.dv + h.c_first + 8 * piece));
+    }
+    copies_commit();
+}
+
 // 1. The WY chunk's rows [c0, c0 + C): XT (q, k l2-normalised, q / sqrt(dk)), V (the tile's v columns), the gates;
 // zeros past C.
 __device__ inline void chunk_rows(const ChunkSmem& sm, const Ctx& ctx, const Word& w, int tile, int c0, int C) {
     const ChunkHead h(w, tile);
-    const int dk = h.dk, key_dim = h.key_dim, kh = h.kh, conv_dim = h.conv_dim, hv = h.hv, j = h.j;
-    const Buffer conv = ctx.buffer(w.buf_in()), mixed = ctx.buffer(w.buf_aux1());
+    const int j = h.j, hv = h.hv;
+    const Buffer mixed = ctx.buffer(w.buf_aux1());
     const float neg_a = -expf(ctx.weight(w.p(0)).value(j)), bias = ctx.weight(w.p(1)).value(j);
     const int tid = threadIdx.x;
-    for (int e = tid; e < 2 * WY_CHUNK * GDN_DK; e += TILE_THREADS) {  // a warp's lanes along d: coalesced reads
-        const int d = e % GDN_DK, i = (e / GDN_DK) % WY_CHUNK, half = e / (WY_CHUNK * GDN_DK);
-        const int col = half * key_dim + kh * dk + d;
-        sm.XT[d * XT_STRIDE + half * WY_CHUNK + i] = i < C ? bf(*conv.at<bf16>(c0 + i, col)) : 0.0f;
-    }
-    for (int e = tid; e < WY_CHUNK * CHUNK_COLS; e += TILE_THREADS) {
-        const int c = e % CHUNK_COLS, i = e / CHUNK_COLS;
-        sm.V[e] = i < C && c < h.cols ? bf(*conv.at<bf16>(c0 + i, 2 * key_dim + j * h.dv + h.c_first + c)) : 0.0f;
-    }
-    if (tid < WY_CHUNK) {
-        const int b_col = conv_dim + hv * h.dv + j;  // in_proj's output: [q | k | v | z | b | a]
+    if (tid < WY_CHUNK) {  // the gates first: their loads' round trip overlaps the copies' wait
+        const int b_col = h.conv_dim + hv * h.dv + j;  // in_proj's output: [q | k | v | z | b | a]
         const bool row = tid < C;
         sm.beta[tid] = row ? round_bf16(sigmoid_ref(bf(*mixed.at<bf16>(c0 + tid, b_col)))) : 0.0f;
         sm.G[tid] = row ? mul_rn(neg_a, softplus_ref(add_rn(bf(*mixed.at<bf16>(c0 + tid, b_col + hv)), bias))) : 0.0f;
+    }
+    stage_wait();  // this WY chunk's copies
+    for (int e = tid; e < RAW_QK; e += TILE_THREADS) {  // a warp's lanes along d
+        const int d = e % GDN_DK, i = (e / GDN_DK) % WY_CHUNK, half = e / (WY_CHUNK * GDN_DK);
+        sm.XT[d * XT_STRIDE + half * WY_CHUNK + i] = i < C ? bf(sm.raw[e]) : 0.0f;
+    }
+    for (int e = tid; e < RAW_V; e += TILE_THREADS) {
+        const int c = e % CHUNK_COLS, i = e / CHUNK_COLS;
+        sm.V[e] = i < C && c < h.cols ? bf(sm.raw[RAW_QK + e]) : 0.0f;
     }
     __syncthreads();
     if (tid == 0)  // cumsum in order; rows past C repeat G_last
@@ -129,7 +161,7 @@ __device__ inline void chunk_rows(const ChunkSmem& sm, const Ctx& ctx, const Wor
         sm.rnorm[r] = rsqrt_ref(add_rn(ss, 1e-6f));
     }
     __syncthreads();
-    const float root = sqrt_rn(static_cast<float>(dk)), g_last = sm.G[C - 1];
+    const float root = sqrt_rn(static_cast<float>(h.dk)), g_last = sm.G[C - 1];
     if (tid < WY_CHUNK) {
         sm.gexp[tid] = expf(sm.G[tid]);
         sm.decay[tid] = tid < C ? expf(sub_rn(g_last, sm.G[tid])) : 0.0f;
@@ -198,18 +230,21 @@ __device__ inline void chunk_state_products(const ChunkSmem& sm, int C) {
 #pragma unroll
             for (int b = 0; b < 4; ++b) {
                 const int i = 4 * bi + a, jj = 4 * bj + b;
-                sm.AQ[i * WY_CHUNK + jj] =
+                sm.A[i * WY_CHUNK + jj] =
                     jj < i && i < C ? mul_rn(mul_rn(acc[a][b], sm.beta[i]), expf(sub_rn(sm.G[i], sm.G[jj]))) : 0.0f;
             }
     }
     __syncthreads();
 }
 
-// 3. v_new = (I + A)^-1 V by forward substitution: a thread a value column, the column in registers, each row's
-// sum in four running sums (j mod 4) added pairwise.
-__device__ inline void chunk_solve(const ChunkSmem& sm) {
-    const int c = threadIdx.x;
-    if (c < CHUNK_COLS) {
+// 3. Two jobs at once: v_new = (I + A)^-1 V by forward substitution (threads 0..63: a thread a value column, the
+// column in registers, each row's sum in four running sums (j mod 4) added pairwise), and QK = (q_i . k_j) D_ij on
+// and below the diagonal, stored transposed (threads 64..199: a 4 x 4 tile each; 14 warps sat idle beside the solve,
+// D74).
+__device__ inline void chunk_solve_and_queries(const ChunkSmem& sm, int C) {
+    const int tid = threadIdx.x;
+    if (tid < CHUNK_COLS) {
+        const int c = tid;
         float x[WY_CHUNK];
 #pragma unroll
         for (int i = 0; i < WY_CHUNK; ++i) x[i] = sm.V[i * CHUNK_COLS + c];
@@ -218,7 +253,7 @@ __device__ inline void chunk_solve(const ChunkSmem& sm) {
             float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
             for (int jj = 0; jj < i; jj += 4) {
-                const float4 a = ld4(sm.AQ + i * WY_CHUNK + jj);
+                const float4 a = ld4(sm.A + i * WY_CHUNK + jj);
                 const float av[4] = {a.x, a.y, a.z, a.w};
 #pragma unroll
                 for (int e = 0; e < 4; ++e)
@@ -228,18 +263,9 @@ __device__ inline void chunk_solve(const ChunkSmem& sm) {
         }
 #pragma unroll
         for (int i = 0; i < WY_CHUNK; ++i) sm.V[i * CHUNK_COLS + c] = x[i];
-    }
-    __syncthreads();
-}
-
-// 4. QK = (q_i . k_j) D_ij on and below the diagonal, stored transposed in AQ (A is spent): a 4 x 4 tile a thread
-// for the tiles on and below the diagonal, the next threads zeroing the tiles above it (the intra-chunk sums read
-// them).
-__device__ inline void chunk_queries(const ChunkSmem& sm, int C) {
-    const int tid = threadIdx.x;
-    if (tid < LOWER_TILES) {
+    } else if (tid < CHUNK_COLS + LOWER_TILES) {
         int bi, bj;
-        lower_tile(tid, bi, bj);
+        lower_tile(tid - CHUNK_COLS, bi, bj);
         float acc[4][4] = {};
         tile_dots(acc, sm.XT, 4 * bi, 4 * bj);
 #pragma unroll
@@ -247,29 +273,21 @@ __device__ inline void chunk_queries(const ChunkSmem& sm, int C) {
 #pragma unroll
             for (int b = 0; b < 4; ++b) {
                 const int i = 4 * bi + a, jj = 4 * bj + b;
-                sm.AQ[jj * WY_CHUNK + i] = jj <= i && i < C ? mul_rn(acc[a][b], expf(sub_rn(sm.G[i], sm.G[jj]))) : 0.0f;
+                sm.QK[jj * WY_CHUNK + i] = jj <= i && i < C ? mul_rn(acc[a][b], expf(sub_rn(sm.G[i], sm.G[jj]))) : 0.0f;
             }
-    } else if (tid < LOWER_TILES + 16 * 15 / 2) {
-        int u = tid - LOWER_TILES, bj = 1;
-        while (u >= bj) u -= bj++;  // tile (bi = u, bj), bi < bj: QK's zeros, at [j][i] with j > i
-        for (int e = 0; e < 16; ++e) sm.AQ[(4 * bj + e / 4) * WY_CHUNK + 4 * u + e % 4] = 0.0f;
-    }
-    __syncthreads();  // then k exp(G_last - G) in place, for the state's update (q and k were read here last)
-    for (int e = tid; e < WY_CHUNK * GDN_DK; e += TILE_THREADS) {
-        const int i = e % WY_CHUNK, at = (e / WY_CHUNK) * XT_STRIDE + WY_CHUNK + i;
-        sm.XT[at] = mul_rn(sm.XT[at], sm.decay[i]);
     }
     __syncthreads();
 }
 
-// 5. O += QK v_new: warp w rows 4w .. 4w + 3 (all 16 warps), lane the columns 2 lane, 2 lane + 1, keys j <= 4w + 3
-// (QK is zero above the diagonal).
+// 4. O += QK v_new: warp w rows 4w .. 4w + 3 (all 16 warps), lane the columns 2 lane, 2 lane + 1, keys j <= 4w + 3
+// (QK is zero above the diagonal); then k exp(G_last - G) in place, for the state's update (q and k were last read
+// by step 3).
 __device__ inline void chunk_intra(const ChunkSmem& sm) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, i0 = 4 * warp, c0 = 2 * lane;
     float acc[4][2] = {};
 #pragma unroll 4
     for (int jj = 0; jj < i0 + 4; ++jj) {
-        const float4 x4 = ld4(sm.AQ + jj * WY_CHUNK + i0);
+        const float4 x4 = ld4(sm.QK + jj * WY_CHUNK + i0);
         const float2 v2 = *reinterpret_cast<const float2*>(sm.V + jj * CHUNK_COLS + c0);
         const float x[4] = {x4.x, x4.y, x4.z, x4.w}, y[2] = {v2.x, v2.y};
         outer_fma(acc, x, y);
@@ -280,10 +298,14 @@ __device__ inline void chunk_intra(const ChunkSmem& sm) {
         const float2 p = *o;
         *o = make_float2(add_rn(p.x, acc[a][0]), add_rn(p.y, acc[a][1]));
     }
+    for (int e = threadIdx.x; e < WY_CHUNK * GDN_DK; e += TILE_THREADS) {
+        const int i = e % WY_CHUNK, at = (e / WY_CHUNK) * XT_STRIDE + WY_CHUNK + i;
+        sm.XT[at] = mul_rn(sm.XT[at], sm.decay[i]);
+    }
     __syncthreads();
 }
 
-// 6. S = S exp(G_last) + (k exp(G_last - G))^T v_new (all 16 warps: warp w the state's rows 8w .. 8w + 7, read from
+// 5. S = S exp(G_last) + (k exp(G_last - G))^T v_new (all 16 warps: warp w the state's rows 8w .. 8w + 7, read from
 // XT by all its lanes at once, lane the columns 2 lane, 2 lane + 1); then bf16(o) of the rows below C -> buf_out.
 __device__ inline void chunk_update_and_output(const ChunkSmem& sm, const Ctx& ctx, const Word& w, int tile, int c0,
                                                int C) {
@@ -314,32 +336,38 @@ __device__ inline void chunk_update_and_output(const ChunkSmem& sm, const Ctx& c
     __syncthreads();
 }
 
-__device__ inline void gdn_chunk_tile(const Ctx& ctx, const Word& w, int tile, u8* smem) {
-    const ChunkSmem sm(smem);
+// The tile's state columns between the state buffer ([dv][dk]) and S[d][c] = state[c_first + c][d]: lanes along c
+// (shared memory without conflicts; the global reads hit L1 lines). Its own function so that nothing of it stays
+// live across the WY chunks (128 registers a thread).
+__device__ __noinline__ void chunk_state_io(const ChunkSmem& sm, const Ctx& ctx, const Word& w, int tile, bool store) {
     const ChunkHead h(w, tile);
-    const int dk = h.dk;
-    float* state = ctx.buffer(w.buf_aux0()).at<float>(h.j, 0);  // [dv][dk]
-    // S[d][c] = state[c_first + c][d]: lanes along c (shared memory without conflicts; the global reads hit L1 lines)
+    float* state = ctx.buffer(w.buf_aux0()).at<float>(h.j, 0);
     for (int e = threadIdx.x; e < GDN_DK * CHUNK_COLS; e += TILE_THREADS) {
         const int c = e % CHUNK_COLS, d = e / CHUNK_COLS;
-        sm.S[e] = c < h.cols ? state[(h.c_first + c) * dk + d] : 0.0f;
+        if (store && c < h.cols) state[(h.c_first + c) * h.dk + d] = sm.S[e];
+        if (!store) sm.S[e] = c < h.cols ? state[(h.c_first + c) * h.dk + d] : 0.0f;
     }
+}
+
+__device__ inline void gdn_chunk_tile(const Ctx& ctx, const Word& w, int tile, u8* smem) {
+    const ChunkSmem sm(smem);
+    chunk_state_io(sm, ctx, w, tile, false);
+    for (int e = threadIdx.x; e < WY_CHUNK * WY_CHUNK; e += TILE_THREADS) sm.QK[e] = 0.0f;
     __syncthreads();
     const int r = chunk_rows_now(ctx, w), pos = ctx.control()[w.ctrl_base() + CTRL_POSITION];
+    auto rows_at = [&](int c0) { return c0 < r ? min(r - c0, WY_CHUNK - (pos + c0) % WY_CHUNK) : 0; };
+    if (r > 0) chunk_prefetch(sm, ctx, w, tile, 0, rows_at(0));
     for (int c0 = 0; c0 < r;) {
-        const int C = min(r - c0, WY_CHUNK - (pos + c0) % WY_CHUNK);
+        const int C = rows_at(c0);
         chunk_rows(sm, ctx, w, tile, c0, C);
+        if (c0 + C < r) chunk_prefetch(sm, ctx, w, tile, c0 + C, rows_at(c0 + C));  // raw is read: the next copies
         chunk_state_products(sm, C);
-        chunk_solve(sm);
-        chunk_queries(sm, C);
+        chunk_solve_and_queries(sm, C);
         chunk_intra(sm);
         chunk_update_and_output(sm, ctx, w, tile, c0, C);
         c0 += C;
     }
-    for (int e = threadIdx.x; e < GDN_DK * CHUNK_COLS; e += TILE_THREADS) {
-        const int c = e % CHUNK_COLS, d = e / CHUNK_COLS;
-        if (c < h.cols) state[(h.c_first + c) * dk + d] = sm.S[e];
-    }
+    chunk_state_io(sm, ctx, w, tile, true);
 }
 
 }  // namespace mk
