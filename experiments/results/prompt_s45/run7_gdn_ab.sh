@@ -1,7 +1,7 @@
 #!/bin/bash
-# Issue 21 (s45, for the next session): GDN_CHUNK's prefetch and QK beside the solve (D74, dc8d3cd, CPU-verified).
+# Issue 21 (s45, for the next session): GDN_CHUNK's prefetch and QK beside the solve (D74, 3c53bdc, CPU-verified).
 # The prompt GPU tests at the head, then time to first token at 1,024 and 4,096 tokens with the chunk profiles: head,
-# build/v/gdn_base (`python experiments/make_tree.py build/v/gdn_base --commit dc8d3cd~1`), head again, one machine.
+# build/v/gdn_base (`python experiments/make_tree.py build/v/gdn_base --commit 3c53bdc~1`), head again, one machine.
 nvidia-smi --query-gpu=name --format=csv,noheader
 python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl 2>/dev/null
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD:/tmp/site
