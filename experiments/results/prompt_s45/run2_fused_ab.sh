@@ -1,7 +1,9 @@
 #!/bin/bash
-# Issue 21 (s45): the prompt GPU tests at the head (D74: the fused promotion, 2,048-row chunks), then time to first
-# token at 1,024 and 4,096 tokens with the chunk profiles, head then build/v/unfused (the commit before the fused
-# promotion, made by experiments/make_tree.py), one after the other on one machine.
+# Issue 21 (s45): the prompt GPU tests at the head, then time to first token at 1,024 and 4,096 tokens with the
+# chunk profiles, head then each tree of build/v named (made by experiments/make_tree.py), one after the other on
+# one machine. Run as `bash run2_fused_ab.sh` (D74: the head with the fused promotion against build/v/unfused,
+# 067bc3a). Next session: `bash run2_fused_ab.sh gdn_base head` with build/v/gdn_base made at 3c53bdc~1 (GDN_CHUNK's
+# prefetch and QK beside the solve, 3c53bdc, CPU-verified); `head` times the head again.
 nvidia-smi --query-gpu=name --format=csv,noheader
 python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl 2>/dev/null
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD:/tmp/site
@@ -10,5 +12,8 @@ MEGAKERNEL_REQUIRE_GPU=1 timeout 150 python3 -m pytest -q -p no:cacheprovider te
 bench() { timeout 150 python3 -m megakernel bench --model synthetic:qwen3.5-27b --ttft 1024,4096 --backends graph \
   --prompt-paths program --iters 2 --out $1 2>&1 | tail -5 | tee ${1%.json}.log; }
 GIT_COMMIT=$(cat build/commit) bench $OUT/ab_head.json
-(cd build/v/unfused && GIT_COMMIT=$(python3 -c "import json; print(json.load(open('TREE.json'))['commit'])") \
-   PYTHONPATH=$PWD:/tmp/site bench $OUT/ab_unfused.json)
+for tree in ${*:-unfused}; do
+  if [ "$tree" = head ]; then GIT_COMMIT=$(cat build/commit) bench $OUT/ab_head2.json; continue; fi
+  (cd build/v/$tree && GIT_COMMIT=$(python3 -c "import json; print(json.load(open('TREE.json'))['commit'])") \
+     PYTHONPATH=$PWD:/tmp/site bench $OUT/ab_$tree.json)
+done
