@@ -38,7 +38,8 @@ constexpr int XT_STRIDE = XT_ROWS + 4; // floats a d; padded so a warp's loading
 //   O    [64][CHUNK_COLS]   o
 //   V    [64][CHUNK_COLS]   v, then beta (v - exp(G) k S), then v_new
 //   A    [64][64]           A[i][j] (read below the diagonal)
-//   QK   [64][64]           QK transposed: QK[j][i] (zero above the diagonal: zeroed once a word, never written there)
+//   QK   [64][64]           QK transposed: QK[j][i], its 4 x 4 blocks on and below the diagonal (zeros above j = i
+//                           within them; step 4 reads no block above)
 //   G, gexp, beta, decay [64], rnorm [128]
 //   raw  bf16: [2][64][dk] q and k rows, then [64][CHUNK_COLS] v, as the next WY chunk's copies land (D74)
 struct ChunkSmem {
@@ -240,7 +241,7 @@ __device__ inline void chunk_state_products(const ChunkSmem& sm, int C) {
 // 3. Two jobs at once: v_new = (I + A)^-1 V by forward substitution (threads 0..63: a thread a value column, the
 // column in registers, each row's sum in four running sums (j mod 4) added pairwise), and QK = (q_i . k_j) D_ij on
 // and below the diagonal, stored transposed (threads 64..199: a 4 x 4 tile each; 14 warps sat idle beside the solve,
-// D74).
+// D74). Step 4 reads QK's blocks on and below the diagonal only: those above are never written.
 __device__ inline void chunk_solve_and_queries(const ChunkSmem& sm, int C) {
     const int tid = threadIdx.x;
     if (tid < CHUNK_COLS) {
@@ -280,8 +281,8 @@ __device__ inline void chunk_solve_and_queries(const ChunkSmem& sm, int C) {
 }
 
 // 4. O += QK v_new: warp w rows 4w .. 4w + 3 (all 16 warps), lane the columns 2 lane, 2 lane + 1, keys j <= 4w + 3
-// (QK is zero above the diagonal); then k exp(G_last - G) in place, for the state's update (q and k were last read
-// by step 3).
+// (within the diagonal block QK is zero above j = i); then k exp(G_last - G) in place, for the state's update (q and
+// k were last read by step 3).
 __device__ inline void chunk_intra(const ChunkSmem& sm) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, i0 = 4 * warp, c0 = 2 * lane;
     float acc[4][2] = {};
@@ -339,20 +340,19 @@ __device__ inline void chunk_update_and_output(const ChunkSmem& sm, const Ctx& c
 // The tile's state columns between the state buffer ([dv][dk]) and S[d][c] = state[c_first + c][d]: lanes along c
 // (shared memory without conflicts; the global reads hit L1 lines). Its own function so that nothing of it stays
 // live across the WY chunks (128 registers a thread).
-__device__ __noinline__ void chunk_state_io(const ChunkSmem& sm, const Ctx& ctx, const Word& w, int tile, bool store) {
+__device__ __noinline__ void chunk_state_io(float* S, const Ctx& ctx, const Word& w, int tile, bool store) {
     const ChunkHead h(w, tile);
     float* state = ctx.buffer(w.buf_aux0()).at<float>(h.j, 0);
     for (int e = threadIdx.x; e < GDN_DK * CHUNK_COLS; e += TILE_THREADS) {
         const int c = e % CHUNK_COLS, d = e / CHUNK_COLS;
-        if (store && c < h.cols) state[(h.c_first + c) * h.dk + d] = sm.S[e];
-        if (!store) sm.S[e] = c < h.cols ? state[(h.c_first + c) * h.dk + d] : 0.0f;
+        if (store && c < h.cols) state[(h.c_first + c) * h.dk + d] = S[e];
+        if (!store) S[e] = c < h.cols ? state[(h.c_first + c) * h.dk + d] : 0.0f;
     }
 }
 
 __device__ inline void gdn_chunk_tile(const Ctx& ctx, const Word& w, int tile, u8* smem) {
     const ChunkSmem sm(smem);
-    chunk_state_io(sm, ctx, w, tile, false);
-    for (int e = threadIdx.x; e < WY_CHUNK * WY_CHUNK; e += TILE_THREADS) sm.QK[e] = 0.0f;
+    chunk_state_io(sm.S, ctx, w, tile, false);
     __syncthreads();
     const int r = chunk_rows_now(ctx, w), pos = ctx.control()[w.ctrl_base() + CTRL_POSITION];
     auto rows_at = [&](int c0) { return c0 < r ? min(r - c0, WY_CHUNK - (pos + c0) % WY_CHUNK) : 0; };
@@ -367,7 +367,7 @@ __device__ inline void gdn_chunk_tile(const Ctx& ctx, const Word& w, int tile, u
         chunk_update_and_output(sm, ctx, w, tile, c0, C);
         c0 += C;
     }
-    chunk_state_io(sm, ctx, w, tile, true);
+    chunk_state_io(sm.S, ctx, w, tile, true);
 }
 
 }  // namespace mk
