@@ -176,3 +176,23 @@ def test_causal_attention_refuses_a_group_it_has_no_warps_for():
     word = next(w for w in lower_prompt(config, rows=64, sms=132, capacity=128).words if w.opcode == Op.ATTN_CAUSAL)
     with pytest.raises(ValueError, match="ATTN_CAUSAL takes up to 8 query heads a KV head"):
         cuda_build.word_threads(word)
+
+
+def test_gdn_chunk_refuses_value_heads_its_16_byte_copies_cannot_take():
+    """cuda_build's guard for prompt_gdn.cuh's 16-byte copies (D74): a GDN_CHUNK word whose value_dim (p5) is not a
+    multiple of 8 gets one line (the compiler asks for 128 today, so the word is edited by hand)."""
+    import dataclasses
+
+    from compiler import lower_prompt
+    from compiler.tiling import params
+    from isa import Op
+    from megakernel.model.config import preset
+    from megakernel.runtime import cuda_build
+
+    word = next(w for w in lower_prompt(preset("tiny"), rows=64, sms=132, capacity=128).words
+                if w.opcode == Op.GDN_CHUNK)
+    assert params(word)["value_dim"] == 128 and cuda_build.prompt_word_smem(word) > 0
+    odd = dataclasses.replace(word, params=tuple(124 if i == 5 else p for i, p in enumerate(word.params)))
+    assert params(odd)["value_dim"] == 124
+    with pytest.raises(ValueError, match="a multiple of 8"):
+        cuda_build.prompt_word_smem(odd)
