@@ -589,7 +589,8 @@ class Interpreter:
 
     def _gemm(self, ctx: _Tile, w, tile: int) -> None:
         """A prompt GEMM tile: its row group over its token rows below r, from the operand slabs, each row the
-        reference's Linear in one k-slice (plan.PROMPT_SLICES), then the decode GEMV's epilogue."""
+        reference's Linear in one k-slice (plan.PROMPT_SLICES) with the fused promotion, then the decode GEMV's
+        epilogue."""
         rg, (t0, t1) = gemm_tile(self.program, w, tile)
         t1 = min(t1, self._chunk(ctx, w)[1])
         if t1 <= t0:
@@ -607,7 +608,8 @@ class Interpreter:
                 sums = [ops.slice_sum(ops.block_partials(wb, xb[m]), None) for m in range(t1 - t0)]
             else:
                 sc = scale[lr0:lr1]
-                sums = [ops.slice_sum(ops.block_partials(wb, x16[m]), sc, unscale[m]) for m in range(t1 - t0)]
+                sums = [ops.slice_sum(ops.block_partials(wb, x16[m]), sc, unscale[m], fused=True)
+                        for m in range(t1 - t0)]
             y.append(ops.combine_slices([np.stack(sums)]))
         self._linear_out(ctx, w, rg, y, t0, t1)
 

@@ -181,11 +181,11 @@ class RowsAtOnce:
         else:
             self.weight = linear.w
 
-    def __call__(self, x: np.ndarray, slices: int | None = None) -> np.ndarray:
-        return bf16(self.accumulate(x, slices))
+    def __call__(self, x: np.ndarray, slices: int | None = None, fused: bool = False) -> np.ndarray:
+        return bf16(self.accumulate(x, slices, fused))
 
-    def accumulate(self, x: np.ndarray, slices: int | None = None) -> np.ndarray:
-        """slices: as ops.Linear.accumulate (the layer's own when None)."""
+    def accumulate(self, x: np.ndarray, slices: int | None = None, fused: bool = False) -> np.ndarray:
+        """slices, fused: as ops.Linear.accumulate (the layer's own slices when None)."""
         lin = self.linear
         count = lin.slices if slices is None else slices
         x = as_real(x).reshape(-1, lin.in_features)
@@ -200,7 +200,7 @@ class RowsAtOnce:
         for m, (_, unscale) in enumerate(operands):
             p = partials[:, :, m].T
             out.append(ops.combine_slices([ops.slice_sum(p[:, b0:b1], lin.scale[:, b0:b1] if fp8_weights else None,
-                                                         unscale[b0:b1] if fp8_weights else None)
+                                                         unscale[b0:b1] if fp8_weights else None, fused)
                                            for b0, b1 in bounds]))
         return np.stack(out)
 

@@ -303,3 +303,54 @@ def test_tiled_attention_folds_its_tiles_in_key_order_close_to_attend(rng):
     # the fold is an order of its own: the tile size shows in the sums' last bits
     sums = [ops.online_stats(scores, t)[1] for t in (8, 64, 200)]
     assert not (np.array_equal(sums[0], sums[1]) and np.array_equal(sums[1], sums[2]))
+
+
+def _correctly_rounded_f32(y: np.float32, exact) -> bool:
+    """y is the fp32 value nearest `exact` (a Fraction), ties to the even significand."""
+    from fractions import Fraction
+
+    here = abs(Fraction(float(y)) - exact)
+    for other in (np.nextafter(y, np.float32(-np.inf)), np.nextafter(y, np.float32(np.inf))):
+        there = abs(Fraction(float(other)) - exact)
+        if there < here or (there == here and np.float32(y).view(np.uint32) & 1):
+            return False
+    return True
+
+
+def test_fma32_rounds_once_as_the_device_fma_does(rng):
+    """ops.fma32 against the exact a x b + c (Fractions) on random operands, on operands whose sum needs many
+    binades and on results in fp32's subnormal range."""
+    from fractions import Fraction
+
+    a = rng.standard_normal(2000).astype(np.float32)
+    b = (rng.standard_normal(2000) * 2.0 ** rng.integers(-40, 40, 2000)).astype(np.float32)
+    c = (rng.standard_normal(2000) * 2.0 ** rng.integers(-40, 40, 2000)).astype(np.float32)
+    tiny = (rng.standard_normal(200) * 2.0 ** -140).astype(np.float32)  # subnormal results
+    a, b, c = np.concatenate([a, a[:200]]), np.concatenate([b, np.full(200, 2.0 ** -10, np.float32)]), \
+        np.concatenate([c, tiny])
+    y = ops.fma32(a, b, c)
+    assert y.dtype == np.float32
+    for i in range(len(y)):
+        assert _correctly_rounded_f32(y[i], Fraction(float(a[i])) * Fraction(float(b[i])) + Fraction(float(c[i]))), i
+
+
+def test_fma32_has_no_double_rounding_where_float64_then_float32_has():
+    """Negative control: a x b + c just below an fp32 half-way point whose float64 sum lands on it."""
+    a = np.float32(1 + 2.0 ** -23)
+    b = np.float32((1 - 2.0 ** -23) * 2.0 ** -24)  # a x b = 2^-24 - 2^-70
+    c = np.float32(1 + 2.0 ** -23)  # odd significand: the tie goes up
+    naive = np.float32(np.float64(a) * np.float64(b) + np.float64(c))
+    assert naive == np.float32(1 + 2.0 ** -22)  # twice rounded
+    assert ops.fma32(a, b, c) == c  # the exact value is below the half-way point
+
+
+def test_fused_slice_sum_is_one_fma_a_block_and_differs_from_three_roundings(rng):
+    partials = (rng.standard_normal((256, 6)) * 100).astype(np.float32)
+    scale = (rng.random((256, 6)) * 1e-3).astype(np.float32)
+    unscale = np.ldexp(np.float32(1), -rng.integers(0, 20, 6)).astype(np.float32)
+    acc = np.zeros(256, np.float32)
+    for b in range(6):
+        acc = ops.fma32(partials[:, b], scale[:, b] * unscale[b], acc)
+    fused = ops.slice_sum(partials, scale, unscale, fused=True)
+    assert np.array_equal(fused, acc)
+    assert not np.array_equal(fused, ops.slice_sum(partials, scale, unscale))

@@ -58,9 +58,10 @@ class StepOutput:
 SEQUENTIAL, CHUNKED, PROMPT = FORMS = ("sequential", "chunked", "prompt")
 
 
-def _slices(form: str) -> int | None:
-    """The k-slices of every linear in `form`: the prompt GEMM's, else each layer's own (plan.py)."""
-    return plan.PROMPT_SLICES if form == PROMPT else None
+def _linear_sum(form: str) -> dict:
+    """How every linear in `form` sums: the prompt GEMM's k-slices and fused promotion (D74), else each
+    layer's own slices (plan.py) and decode's promotion."""
+    return {"slices": plan.PROMPT_SLICES, "fused": True} if form == PROMPT else {}
 
 
 class _AttentionLayer:
@@ -77,19 +78,19 @@ class _AttentionLayer:
 
     def __call__(self, h: np.ndarray, positions: np.ndarray, cache: KVCache, rope_theta: float,
                  form: str = SEQUENTIAL) -> np.ndarray:
-        c, slices = self.c, _slices(form)
-        q, gate = ops.split_query_gate(self.q_proj(h, slices), c.num_attention_heads, c.head_dim)
+        c, sums = self.c, _linear_sum(form)
+        q, gate = ops.split_query_gate(self.q_proj(h, **sums), c.num_attention_heads, c.head_dim)
         q = ops.rms_norm_1p(q, self.q_norm, c.rms_norm_eps)
-        k = ops.rms_norm_1p(self.k_proj(h, slices).reshape(-1, c.num_key_value_heads, c.head_dim), self.k_norm,
+        k = ops.rms_norm_1p(self.k_proj(h, **sums).reshape(-1, c.num_key_value_heads, c.head_dim), self.k_norm,
                             c.rms_norm_eps)
-        v = self.v_proj(h, slices).reshape(-1, c.num_key_value_heads, c.head_dim)
+        v = self.v_proj(h, **sums).reshape(-1, c.num_key_value_heads, c.head_dim)
         cos, sin = ops.rope_tables(positions, c.rotary_dim, rope_theta)
         q, k = ops.apply_rope(q, cos, sin), ops.apply_rope(k, cos, sin)
         cache.keys[positions], cache.values[positions] = k, v
         scale, attend = c.head_dim ** -0.5, self._attend(form)
         o = np.stack([attend(q[m], cache.keys[:p + 1], cache.values[:p + 1], scale)
                       for m, p in enumerate(positions)])
-        return self.o_proj(ops.output_gate(o.reshape(len(positions), -1), gate), slices)
+        return self.o_proj(ops.output_gate(o.reshape(len(positions), -1), gate), **sums)
 
 
 class _GDNLayer:
@@ -104,11 +105,11 @@ class _GDNLayer:
 
     def __call__(self, h: np.ndarray, first_position: int, ssm: np.ndarray, conv: np.ndarray,
                  form: str = SEQUENTIAL) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        c, slices = self.c, _slices(form)
+        c, sums = self.c, _linear_sum(form)
         rows = h.shape[0]
-        mixed = self.in_proj_qkv(h, slices)
-        z = self.in_proj_z(h, slices).reshape(rows, c.linear_num_value_heads, c.linear_value_head_dim)
-        beta, g = gdn.gates(self.in_proj_b(h, slices), self.in_proj_a(h, slices), self.a_log, self.dt_bias)
+        mixed = self.in_proj_qkv(h, **sums)
+        z = self.in_proj_z(h, **sums).reshape(rows, c.linear_num_value_heads, c.linear_value_head_dim)
+        beta, g = gdn.gates(self.in_proj_b(h, **sums), self.in_proj_a(h, **sums), self.a_log, self.dt_bias)
         convolved = np.empty_like(mixed)
         for m in range(rows):
             convolved[m], conv = gdn.conv_step(mixed[m], conv, self.conv_weight)
@@ -123,7 +124,7 @@ class _GDNLayer:
             for m in range(rows):
                 o[m], ssm = gdn.recurrent_step(ssm, q[m], k[m], v[m], g[m], beta[m])
         out = ops.gated_rms_norm(o, z, self.norm_weight, c.rms_norm_eps)
-        return self.out_proj(out.reshape(rows, -1), slices), ssm, conv
+        return self.out_proj(out.reshape(rows, -1), **sums), ssm, conv
 
 
 class _MLP:
@@ -131,8 +132,8 @@ class _MLP:
         self.gate, self.up, self.down = (_linear(w, p + f"mlp.{n}_proj.weight", mode) for n in ("gate", "up", "down"))
 
     def __call__(self, h: np.ndarray, form: str = SEQUENTIAL) -> np.ndarray:
-        slices = _slices(form)
-        return self.down(ops.swiglu(self.gate(h, slices), self.up(h, slices)), slices)
+        sums = _linear_sum(form)
+        return self.down(ops.swiglu(self.gate(h, **sums), self.up(h, **sums)), **sums)
 
 
 def _linear(w: WeightSet, name: str, mode: Mode) -> ops.Linear:
@@ -300,7 +301,7 @@ class _MTPHead:
         eps = self.c.rms_norm_eps
         e = ops.rms_norm_1p(as_real(model.embed[tokens]), self.norm_embedding, eps)
         h = ops.rms_norm_1p(as_real(hidden), self.norm_hidden, eps)
-        x = self.fc(np.concatenate([e, h], axis=-1), _slices(form))  # embedding half first
+        x = self.fc(np.concatenate([e, h], axis=-1), **_linear_sum(form))  # embedding half first
         x = bf16(x + self.attention(ops.rms_norm_1p(x, self.norm_in, eps), positions, session.mtp_kv,
                                      model.rope_theta, form))
         x = bf16(x + self.mlp(ops.rms_norm_1p(x, self.norm_post, eps), form))

@@ -55,27 +55,49 @@ def f16_operand(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return x16.reshape(-1), np.ldexp(REAL(1), -p).astype(REAL)
 
 
-def slice_sum(partials: np.ndarray, scale: np.ndarray | None, unscale: np.ndarray | None = None) -> np.ndarray:
+def fma32(a, b, c) -> np.ndarray:
+    """fp32 a x b + c rounded once (the device's fma.rn.f32, subnormals kept), elementwise. NumPy has no
+    fp32 fma: the product is exact in float64 (24 + 24 bits), the sum is taken in float64 rounded to odd
+    (its exact error by TwoSum; an inexact even result moves one ulp towards it), and a float64 rounded to
+    odd rounds to fp32 as the exact value would (53 >= 2 x 24 + 2 bits): no double rounding."""
+    p = np.asarray(a, np.float32).astype(np.float64) * np.asarray(b, np.float32).astype(np.float64)
+    c = np.asarray(c, np.float32).astype(np.float64)
+    s = p + c
+    t = s - p
+    err = (p - (s - t)) + (c - t)
+    even = (s.view(np.int64) & 1) == 0
+    s = np.where((err != 0) & even, np.nextafter(s, np.where(err > 0, np.inf, -np.inf)), s)
+    return s.astype(np.float32)
+
+
+def slice_sum(partials: np.ndarray, scale: np.ndarray | None, unscale: np.ndarray | None = None,
+              fused: bool = False) -> np.ndarray:
     """Second level: accumulate scale x partial over a slice's blocks in order (fp32); an fp8 GEMV's
-    partials are of the f16 operand (f16_operand): acc += (scale x partial) x 2^-P."""
+    partials are of the f16 operand (f16_operand): acc += (scale x partial) x 2^-P, three roundings, or
+    (fused: the prompt GEMM's promotion, D74) acc = fma(partial, scale x 2^-P, acc), one (scale x 2^-P is
+    exact: a bf16 scale times a power of two)."""
     acc = np.zeros(partials.shape[0], dtype=REAL)
     for b in range(partials.shape[1]):
         if scale is None:
             acc += partials[:, b]
         elif unscale is None:
             acc += scale[:, b] * partials[:, b]
+        elif fused:
+            acc = fma32(partials[:, b], scale[:, b] * unscale[b], acc)
         else:
             acc += (scale[:, b] * partials[:, b]) * unscale[b]
     return acc
 
 
-def engine_slice_sum(w_blocks: np.ndarray, x: np.ndarray, scale: np.ndarray | None) -> np.ndarray:
+def engine_slice_sum(w_blocks: np.ndarray, x: np.ndarray, scale: np.ndarray | None,
+                     fused: bool = False) -> np.ndarray:
     """One k-slice of the engine GEMV for one input row: w_blocks [rows, blocks, 128], x [blocks * 128]
-    (bf16 values), scale [rows, blocks] (fp8) or None (bf16 weights, bf16 operand) -> fp32 [rows]."""
+    (bf16 values), scale [rows, blocks] (fp8) or None (bf16 weights, bf16 operand) -> fp32 [rows].
+    fused: slice_sum's fused promotion."""
     if scale is None:
         return slice_sum(block_partials(w_blocks, x), None)
     x16, unscale = f16_operand(x)
-    return slice_sum(block_partials(w_blocks, x16), scale, unscale)
+    return slice_sum(block_partials(w_blocks, x16), scale, unscale, fused)
 
 
 def combine_slices(slice_sums: list[np.ndarray]) -> np.ndarray:
@@ -110,18 +132,19 @@ class Linear:
         else:
             self.w = bf16(fp8.dequantize(weight, scale))
 
-    def accumulate(self, x: np.ndarray, slices: int | None = None) -> np.ndarray:
+    def accumulate(self, x: np.ndarray, slices: int | None = None, fused: bool = False) -> np.ndarray:
         """fp32 results [M, N] before the output rounding (rows computed one by one). slices: the engine's
-        k-slices for this call instead of the layer's own (the prompt path's GEMM: plan.PROMPT_SLICES)."""
+        k-slices for this call instead of the layer's own (the prompt path's GEMM: plan.PROMPT_SLICES);
+        fused: the engine promotes each k-block by one fma (slice_sum; the prompt path's GEMM)."""
         x = as_real(x).reshape(-1, self.in_features)
         w = self.w.astype(REAL.dtype, copy=False)  # EXACT: one float64 copy a call, not one a row
         slices = self.slices if slices is None else slices
-        return np.stack([self._row(row, w, slices) for row in x])
+        return np.stack([self._row(row, w, slices, fused) for row in x])
 
-    def __call__(self, x: np.ndarray, slices: int | None = None) -> np.ndarray:
-        return bf16(self.accumulate(x, slices))
+    def __call__(self, x: np.ndarray, slices: int | None = None, fused: bool = False) -> np.ndarray:
+        return bf16(self.accumulate(x, slices, fused))
 
-    def _row(self, x: np.ndarray, w: np.ndarray, slices: int) -> np.ndarray:
+    def _row(self, x: np.ndarray, w: np.ndarray, slices: int, fused: bool) -> np.ndarray:
         x = np.ascontiguousarray(x)
         if not self.engine:
             return w @ x
@@ -129,7 +152,7 @@ class Linear:
         for s in range(slices):
             b0, b1 = plan.slice_blocks(self.in_features, slices, s)
             sums.append(engine_slice_sum(self.w[:, b0:b1], x[b0 * K_BLOCK:b1 * K_BLOCK],
-                                         None if self.scale is None else self.scale[:, b0:b1]))
+                                         None if self.scale is None else self.scale[:, b0:b1], fused))
         return combine_slices(sums)
 
 

@@ -50,8 +50,9 @@ __device__ __forceinline__ float mul_rn(float a, float b) {
     return r;
 }
 
-// a * b + c with one rounding: only where the reference's engine mode is not bit-matched (GDN_CORE's delta
-// rule: its sums over dk already run in an order of the device's own, NUMERICS.md).
+// a * b + c with one rounding: the prompt GEMM's promotion (the reference's ops.fma32, D74), and where the
+// reference's engine mode is not bit-matched (GDN_CORE's delta rule: its sums over dk already run in an order
+// of the device's own, NUMERICS.md).
 __device__ __forceinline__ float fma_rn(float a, float b, float c) {
     float r;
     asm("fma.rn.f32 %0, %1, %2, %3;" : "=f"(r) : "f"(a), "f"(b), "f"(c));

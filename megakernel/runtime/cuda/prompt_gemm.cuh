@@ -6,8 +6,9 @@
 // and the block's eight 16-row fp8 units), completed on `full` mbarriers; consumers free a slot on `empty`.
 //
 // Arithmetic (NUMERICS.md "The prompt path"): per row and token the k-blocks in order from zero, each k-block's
-// fp32 partial from eight wgmma k16 steps in the decode units' k order (D66: decode's bits), promoted as decode
-// promotes it (mul_rn, mul_rn, add_rn with the block scale and the token's 2^-P). bf16 weight segments (in_proj's
+// fp32 partial from eight wgmma k16 steps in the decode units' k order (D66: decode's bits), promoted by one
+// fused multiply-add, acc = fma(partial, scale x 2^-P, acc) (D74: half the fp32 instructions of decode's
+// mul_rn, mul_rn, add_rn; scale x 2^-P is exact, so one rounding where decode has three). bf16 weight segments (in_proj's
 // b and a; the MTP fc) multiply the bf16 slabs by mma.sync (the same accumulator layout), partials added.
 // Epilogues: bf16; bf16(bf16(silu(g)) * u); bf16(x_in + bf16(y)). Rows of the tile past the chunk's r are not
 // stored. Written without a GPU (D68); tests/gpu/test_prompt_gpu.py compares it with the interpreter, and
@@ -119,7 +120,14 @@ __device__ inline void gemm_consume_fp8(float (&acc)[64], u8* smem, u64* full, u
         fence_all(af);
         const float* unscale = reinterpret_cast<const float*>(slot + SLAB_X_BYTES);
 #pragma unroll
-        for (int i = 0; i < 64; ++i) acc[i] = promote_rn(acc[i], part[i], sc, unscale[acc_token(i, t)]);
+        for (int j = 0; j < 16; ++j) {  // accumulators 4 j .. 4 j + 3: tokens 8 j + 2 t, + 1 of rows g, g + 8
+            const float2 u = *reinterpret_cast<const float2*>(unscale + 8 * j + 2 * t);
+            const float fx = mul_rn(sc, u.x), fy = mul_rn(sc, u.y);  // exact: a bf16 scale times 2^-P
+            acc[4 * j] = fma_rn(part[4 * j], fx, acc[4 * j]);
+            acc[4 * j + 1] = fma_rn(part[4 * j + 1], fy, acc[4 * j + 1]);
+            acc[4 * j + 2] = fma_rn(part[4 * j + 2], fx, acc[4 * j + 2]);
+            acc[4 * j + 3] = fma_rn(part[4 * j + 3], fy, acc[4 * j + 3]);
+        }
         __syncwarp();
         if (lane == 0) bar_arrive(smem_addr(&empty[s]));
     }
