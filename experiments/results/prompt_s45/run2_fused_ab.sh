@@ -2,8 +2,9 @@
 # Issue 21 (s45): the prompt GPU tests at the head, then time to first token at 1,024 and 4,096 tokens with the
 # chunk profiles, head then each tree of build/v named (made by experiments/make_tree.py), one after the other on
 # one machine. Run as `bash run2_fused_ab.sh` (D74: the head with the fused promotion against build/v/unfused,
-# 067bc3a). Next session: `bash run2_fused_ab.sh gdn_base head` with build/v/gdn_base made at 3c53bdc~1 (GDN_CHUNK's
-# prefetch and QK beside the solve, 3c53bdc, CPU-verified); `head` times the head again.
+# 067bc3a). Next session: `bash run2_fused_ab.sh gdn_base gdn head` with build/v/gdn_base made at 3c53bdc~1 and
+# build/v/gdn at 168add5~1: GDN_CHUNK's prefetch and QK beside the solve (3c53bdc), then the fused promotion with
+# its factors before the wait (168add5, ee2d58a), both CPU-verified; `head` times the head again.
 nvidia-smi --query-gpu=name --format=csv,noheader
 python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl 2>/dev/null
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD:/tmp/site

@@ -7,9 +7,9 @@
 //
 // Arithmetic (NUMERICS.md "The prompt path"): per row and token the k-blocks in order from zero, each k-block's
 // fp32 partial from eight wgmma k16 steps in the decode units' k order (D66: decode's bits), promoted by one
-// fused multiply-add, acc = fma(partial, scale x 2^-P, acc) (D74: half the fp32 instructions of decode's
-// mul_rn, mul_rn, add_rn; scale x 2^-P is exact, so one rounding where decode has three). bf16 weight segments (in_proj's
-// b and a; the MTP fc) multiply the bf16 slabs by mma.sync (the same accumulator layout), partials added.
+// fused multiply-add, acc = fma(partial, scale x 2^-P, acc) (D74: half the fp32 instructions of decode's mul_rn,
+// mul_rn, add_rn; scale x 2^-P is exact, so one rounding where decode has three). bf16 weight segments (in_proj's b
+// and a; the MTP fc) multiply the bf16 slabs by mma.sync (the same accumulator layout), partials added.
 // Epilogues: bf16; bf16(bf16(silu(g)) * u); bf16(x_in + bf16(y)). Rows of the tile past the chunk's r are not
 // stored. Written without a GPU (D68); tests/gpu/test_prompt_gpu.py compares it with the interpreter, and
 // tests/test_prompt_words_on_cpu.py does on the CPU (D70).
