@@ -1,6 +1,8 @@
 #!/bin/bash
 # Issue 21 (s44): PREPARE and NORM_PREPARE streamed in registers, a tile an 8-token group over whole rows (D73).
-# Run twice: run20 at b16b12b, run24 at 4aa4714 (after the GEMM turns were reverted); both landed on H100s.
+# Run three times: run20 at b16b12b, run24 at 4aa4714 (after the GEMM turns were reverted), both on H100s; and in
+# s45 as run3 at 44bf09e on the H200 (results prompt_s45/run3_*; run then from a copy with a 420 s bench timeout).
+# The next record: this script again.
 # The prompt GPU tests first (both words checked bit for bit against the interpreter); only if they pass, the table
 # and plot of record on an H200: time to first token at 128 / 1,024 / 4,096 / 32,768 tokens in both GPU builds,
 # with the chunk profiles (by op: the prepare words before (s44 run17, ttft_head.json) and after).
