@@ -356,9 +356,9 @@ def _prompt_qkv(program, w, stage, tile):
 
 def _attn_causal(program, w, stage, tile):
     p = params(w)
-    kv, (r0, r1) = query_tile(w, tile)
+    h, (r0, r1) = query_tile(w, tile)
     hd, group = p["head_dim"], p["heads"] // p["kv_heads"]
-    heads = (kv * group * hd, (kv + 1) * group * hd)
+    kv, heads = h // group, (h * hd, (h + 1) * hd)
     return [chunk_read(w), read(w.buf_in, r0, r1, *heads), read(w.buf_aux2, r0, r1, *heads),
             read(w.buf_aux0, 0, _rows(program, w.buf_aux0), kv * hd, (kv + 1) * hd),
             read(w.buf_aux1, 0, _rows(program, w.buf_aux1), kv * hd, (kv + 1) * hd),

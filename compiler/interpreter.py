@@ -633,12 +633,12 @@ class Interpreter:
 
     def _attn_causal(self, ctx: _Tile, w, tile: int) -> None:
         p = params(w)
-        kv, (r0, r1) = query_tile(w, tile)
+        h, (r0, r1) = query_tile(w, tile)
         pos, r = self._chunk(ctx, w)
         hd, group = p["head_dim"], p["heads"] // p["kv_heads"]
-        cols = (kv * group * hd, (kv + 1) * group * hd)
+        kv, cols = h // group, (h * hd, (h + 1) * hd)
         for i in range(r0, min(r1, r)):
-            q = ctx.read(w.buf_in, i, i + 1, *cols).reshape(group, hd)
+            q = ctx.read(w.buf_in, i, i + 1, *cols).reshape(1, hd)
             keys = ctx.read(w.buf_aux0, 0, pos + i + 1, kv * hd, (kv + 1) * hd)[:, None, :]
             values = ctx.read(w.buf_aux1, 0, pos + i + 1, kv * hd, (kv + 1) * hd)[:, None, :]
             o = ops.attend_tiled(q, keys, values, p["scale"], p["key_tile"]).reshape(1, -1)

@@ -67,7 +67,7 @@ def partition(low: Lowered, c: ModelConfig) -> None:
             ins.tiles = -(-low.rows // plan.PROMPT_QUERY_TILE)
         elif op == Op.ATTN_CAUSAL:
             ins.tile_rows = plan.PROMPT_ATTN_ROWS
-            ins.tiles = p["kv_heads"] * -(-low.rows // plan.PROMPT_ATTN_ROWS)
+            ins.tiles = p["heads"] * -(-low.rows // plan.PROMPT_ATTN_ROWS)
         elif op == Op.PROMPT_CONV:
             ins.tile_rows = plan.PROMPT_CONV_COLS
             ins.tiles = -(-ins.n // plan.PROMPT_CONV_COLS)

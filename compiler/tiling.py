@@ -152,13 +152,11 @@ def qkv_tile(word: Word, tile: int) -> tuple[int, tuple[int, int]]:
 
 
 def query_tile(word: Word, tile: int) -> tuple[int, tuple[int, int]]:
-    """ATTN_CAUSAL tile -> (KV head, query rows [r0, r1) of the chunk): the last rows' tiles (the most keys)
-    first, the KV heads side by side, so that the longest tiles start in the first wave
-    (prompt_attention.cuh)."""
-    kv_heads = params(word)["kv_heads"]
-    from_end, kv_head = divmod(tile, kv_heads)
+    """ATTN_CAUSAL tile -> (query head, query rows [r0, r1) of the chunk): the last rows' tiles (the most keys)
+    first, the heads side by side, so that the longest tiles start in the first wave (prompt_attention.cuh)."""
+    from_end, head = divmod(tile, params(word)["heads"])
     q = -(-word.chunk_rows // word.tile_rows) - 1 - from_end
-    return kv_head, (q * word.tile_rows, min(word.chunk_rows, (q + 1) * word.tile_rows))
+    return head, (q * word.tile_rows, min(word.chunk_rows, (q + 1) * word.tile_rows))
 
 
 def tile_meaning(program: Program, word: Word, stage: int, tile: int) -> dict:
@@ -171,8 +169,8 @@ def tile_meaning(program: Program, word: Word, stage: int, tile: int) -> dict:
         t, rows, blocks = prepare_tile(word, tile)
         return {"token_tile": t, "rows": rows, "blocks": blocks}
     if op == Op.ATTN_CAUSAL:
-        kv_head, rows = query_tile(word, tile)
-        return {"kv_head": kv_head, "rows": rows}
+        head, rows = query_tile(word, tile)
+        return {"head": head, "rows": rows}
     if op == Op.PROMPT_QKV:  # query heads, then KV heads (k and v of one head), each over row spans of tile_rows
         head, rows = qkv_tile(word, tile)
         return {"head": head, "rows": rows} if head < p["heads"] else {"kv_head": head - p["heads"], "rows": rows}

@@ -215,8 +215,8 @@ extern "C" __global__ void __launch_bounds__(mk::TILE_THREADS) tile_prompt_conv(
     mk::graph_trace(launch, 2);
 }
 
-// A warp per query head of the group (launched with 32 x the group's threads: cuda_build.word_threads); dynamic
-// shared memory: the group's queries and the key and value slots (prompt_attention.cuh CAUSAL_SMEM).
+// Two warpgroups (cuda_build.word_threads); dynamic shared memory: the tile's queries and the key and value slots
+// (prompt_attention.cuh CAUSAL_SMEM).
 extern "C" __global__ void __launch_bounds__(mk::CAUSAL_THREADS, 1) tile_attn_causal(PROGRAM_ARGS) {
     __shared__ __align__(16) mk::u32 program[mk::LAUNCH_PROGRAM_BYTES / 4];
     const mk::Ctx ctx = mk::launch_context(arena, weights, launch, program);

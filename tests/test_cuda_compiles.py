@@ -161,10 +161,12 @@ def test_the_27b_prompt_words_fit_the_h200_shared_memory():
         need = cuda_build.tile_smem_bytes(program)
         assert 0 < need <= H200_MAX_DYNAMIC_SMEM - 4096, f"{need} bytes needed"
         causal = [w for w in program.words if w.opcode == Op.ATTN_CAUSAL]
-        assert all(cuda_build.word_threads(w) == 32 * 6 for w in causal)  # a warp per query head of the group
+        assert all(cuda_build.word_threads(w) == 256 for w in causal)  # two warpgroups of 64 query rows
 
 
-def test_causal_attention_refuses_a_group_it_has_no_warps_for():
+def test_causal_attention_takes_any_group_and_refuses_another_head_dim():
+    """A tile is one query head (D75), so any number of query heads a KV head runs; the tiles are specialised to
+    head_dim 256 (prompt_attention.cuh), so another gets one line."""
     import dataclasses
 
     from compiler import lower_prompt
@@ -172,10 +174,14 @@ def test_causal_attention_refuses_a_group_it_has_no_warps_for():
     from megakernel.model.config import preset
     from megakernel.runtime import cuda_build
 
-    config = dataclasses.replace(preset("tiny"), num_attention_heads=18)  # 9 query heads a KV head
-    word = next(w for w in lower_prompt(config, rows=64, sms=132, capacity=128).words if w.opcode == Op.ATTN_CAUSAL)
-    with pytest.raises(ValueError, match="ATTN_CAUSAL takes up to 8 query heads a KV head"):
-        cuda_build.word_threads(word)
+    def causal_word(**change):
+        config = dataclasses.replace(preset("tiny"), **change)
+        program = lower_prompt(config, rows=64, sms=132, capacity=128)
+        return next(w for w in program.words if w.opcode == Op.ATTN_CAUSAL)
+
+    assert cuda_build.word_threads(causal_word(num_attention_heads=18)) == 256  # 9 query heads a KV head
+    with pytest.raises(ValueError, match="ATTN_CAUSAL takes heads of head_dim 256, the word's are 128"):
+        cuda_build.word_threads(causal_word(head_dim=128))
 
 
 def test_gdn_chunk_refuses_value_heads_its_16_byte_copies_cannot_take():

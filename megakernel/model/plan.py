@@ -37,12 +37,12 @@ PROMPT_KEY_TILE = 64
 PROMPT_SLICES = 1
 # Prompt program tiles (compiler/partition.py): a GEMM tile is PROMPT_TILE_ROWS weight rows (gate_up: half
 # of them gate, half up) x PROMPT_TOKEN_TILE rows of the chunk, the prompt GEMM's block (D67); attention
-# tiles are one KV head's group over PROMPT_ATTN_ROWS query rows (one mma fragment a query head: D69), final
+# tiles are one query head over PROMPT_ATTN_ROWS query rows (two warpgroups of 64: D75), final
 # norm tiles PROMPT_QUERY_TILE rows; conv tiles PROMPT_CONV_COLS channels; q/k/v tiles a head over PROMPT_QKV_ROWS rows.
 PROMPT_TILE_ROWS = 128
 PROMPT_TOKEN_TILE = 128
 PROMPT_QUERY_TILE = 64
-PROMPT_ATTN_ROWS = 16
+PROMPT_ATTN_ROWS = 128
 PROMPT_GDN_SPLIT = 2  # D71: GDN_CHUNK tiles a value head (its value columns in halves): 96 tiles for the 27B
 PROMPT_QKV_ROWS = 128  # D71: 28 tiles of 1,024 rows (a head each) left 104 of 132 SMs idle
 PROMPT_CONV_COLS = 80  # D73: 128 tiles for the 27B, one wave (64: 160 tiles; at 512 a thread walked 1,024 rows alone)

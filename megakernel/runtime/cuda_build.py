@@ -124,21 +124,19 @@ def gemm_threads() -> int:
 
 
 def word_threads(w) -> int:
-    """Threads per block of a discrete word's kernel: a GEMM's warpgroups (gemm_threads), ATTN_CAUSAL's warp
-    per query head of the group (prompt_attention.cuh; refused past ATTN_MAX_GROUP heads or a head_dim other
-    than ATTN_HEAD_DIM), every other kernel's TILE_THREADS."""
+    """Threads per block of a discrete word's kernel: a GEMM's warpgroups (gemm_threads), ATTN_CAUSAL's two
+    warpgroups (prompt_attention.cuh CAUSAL_THREADS; refused for a head_dim other than ATTN_HEAD_DIM), every other
+    kernel's TILE_THREADS."""
     from isa import GEMM_OPS, Op
     from compiler.tiling import params
 
     if w.opcode in GEMM_OPS:
         return gemm_threads()
     if w.opcode == Op.ATTN_CAUSAL:
-        p, attention = params(w), CUDA_DIR / "attention.cuh"
-        group, most = p["heads"] // p["kv_heads"], define(attention, "ATTN_MAX_GROUP")
-        if group > most or p["head_dim"] != define(attention, "ATTN_HEAD_DIM"):
-            raise ValueError(f"ATTN_CAUSAL takes up to {most} query heads a KV head of head_dim "
-                             f"{define(attention, 'ATTN_HEAD_DIM')}, the word has {group} of {p['head_dim']}")
-        return 32 * group
+        head_dim = define(CUDA_DIR / "attention.cuh", "ATTN_HEAD_DIM")
+        if params(w)["head_dim"] != head_dim:
+            raise ValueError(f"ATTN_CAUSAL takes heads of head_dim {head_dim}, the word's are {params(w)['head_dim']}")
+        return define(CUDA_DIR / "prompt_attention.cuh", "CAUSAL_THREADS")
     return tile_threads()
 
 

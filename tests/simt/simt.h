@@ -5,7 +5,7 @@
 // them. A barrier some thread never reaches, or a warp-wide instruction in a warp that is not whole, ends the run
 // with a message instead of hanging.
 //
-// What it models beyond that (below): mma.sync m16n8k16, ldmatrix x4 and wgmma m64n128k16 (each warp-wide, from the
+// What it models beyond that (below): mma.sync m16n8k16, ldmatrix x4 and wgmma m64n128k16 / m64n64k16 (each warp-wide, from the
 // PTX ISA's fragment layouts), named barriers, mbarriers with transaction bytes, async copies that land only at
 // their thread's wait and bulk copies only at a wait on their mbarrier (so a read that skips its wait reads stale
 // shared memory). What it does not: the rest of the memory model (fences, global memory between blocks), timing. Arithmetic is the host's IEEE fp32 (common.cuh
@@ -542,6 +542,49 @@ inline void wgmma_m64n128k16(float (&d)[64], const uint32_t (&a)[4], unsigned lo
         const int row = g + 8 * ((i >> 1) & 1), n = 8 * (i >> 2) + 2 * t + (i & 1);
         double acc = accumulate ? d[i] : 0.0;
         for (int k = 0; k < 16; ++k) acc += static_cast<double>(A(row, k)) * static_cast<double>(B(k, n));
+        out[i] = static_cast<float>(acc);
+    }
+    simt::warp_fragments_done();
+    for (int i = 0; i < 64; ++i) d[i] = out[i];
+}
+// The bf16 products of ATTN_CAUSAL (wgmma.cuh): an operand's element by its no-swizzle descriptor, K-major ((mn, k)
+// at start + (mn / 8) SBO + (k / 8) LBO + (mn % 8) 16 + (k % 8) 2) or MN-major (+ (k % 8) 16 + (mn % 8) 2);
+// sums as wgmma_m64n128k16's.
+namespace simt {
+inline float desc_element(unsigned long long desc, int mn, int k, bool mn_major) {
+    const unsigned start = static_cast<unsigned>(desc & 0x3FFFu) << 4;
+    const unsigned lbo = static_cast<unsigned>((desc >> 16) & 0x3FFFu) << 4, sbo = static_cast<unsigned>((desc >> 32) & 0x3FFFu) << 4;
+    const unsigned inner = mn_major ? (k % 8) * 16 + (mn % 8) * 2 : (mn % 8) * 16 + (k % 8) * 2;
+    uint16_t h;
+    std::memcpy(&h, window_at(start + (mn / 8) * sbo + (k / 8) * lbo + inner, 2), 2);
+    return half_bits_to_float(h, false);
+}
+}  // namespace simt
+// wgmma m64n64k16 bf16, A and B by K-major descriptors: warp w of the warpgroup computes A's rows 16 w .. 16 w + 15.
+inline void wgmma_ss_m64n64k16_bf16(float (&d)[32], unsigned long long a_desc, unsigned long long b_desc, int accumulate) {
+    simt::warp_fragments_done();  // warp-wide
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, w = (threadIdx.x >> 5) & 3;
+    for (int i = 0; i < 32; ++i) {
+        const int row = 16 * w + g + 8 * ((i >> 1) & 1), n = 8 * (i >> 2) + 2 * t + (i & 1);
+        double acc = accumulate ? d[i] : 0.0;
+        for (int k = 0; k < 16; ++k)
+            acc += static_cast<double>(simt::desc_element(a_desc, row, k, false)) *
+                   static_cast<double>(simt::desc_element(b_desc, n, k, false));
+        d[i] = static_cast<float>(acc);
+    }
+    simt::warp_fragments_done();
+}
+// wgmma m64n128k16 bf16, A from registers (wgmma_m64n128k16's layout), B by an MN-major descriptor.
+inline void wgmma_rs_m64n128k16_bf16_mn(float (&d)[64], const uint32_t (&a)[4], unsigned long long desc, int accumulate) {
+    const uint32_t* all = simt::warp_fragments(a, 4);
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    float out[64];
+    for (int i = 0; i < 64; ++i) {
+        const int row = g + 8 * ((i >> 1) & 1), n = 8 * (i >> 2) + 2 * t + (i & 1);
+        double acc = accumulate ? d[i] : 0.0;
+        for (int k = 0; k < 16; ++k)
+            acc += static_cast<double>(simt::a_element(all, row, k, false)) *
+                   static_cast<double>(simt::desc_element(desc, n, k, true));
         out[i] = static_cast<float>(acc);
     }
     simt::warp_fragments_done();

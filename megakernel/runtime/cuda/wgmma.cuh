@@ -1,7 +1,8 @@
 // Hopper's warpgroup products and the asynchronous copies that feed them (the prompt GEMM, prompt_gemm.cuh, and
 // the experiments that measured it: experiments/prompt_gemm_ws.cu, D66, D67): the guard that keeps wgmma to the
-// sm_90a target, the no-swizzle shared-memory descriptor, the m64n128k16 product with A from registers, the
-// mbarriers and bulk copies of a producer's ring, and the fp8 unit -> A fragment widening.
+// sm_90a target, the no-swizzle shared-memory descriptor, the m64n128k16 product with A from registers (f16; bf16
+// with an MN-major B: ATTN_CAUSAL's P.V), the bf16 m64n64k16 product from shared memory (its q.k), the mbarriers
+// and bulk copies of a producer's ring, and the fp8 unit -> A fragment widening.
 #pragma once
 
 #include "gemv.cuh"
@@ -21,11 +22,13 @@ namespace mk {
 // A shared-memory matrix descriptor, no swizzle: start, leading and stride byte offsets (16-byte units). For
 // a K-major operand the leading offset is the stride between its 8-wide k halves, the stride offset between
 // its 8-row groups (D66).
-__device__ __forceinline__ unsigned long long smem_desc(const void* p, u32 lbo, u32 sbo) {
-    const u32 addr = smem_addr(p);
+__device__ __forceinline__ unsigned long long smem_desc(u32 addr, u32 lbo, u32 sbo) {
     return static_cast<unsigned long long>((addr & 0x3FFFF) >> 4) |
            static_cast<unsigned long long>((lbo & 0x3FFFF) >> 4) << 16 |
            static_cast<unsigned long long>((sbo & 0x3FFFF) >> 4) << 32;
+}
+__device__ __forceinline__ unsigned long long smem_desc(const void* p, u32 lbo, u32 sbo) {
+    return smem_desc(smem_addr(p), lbo, sbo);
 }
 
 #ifndef MK_HOST_SIMT  // tests/simt/simt.h: a host model of the warpgroup product
@@ -42,6 +45,49 @@ __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], const u32 (&a)[
         "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
         "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
         "}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate)
+        : "memory"));
+}
+
+// d (64 x 64, fp32, the accumulator layout above with 8-wide column groups) = a x b + (accumulate ? d : 0), bf16:
+// a (64 x 16) and b (16 x 64) both by no-swizzle K-major descriptors (warp w's rows 16 w .. 16 w + 15 of a).
+__device__ __forceinline__ void wgmma_ss_m64n64k16_bf16(float (&d)[32], unsigned long long a_desc,
+                                                        unsigned long long b_desc, int accumulate) {
+    WGMMA(asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+        "}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "l"(a_desc), "l"(b_desc), "r"(accumulate)
+        : "memory"));
+}
+
+// d (64 x 128, fp32) = a x b + (accumulate ? d : 0), bf16: a from registers as wgmma_m64n128k16's, b (16 x 128) by
+// a no-swizzle MN-major descriptor (transposed: 8 consecutive n of one k contiguous, a core matrix 8 k x 16 bytes;
+// the leading offset steps 8 k, the stride offset 8 n).
+__device__ __forceinline__ void wgmma_rs_m64n128k16_bf16_mn(float (&d)[64], const u32 (&a)[4],
+                                                            unsigned long long desc, int accumulate) {
+    WGMMA(asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+        "}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
           "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
           "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
@@ -71,6 +117,12 @@ __device__ __forceinline__ void fence_all(u32 (&af)[STEPS][4]) {
     for (int st = 0; st < STEPS; ++st)
 #pragma unroll
         for (int q = 0; q < 4; ++q) fence_operand(af[st][q]);
+}
+
+// Every thread's own generic-proxy writes to shared memory (cp.async's) made visible to the async proxy that
+// wgmma reads through; then a barrier before the products (ATTN_CAUSAL).
+__device__ __forceinline__ void fence_proxy_async() {
+    WGMMA(asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"));
 }
 
 template <int PENDING>
