@@ -359,7 +359,8 @@ def _attn_causal(program, w, stage, tile):
     h, (r0, r1) = query_tile(w, tile)
     hd, group = p["head_dim"], p["heads"] // p["kv_heads"]
     kv, heads = h // group, (h * hd, (h + 1) * hd)
-    return [chunk_read(w), read(w.buf_in, r0, r1, *heads), read(w.buf_aux2, r0, r1, *heads),
+    group_queries = (kv * group * hd, (kv + 1) * group * hd)  # the interpreter's (the reference's batch shape)
+    return [chunk_read(w), read(w.buf_in, r0, r1, *group_queries), read(w.buf_aux2, r0, r1, *heads),
             read(w.buf_aux0, 0, _rows(program, w.buf_aux0), kv * hd, (kv + 1) * hd),
             read(w.buf_aux1, 0, _rows(program, w.buf_aux1), kv * hd, (kv + 1) * hd),
             write(w.buf_out, r0, r1, *heads)]

@@ -638,10 +638,11 @@ class Interpreter:
         hd, group = p["head_dim"], p["heads"] // p["kv_heads"]
         kv, cols = h // group, (h * hd, (h + 1) * hd)
         for i in range(r0, min(r1, r)):
-            q = ctx.read(w.buf_in, i, i + 1, *cols).reshape(1, hd)
+            # the KV head's whole group of queries: the reference's batch shape, whose matmuls give its bits
+            q = ctx.read(w.buf_in, i, i + 1, kv * group * hd, (kv + 1) * group * hd).reshape(group, hd)
             keys = ctx.read(w.buf_aux0, 0, pos + i + 1, kv * hd, (kv + 1) * hd)[:, None, :]
             values = ctx.read(w.buf_aux1, 0, pos + i + 1, kv * hd, (kv + 1) * hd)[:, None, :]
-            o = ops.attend_tiled(q, keys, values, p["scale"], p["key_tile"]).reshape(1, -1)
+            o = ops.attend_tiled(q, keys, values, p["scale"], p["key_tile"])[h - kv * group].reshape(1, -1)
             ctx.write(w.buf_out, i, cols[0], ops.output_gate(o, ctx.read(w.buf_aux2, i, i + 1, *cols)))
 
     def _prompt_conv(self, ctx: _Tile, w, tile: int) -> None:

@@ -522,73 +522,54 @@ inline void bar_wait(unsigned bar, unsigned parity) {  // mbarrier.try_wait.pari
 inline void fence_operand(float&) {}
 inline void fence_operand(uint32_t&) {}
 
-// wgmma.mma_async.m64n128k16.f32.f16.f16 with A from registers and B by a no-swizzle K-major descriptor: warp w of
-// the warpgroup computes rows 16 w .. 16 w + 15 from its own A fragments (mma.m16n8k16's layout); B (k, n) at
-// start + (n / 8) SBO + (k / 8) LBO + (n % 8) 16 + (k % 8) 2 bytes; d[4 j + e] is row g + 8 (e / 2), column
-// 8 j + 2 t + e % 2. Sums as the mma model's: 16 exact products and the accumulator (or zero) in double.
-inline void wgmma_m64n128k16(float (&d)[64], const uint32_t (&a)[4], unsigned long long desc, int accumulate) {
-    const uint32_t* all = simt::warp_fragments(a, 4);
-    const unsigned start = static_cast<unsigned>(desc & 0x3FFFu) << 4;
-    const unsigned lbo = static_cast<unsigned>((desc >> 16) & 0x3FFFu) << 4, sbo = static_cast<unsigned>((desc >> 32) & 0x3FFFu) << 4;
-    const auto A = [&](int row, int k) { return simt::a_element(all, row, k, true); };
-    const auto B = [&](int k, int n) {
-        uint16_t h;
-        std::memcpy(&h, simt::window_at(start + (n / 8) * sbo + (k / 8) * lbo + (n % 8) * 16 + (k % 8) * 2, 2), 2);
-        return simt::half_bits_to_float(h, true);
-    };
-    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    float out[64];
-    for (int i = 0; i < 64; ++i) {
-        const int row = g + 8 * ((i >> 1) & 1), n = 8 * (i >> 2) + 2 * t + (i & 1);
-        double acc = accumulate ? d[i] : 0.0;
-        for (int k = 0; k < 16; ++k) acc += static_cast<double>(A(row, k)) * static_cast<double>(B(k, n));
-        out[i] = static_cast<float>(acc);
-    }
-    simt::warp_fragments_done();
-    for (int i = 0; i < 64; ++i) d[i] = out[i];
-}
-// The bf16 products of ATTN_CAUSAL (wgmma.cuh): an operand's element by its no-swizzle descriptor, K-major ((mn, k)
-// at start + (mn / 8) SBO + (k / 8) LBO + (mn % 8) 16 + (k % 8) 2) or MN-major (+ (k % 8) 16 + (mn % 8) 2);
-// sums as wgmma_m64n128k16's.
+// wgmma.mma_async m64n128k16 / m64n64k16 (wgmma.cuh): an operand's element by its no-swizzle descriptor, K-major
+// ((mn, k) at start + (mn / 8) SBO + (k / 8) LBO + (mn % 8) 16 + (k % 8) 2) or MN-major (+ (k % 8) 16 + (mn % 8) 2);
+// warp w of the warpgroup computes rows 16 w .. 16 w + 15 (from its own A fragments in mma.m16n8k16's layout, or A's
+// rows by descriptor); d[4 j + e] is row g + 8 (e / 2), column 8 j + 2 t + e % 2. Sums as the mma model's: 16 exact
+// products and the accumulator (or zero) in double.
 namespace simt {
-inline float desc_element(unsigned long long desc, int mn, int k, bool mn_major) {
+inline float desc_element(unsigned long long desc, int mn, int k, bool mn_major, bool f16) {
     const unsigned start = static_cast<unsigned>(desc & 0x3FFFu) << 4;
     const unsigned lbo = static_cast<unsigned>((desc >> 16) & 0x3FFFu) << 4, sbo = static_cast<unsigned>((desc >> 32) & 0x3FFFu) << 4;
     const unsigned inner = mn_major ? (k % 8) * 16 + (mn % 8) * 2 : (mn % 8) * 16 + (k % 8) * 2;
     uint16_t h;
     std::memcpy(&h, window_at(start + (mn / 8) * sbo + (k / 8) * lbo + inner, 2), 2);
-    return half_bits_to_float(h, false);
+    return half_bits_to_float(h, f16);
 }
-}  // namespace simt
-// wgmma m64n64k16 bf16, A and B by K-major descriptors: warp w of the warpgroup computes A's rows 16 w .. 16 w + 15.
-inline void wgmma_ss_m64n64k16_bf16(float (&d)[32], unsigned long long a_desc, unsigned long long b_desc, int accumulate) {
-    simt::warp_fragments_done();  // warp-wide
-    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, w = (threadIdx.x >> 5) & 3;
-    for (int i = 0; i < 32; ++i) {
-        const int row = 16 * w + g + 8 * ((i >> 1) & 1), n = 8 * (i >> 2) + 2 * t + (i & 1);
-        double acc = accumulate ? d[i] : 0.0;
-        for (int k = 0; k < 16; ++k)
-            acc += static_cast<double>(simt::desc_element(a_desc, row, k, false)) *
-                   static_cast<double>(simt::desc_element(b_desc, n, k, false));
-        d[i] = static_cast<float>(acc);
-    }
-    simt::warp_fragments_done();
-}
-// wgmma m64n128k16 bf16, A from registers (wgmma_m64n128k16's layout), B by an MN-major descriptor.
-inline void wgmma_rs_m64n128k16_bf16_mn(float (&d)[64], const uint32_t (&a)[4], unsigned long long desc, int accumulate) {
-    const uint32_t* all = simt::warp_fragments(a, 4);
+// d (N / 2 words a thread) from A(row, k) of the warp's 16 rows and B(k, n)
+template <int N, class A, class B>
+void warpgroup_product(float* d, int accumulate, A a_at, B b_at) {
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    float out[64];
-    for (int i = 0; i < 64; ++i) {
+    float out[N / 2];
+    for (int i = 0; i < N / 2; ++i) {
         const int row = g + 8 * ((i >> 1) & 1), n = 8 * (i >> 2) + 2 * t + (i & 1);
         double acc = accumulate ? d[i] : 0.0;
-        for (int k = 0; k < 16; ++k)
-            acc += static_cast<double>(simt::a_element(all, row, k, false)) *
-                   static_cast<double>(simt::desc_element(desc, n, k, true));
+        for (int k = 0; k < 16; ++k) acc += static_cast<double>(a_at(row, k)) * static_cast<double>(b_at(k, n));
         out[i] = static_cast<float>(acc);
     }
-    simt::warp_fragments_done();
-    for (int i = 0; i < 64; ++i) d[i] = out[i];
+    warp_fragments_done();
+    for (int i = 0; i < N / 2; ++i) d[i] = out[i];
+}
+}  // namespace simt
+// A from registers, f16, B K-major (the prompt GEMM)
+inline void wgmma_m64n128k16(float (&d)[64], const uint32_t (&a)[4], unsigned long long desc, int accumulate) {
+    const uint32_t* all = simt::warp_fragments(a, 4);
+    simt::warpgroup_product<128>(d, accumulate, [&](int row, int k) { return simt::a_element(all, row, k, true); },
+                                 [&](int k, int n) { return simt::desc_element(desc, n, k, false, true); });
+}
+// A from registers, bf16, B MN-major (ATTN_CAUSAL's P.V)
+inline void wgmma_rs_m64n128k16_bf16_mn(float (&d)[64], const uint32_t (&a)[4], unsigned long long desc, int accumulate) {
+    const uint32_t* all = simt::warp_fragments(a, 4);
+    simt::warpgroup_product<128>(d, accumulate, [&](int row, int k) { return simt::a_element(all, row, k, false); },
+                                 [&](int k, int n) { return simt::desc_element(desc, n, k, true, false); });
+}
+// A and B K-major by descriptors, bf16 (ATTN_CAUSAL's q.k)
+inline void wgmma_ss_m64n64k16_bf16(float (&d)[32], unsigned long long a_desc, unsigned long long b_desc, int accumulate) {
+    simt::warp_fragments_done();  // warp-wide
+    const int w = (threadIdx.x >> 5) & 3;
+    simt::warpgroup_product<64>(d, accumulate,
+                                [&](int row, int k) { return simt::desc_element(a_desc, 16 * w + row, k, false, false); },
+                                [&](int k, int n) { return simt::desc_element(b_desc, n, k, false, false); });
 }
 using std::max;
 using std::min;

@@ -31,73 +31,60 @@ __device__ __forceinline__ unsigned long long smem_desc(const void* p, u32 lbo, 
     return smem_desc(smem_addr(p), lbo, sbo);
 }
 
-#ifndef MK_HOST_SIMT  // tests/simt/simt.h: a host model of the warpgroup product
+#ifndef MK_HOST_SIMT  // tests/simt/simt.h: a host model of the warpgroup products
+// The accumulator operands of an m64n64 (32 registers a thread) and an m64n128 (64) product.
+#define WGMMA_D32 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+#define WGMMA_D64 WGMMA_D32 ", " \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+#define WGMMA_D32_OUT(d) \
+    "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
+    "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
+    "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+#define WGMMA_D64_OUT(d) \
+    WGMMA_D32_OUT(d), \
+    "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
+    "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
+    "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
+    "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+
 // d (64 x 128, fp32, wgmma's accumulator layout) = a x b + (accumulate ? d : 0), a (64 x 16 f16: each warp's 16
 // rows in mma.m16n8k16's A fragment layout, from registers) and b (16 x 128 f16, a shared-memory descriptor).
 // Asynchronous: the caller fences before, commits and waits after.
 __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], const u32 (&a)[4], unsigned long long desc,
                                                  int accumulate) {
-    WGMMA(asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {"
-        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-        "}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate)
-        : "memory"));
+    WGMMA(asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+                       "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {" WGMMA_D64
+                       "}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
+                       : WGMMA_D64_OUT(d)
+                       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate)
+                       : "memory"));
 }
 
-// d (64 x 64, fp32, the accumulator layout above with 8-wide column groups) = a x b + (accumulate ? d : 0), bf16:
-// a (64 x 16) and b (16 x 64) both by no-swizzle K-major descriptors (warp w's rows 16 w .. 16 w + 15 of a).
-__device__ __forceinline__ void wgmma_ss_m64n64k16_bf16(float (&d)[32], unsigned long long a_desc,
-                                                        unsigned long long b_desc, int accumulate) {
-    WGMMA(asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
-        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-        "}, %32, %33, p, 1, 1, 0, 0;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-        : "l"(a_desc), "l"(b_desc), "r"(accumulate)
-        : "memory"));
-}
-
-// d (64 x 128, fp32) = a x b + (accumulate ? d : 0), bf16: a from registers as wgmma_m64n128k16's, b (16 x 128) by
-// a no-swizzle MN-major descriptor (transposed: 8 consecutive n of one k contiguous, a core matrix 8 k x 16 bytes;
-// the leading offset steps 8 k, the stride offset 8 n).
+// The same with bf16 operands and b by a no-swizzle MN-major descriptor (transposed: 8 consecutive n of one k
+// contiguous, a core matrix 8 k x 16 bytes; the leading offset steps 8 k, the stride offset 8 n): ATTN_CAUSAL's P.V.
 __device__ __forceinline__ void wgmma_rs_m64n128k16_bf16_mn(float (&d)[64], const u32 (&a)[4],
                                                             unsigned long long desc, int accumulate) {
-    WGMMA(asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
-        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-        "}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate)
-        : "memory"));
+    WGMMA(asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+                       "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {" WGMMA_D64
+                       "}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
+                       : WGMMA_D64_OUT(d)
+                       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate)
+                       : "memory"));
+}
+
+// d (64 x 64, fp32, the accumulator layout above) = a x b + (accumulate ? d : 0), bf16: a (64 x 16) and b (16 x 64)
+// both by no-swizzle K-major descriptors (warp w's rows 16 w .. 16 w + 15 of a): ATTN_CAUSAL's q.k.
+__device__ __forceinline__ void wgmma_ss_m64n64k16_bf16(float (&d)[32], unsigned long long a_desc,
+                                                        unsigned long long b_desc, int accumulate) {
+    WGMMA(asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                       "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {" WGMMA_D32
+                       "}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+                       : WGMMA_D32_OUT(d)
+                       : "l"(a_desc), "l"(b_desc), "r"(accumulate)
+                       : "memory"));
 }
 
 // Keeps the compiler from touching a register that an in-flight wgmma writes or reads (CUTLASS's
