@@ -52,6 +52,17 @@ def test_every_prompt_word_matches_the_interpreter(tiny_weights, position, capac
     assert not problems, problems[:10]
 
 
+def test_causal_attention_with_its_second_warpgroup_past_the_chunk_matches_the_interpreter(tiny_weights):
+    """A 100-row chunk: ATTN_CAUSAL's first tile has 100 rows, so its second warpgroup (rows 64-127) runs with 28
+    rows past the chunk, which it must compute without writing (the 150-row chunk above leaves it idle)."""
+    c = tiny_weights.config
+    program = lower_prompt(c, rows=ROWS, sms=132, capacity=384)
+    checked, problems = walk(tiny_weights, program, 37, [(7919 * i) % c.defined_vocab for i in range(100)],
+                             run=lambda w: w.opcode == Op.ATTN_CAUSAL)
+    assert checked and set(checked) == {Op.ATTN_CAUSAL}
+    assert not problems, problems[:10]
+
+
 def test_the_mtp_prompt_words_match_the_interpreter(tiny_weights):
     c = tiny_weights.config
     program = lower_mtp_prompt(c, rows=ROWS, sms=132, capacity=384)

@@ -54,9 +54,9 @@ def module(source: Path, device_id: int, cooperative: bool = False):
         base += ("-DMK_TILE_STAMPS",)
     if os.environ.get("MEGAKERNEL_GRAPH_TRACE"):  # the graph build's per-block trace (experiments/graph_trace.py)
         base += ("-DMK_GRAPH_TRACE",)
-    # CuPy appends its own -arch=sm_XY; NVRTC 13 takes both and builds for the "a" target. The runtime's
-    # sources need no arch-specific feature, so if an NVRTC refuses the second arch option, build with
-    # CuPy's alone rather than fail (the experiments' wgmma kernels then trap: experiments/wgmma_probe.cuh).
+    # CuPy appends its own -arch=sm_XY; NVRTC 13 takes both and builds for the "a" target. Decode needs no
+    # arch-specific feature, so if an NVRTC refuses the second arch option, build with CuPy's alone rather than
+    # fail: the wgmma kernels then trap (the prompt GEMM, ATTN_CAUSAL: wgmma.cuh; the experiments' probes).
     with cupy.cuda.Device(device_id):
         mod = cupy.RawModule(code=code, options=(*base, f"--gpu-architecture={arch}"),
                              enable_cooperative_groups=cooperative)
