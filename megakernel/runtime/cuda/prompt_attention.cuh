@@ -44,14 +44,9 @@ constexpr int CAUSAL_SMEM = 196608;
 static_assert(CAUSAL_SMEM == CAUSAL_Q_BYTES + 4 * CAUSAL_KEYS_BYTES, "CAUSAL_SMEM");
 static_assert(ATTN_HEAD_DIM == 256, "the tiles are specialised to head_dim 256");
 
-__device__ __forceinline__ u32 pack_bf16x2(float lo, float hi) {
-    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<const u32*>(&v);
-}
-
 // a and b rounded to bf16 by one paired conversion (the same bits as two round_bf16)
 __device__ __forceinline__ void round_bf16_pair(float& a, float& b) {
-    const u32 v = pack_bf16x2(a, b);
+    const u32 v = bf16x2_rn(a, b);
     a = __uint_as_float(v << 16), b = __uint_as_float(v & 0xFFFF0000u);
 }
 
@@ -173,7 +168,7 @@ __device__ inline void attn_causal_tile(const Ctx& ctx, const Word& w, int tile,
         for (int e = 0; e < 64; ++e) o[c][e] = 0.0f;
     const float inverse[2] = {div_rn(1.0f, l[0]), div_rn(1.0f, l[1])};
     const auto p_pair = [&](float r0, float r1, int sel) {  // two keys' P, rounded to bf16 by the packing
-        return pack_bf16x2(mul_rn(exp_of(r0, m[sel]), inverse[sel]), mul_rn(exp_of(r1, m[sel]), inverse[sel]));
+        return bf16x2_rn(mul_rn(exp_of(r0, m[sel]), inverse[sel]), mul_rn(exp_of(r1, m[sel]), inverse[sel]));
     };
     stage(keys, ks, 0);
     stage(values, vs, 0);
@@ -203,10 +198,10 @@ __device__ inline void attn_causal_tile(const Ctx& ctx, const Word& w, int tile,
 #pragma unroll
             for (int j = 0; j < CAUSAL_KEY_TILE / 16; ++j)
 #pragma unroll
-                for (int c = 0; c < 2; ++c)
-                    wgmma_rs_m64n128k16_bf16_mn(
-                        o[c], pa[j], smem_desc(vslot + 2 * j * CAUSAL_GROUP_BYTES + 16 * c * 128, CAUSAL_GROUP_BYTES, 128),
-                        1);
+                for (int c = 0; c < 2; ++c) {  // keys 16 j ..: two leading steps; dims 128 c ..: 16 stride steps
+                    const u32 at = vslot + 2 * j * CAUSAL_GROUP_BYTES + 16 * c * 128;
+                    wgmma_rs_m64n128k16_bf16_mn(o[c], pa[j], smem_desc(at, CAUSAL_GROUP_BYTES, 128), 1);
+                }
             WGMMA(asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"));
             wait_groups<0>();
             fence_all(o[0]);
@@ -228,9 +223,11 @@ __device__ inline void attn_causal_tile(const Ctx& ctx, const Word& w, int tile,
             for (int j = 0; j < 16; ++j) {
                 const int col = h * ATTN_HEAD_DIM + 128 * c + 8 * j + 2 * t4;
                 const __nv_bfloat162 gv = *reinterpret_cast<const __nv_bfloat162*>(gate.at<bf16>(i, col));
-                const float g0 = round_bf16(sigmoid_ref(__low2float(gv))), g1 = round_bf16(sigmoid_ref(__high2float(gv)));
-                *reinterpret_cast<u32*>(out.at<bf16>(i, col)) = pack_bf16x2(mul_rn(round_bf16(o[c][4 * j + 2 * sel]), g0),
-                                                                            mul_rn(round_bf16(o[c][4 * j + 2 * sel + 1]), g1));
+                const float g0 = round_bf16(sigmoid_ref(__low2float(gv)));
+                const float g1 = round_bf16(sigmoid_ref(__high2float(gv)));
+                const float y0 = mul_rn(round_bf16(o[c][4 * j + 2 * sel]), g0);
+                const float y1 = mul_rn(round_bf16(o[c][4 * j + 2 * sel + 1]), g1);
+                *reinterpret_cast<u32*>(out.at<bf16>(i, col)) = bf16x2_rn(y0, y1);
             }
     }
 }
