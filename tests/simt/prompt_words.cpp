@@ -93,3 +93,15 @@ extern "C" int simt_copy_probe() {
     return simt::failure.empty() ? seen : -1;
 }
 
+
+// The decode GEMV's f16 operand (gemv.cuh f16_operand) alone, in place as the GEMV tiles run it, on one block
+// (tests/test_f16_operand_on_cpu.py): x [m][stride] bf16 rows in, their f16 operand out; p [m][MAX_SLICE_BLOCKS].
+// 0 when it ran, 1 when a block stalled (`message` says why).
+extern "C" int simt_f16_operand(unsigned short* x, int m, int blocks, int stride, signed char* p, char* message,
+                                int message_bytes) {
+    simt::failure.clear();
+    auto* rows = reinterpret_cast<__nv_bfloat16*>(x);
+    const bool ran = simt::run_block(mk::TILE_THREADS, [&] { mk::f16_operand(rows, stride, rows, stride, m, blocks, p); });
+    std::snprintf(message, message_bytes, "%s", simt::failure.c_str());
+    return ran ? 0 : 1;
+}
