@@ -1,8 +1,9 @@
 """The decode GEMV's f16 operand (gemv.cuh f16_operand) run on the CPU by tests/simt_runner.py against the
-reference's rule (megakernel/reference/ops.py f16_operand), bit for bit, at every lanes-a-pair width the kernel
-picks (16, 8, 4, 2, 1 lanes a (row, k-block) pair, by the pair count) and over more pairs than threads. The rows
-hold what a block can hold: zeros of both signs, values more than 2^32 below their block's largest (rounded to
-f16's subnormal grid or to zero), all-zero blocks and blocks of tiny values (P clamped). The GPU runs the same
+reference's rule (megakernel/reference/ops.py f16_operand), bit for bit, from one (row, k-block) pair a half-warp
+to many (8 rows of 80 k-blocks: more pairs than a block's 32 half-warps take at once). The rows hold what a block
+can hold: zeros of both signs, values more than 2^32 below their block's largest (rounded to f16's subnormal grid
+or to zero), all-zero blocks and blocks of tiny values (P clamped). D76's rejected form with G lanes a pair
+(`experiments/results/gemv_s47/operand_lanes.patch`) passed it at G = 16, 8, 4, 2 and 1. The GPU runs the same
 function in tests/gpu/test_gemv_gpu.py."""
 
 import ctypes

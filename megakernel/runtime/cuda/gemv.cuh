@@ -144,61 +144,29 @@ __device__ __forceinline__ u32 piece_top(const uint4& v) {
     return max(mag & 0xFFFFu, mag >> 16) >> 7;
 }
 
-// The f16 operand of `pairs` (row, k-block) pairs with G lanes a pair: lane j (0..G-1) of a pair's group
-// takes its pieces j, j + G, .. (16 / G of them, each 8 values), finds their largest exponent, the group
-// its maximum by log2(G) shuffles, then converts them in place or into x. G = 16 (a half-warp a pair)
-// shuffles four times a pair and gave each lane one piece: at M = 8 (368 pairs on down's slices) every
-// half-warp walked ~12 pairs as chains of a load, four shuffles and a store, 1.3 us of the 8-row
-// tile's 2.6 us over the one-row tile (D76); with fewer lanes a pair every lane has a pair or two and the
-// pair's maximum is mostly the lane's own. The pairs of one warp start at different pieces (`turn`), so
-// that its 16-byte reads and writes fall on all the banks. Which lanes convert which values changes
-// nothing: P is the block's maximum however it is found, and every value is converted alone.
-template <int G>
-__device__ __forceinline__ void f16_operand_lanes(const bf16* src, int src_stride, bf16* x, int x_stride, int m,
-                                                  int blocks, signed char* p) {
-    constexpr int PIECES = 16 / G, STEP = TILE_THREADS / G;
-    const int lane = threadIdx.x & 31, j = lane % G, turn = lane / G, pairs = m * blocks;
-    // lanes take pairs threadIdx.x / G, then + STEP, ..: a warp's groups take consecutive pairs and the same
-    // trip count on all its lanes (pair - turn is the warp's first pair), so the shuffles always have all 32.
-    // (row, block) of the pair advance by whole rows and blocks, not by a division per pair.
-    const int first = threadIdx.x / G, step_row = STEP / blocks, step_block = STEP % blocks;
-    int row = first / blocks, block = first % blocks;
-    for (int pair = first; pair - turn < pairs; pair += STEP, row += step_row, block += step_block) {
-        if (block >= blocks) block -= blocks, ++row;
-        const bool on = pair < pairs;
-        const uint4* from = reinterpret_cast<const uint4*>(src + static_cast<size_t>(row) * src_stride + block * K_BLOCK);
-        u32 top = 0;
-#pragma unroll
-        for (int i = 0; i < PIECES; ++i)
-            if (on) top = max(top, piece_top(from[j + G * ((i + turn) & (PIECES - 1))]));
-#pragma unroll
-        for (int o = G / 2; o > 0; o >>= 1) top = max(top, __shfl_xor_sync(0xFFFFFFFFu, top, o));
-        const int P = p_of_top(top);
-        if (on) {
-            uint4* to = reinterpret_cast<uint4*>(x + static_cast<size_t>(row) * x_stride + block * K_BLOCK);
-            const float two_p = two_to(P);
-#pragma unroll
-            for (int i = 0; i < PIECES; ++i) {
-                const int piece = j + G * ((i + turn) & (PIECES - 1));
-                to[piece] = f16_piece(from[piece], two_p);
-            }
-            if (j == 0) p[row * MAX_SLICE_BLOCKS + block] = static_cast<signed char>(P);
-        }
-    }
-}
-
 // The tiles run it in place after their prologue (gemv_tile.cuh gemv_main_input), which leaves the bf16
 // rows in shared memory. Rows are read in 16-byte pieces: src_stride and x_stride are multiples of
-// 8 elements (rows of k-blocks). G: the most lanes a pair (up to 16) that still give every pair its own
-// lanes in one round, or one lane a pair beyond TILE_THREADS pairs.
+// 8 elements (rows of k-blocks).
 __device__ inline void f16_operand(const bf16* src, int src_stride, bf16* x, int x_stride, int m, int blocks,
                                    signed char* p) {
-    const int pairs = m * blocks;
-    if (pairs * 16 <= TILE_THREADS) f16_operand_lanes<16>(src, src_stride, x, x_stride, m, blocks, p);
-    else if (pairs * 8 <= TILE_THREADS) f16_operand_lanes<8>(src, src_stride, x, x_stride, m, blocks, p);
-    else if (pairs * 4 <= TILE_THREADS) f16_operand_lanes<4>(src, src_stride, x, x_stride, m, blocks, p);
-    else if (pairs * 2 <= TILE_THREADS) f16_operand_lanes<2>(src, src_stride, x, x_stride, m, blocks, p);
-    else f16_operand_lanes<1>(src, src_stride, x, x_stride, m, blocks, p);
+    const int lane = threadIdx.x & 31, l = lane & 15, pairs = m * blocks;
+    // warp w takes pairs 2 w + (0, 1), then 2 (w + TILE_WARPS) + ..: the same trip count on all its lanes,
+    // so the shuffles (within each half-warp) always have all 32. (row, block) of the pair advance by
+    // whole rows and blocks, not by a division per pair.
+    constexpr int STEP = 2 * TILE_WARPS;
+    const int first = 2 * (threadIdx.x >> 5) + (lane >> 4), step_row = STEP / blocks, step_block = STEP % blocks;
+    int row = first / blocks, block = first % blocks;
+    for (int pair = first; pair - (lane >> 4) < pairs; pair += STEP, row += step_row, block += step_block) {
+        if (block >= blocks) block -= blocks, ++row;
+        const bool on = pair < pairs;
+        uint4 v = make_uint4(0u, 0u, 0u, 0u);
+        if (on) v = reinterpret_cast<const uint4*>(src + static_cast<size_t>(row) * src_stride + block * K_BLOCK)[l];
+        const int P = block_p(piece_top(v), 0xFFFFFFFFu);
+        if (on) {
+            reinterpret_cast<uint4*>(x + static_cast<size_t>(row) * x_stride + block * K_BLOCK)[l] = f16_piece(v, two_to(P));
+            if (l == 0) p[row * MAX_SLICE_BLOCKS + block] = static_cast<signed char>(P);
+        }
+    }
     __syncthreads();
 }
 
