@@ -35,8 +35,8 @@ from isa.opcodes import (
 )
 from megakernel.model import plan
 
-from .tiling import (gdn_chunk_columns, gemm_tile, main_tile, params, prepare_tile, qkv_tile, query_tile, row_groups,
-                     tile_meaning)
+from .tiling import (gdn_chunk_columns, gemm_tile, main_tile, merge_tile, params, prepare_tile, qkv_tile, query_tile,
+                     row_groups, tile_meaning)
 
 HIST, NEW = "hist", "new"
 
@@ -270,9 +270,9 @@ def _attn_pv(program, w, stage, tile):
 
 
 def _attn_merge(program, w, stage, tile):
-    h, m, hd = tile, w.rows, params(w)["head_dim"]
+    (h, c0, c1), m, hd = merge_tile(w, tile), w.rows, params(w)["head_dim"]
     return [read(w.buf_in, h * m, (h + 1) * m, 0, _cols(program, w.buf_in)),
-            read(w.buf_aux0, 0, m, h * hd, (h + 1) * hd), write(w.buf_out, 0, m, h * hd, (h + 1) * hd)]
+            read(w.buf_aux0, 0, m, h * hd + c0, h * hd + c1), write(w.buf_out, 0, m, h * hd + c0, h * hd + c1)]
 
 
 def _argmax(program, w, stage, tile):

@@ -38,8 +38,8 @@ from megakernel.model.weights import WeightSet
 
 from .access import Access, accesses, gdn_head_columns
 from .hb import signals, waits_of
-from .tiling import (block_range, gdn_chunk_columns, gemm_tile, main_tile, params, prepare_tile, qkv_tile, query_tile,
-                     row_groups, tile_meaning)
+from .tiling import (block_range, gdn_chunk_columns, gemm_tile, main_tile, merge_tile, params, prepare_tile, qkv_tile,
+                     query_tile, row_groups, tile_meaning)
 
 NUMPY = {DType.BF16: BF16, DType.F32: np.float32, DType.I32: np.int32}
 
@@ -498,12 +498,12 @@ class Interpreter:
 
     def _attn_merge(self, ctx: _Tile, w, tile: int) -> None:
         p = params(w)
-        m, hd, P, h = w.rows, p["head_dim"], p["partitions"], tile
-        parts = ctx.read(w.buf_in, h * m, (h + 1) * m, 0, P * hd).reshape(m, P, 1, hd)
-        gate = ctx.read(w.buf_aux0, 0, m, h * hd, (h + 1) * hd)
+        m, hd, P, (h, c0, c1) = w.rows, p["head_dim"], p["partitions"], merge_tile(w, tile)
+        parts = ctx.read(w.buf_in, h * m, (h + 1) * m, 0, P * hd).reshape(m, P, 1, hd)[..., c0:c1]
+        gate = ctx.read(w.buf_aux0, 0, m, h * hd + c0, h * hd + c1)
         for r in range(m):
             o = ops.merge_partitions(parts[r])[0]
-            ctx.write(w.buf_out, r, h * hd, ops.output_gate(o, gate[r])[None])
+            ctx.write(w.buf_out, r, h * hd + c0, ops.output_gate(o, gate[r])[None])
 
     def _argmax(self, ctx: _Tile, w, tile: int) -> None:
         cand = ctx.read(w.buf_in, tile, tile + 1, 0, self.program.buffers[w.buf_in].cols)[0].reshape(-1, 2)

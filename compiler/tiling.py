@@ -144,6 +144,14 @@ def gdn_chunk_columns(word: Word, tile: int) -> tuple[int, int]:
     return c0, min(dv, c0 + part)
 
 
+def merge_tile(word: Word, tile: int) -> tuple[int, int, int]:
+    """ATTN_MERGE tile -> (query head, first column, end column) of the head's head_dim columns."""
+    hd = params(word)["head_dim"]
+    per_head = plan.merge_tiles_per_head(hd)
+    head, part = divmod(tile, per_head)
+    return head, part * hd // per_head, (part + 1) * hd // per_head
+
+
 def qkv_tile(word: Word, tile: int) -> tuple[int, tuple[int, int]]:
     """PROMPT_QKV tile -> (head h: query heads, then KV heads; its rows [r0, r1) of the chunk)."""
     spans = -(-word.chunk_rows // word.tile_rows)
@@ -193,7 +201,7 @@ def tile_meaning(program: Program, word: Word, stage: int, tile: int) -> dict:
         kv_head, part = divmod(tile, p["partitions"])
         return {"kv_head": kv_head, "partition": part}
     if op == Op.ATTN_MERGE:
-        return {"head": tile}
+        return {"head": merge_tile(word, tile)[0], "cols": merge_tile(word, tile)[1:]}
     if op == Op.ARGMAX:
         return {"row": tile}
     return {}

@@ -1,6 +1,6 @@
 // Split-KV attention decode tiles (docs/ISA.md "Other ops"): ATTN_SCORES and ATTN_PV run one tile per
-// (KV head, partition) for the group of query heads sharing that KV head, ATTN_MERGE one tile per query
-// head. Row m of the pass attends to keys [0, position + m] cut into P partitions by
+// (KV head, partition) for the group of query heads sharing that KV head, ATTN_MERGE one tile per run of
+// plan.MERGE_COLS columns of a query head. Row m of the pass attends to keys [0, position + m] cut into P partitions by
 // plan.partition_bounds, so a row's partitioning depends on its own length only.
 //
 // ATTN_SCORES and ATTN_PV read each key and value row of their partition once for all the pass's rows and
@@ -371,15 +371,17 @@ __device__ inline void attn_pv_tile(const Ctx& ctx, const Word& w, int tile, u8*
     }
 }
 
-// Head h: the P partition outputs added in order -> bf16 o; out = bf16(o * bf16(sigmoid(gate))). A thread loads
-// up to ATTN_MERGE_BATCH partitions of an element before it adds the first, so that the element costs one trip
-// to memory, not one per partition the compiler leaves unhoisted (the adds' order is unchanged).
+// Head h's columns [c0, c0 + cols) (the word's tiles / heads runs of a head's hd columns: compiler/tiling.py
+// merge_tile): the P partition outputs added in order -> bf16 o; out = bf16(o * bf16(sigmoid(gate))). A thread
+// loads up to ATTN_MERGE_BATCH partitions of an element before it adds the first, so that the element costs one
+// trip to memory, not one per partition the compiler leaves unhoisted (the adds' order is unchanged).
 constexpr int ATTN_MERGE_BATCH = 32;  // partitions a thread loads before it adds any
 __device__ inline void attn_merge_tile(const Ctx& ctx, const Word& w, int tile) {
-    const int hd = w.p(1), parts = w.p(2), m = w.rows(), h = tile;
+    const int hd = w.p(1), parts = w.p(2), m = w.rows(), per_head = w.tiles() / w.p(0);
+    const int h = tile / per_head, cols = hd / per_head, c0 = tile % per_head * cols;
     const Buffer partial = ctx.buffer(w.buf_in()), gate = ctx.buffer(w.buf_aux0()), out = ctx.buffer(w.buf_out());
-    for (int i = threadIdx.x; i < m * hd; i += TILE_THREADS) {
-        const int row = i / hd, d = i % hd;
+    for (int i = threadIdx.x; i < m * cols; i += TILE_THREADS) {
+        const int row = i / cols, d = c0 + i % cols;
         const float* src = partial.at<float>(h * m + row, d);
         const bf16 gate_raw = *gate.at<bf16>(row, h * hd + d);
         float o = 0.0f;
