@@ -80,7 +80,7 @@ def partition(low: Lowered, c: ModelConfig) -> None:
         elif op in (Op.ATTN_SCORES, Op.ATTN_PV):
             ins.tiles = p["kv_heads"] * p["partitions"]
         elif op == Op.ATTN_MERGE:
-            ins.tiles = p["heads"] * plan.merge_tiles_per_head(p["head_dim"])
+            ins.tiles = p["heads"] * plan.merge_tiles_per_head(p["head_dim"], low.rows)
         elif op == Op.ARGMAX:
             ins.tiles = low.rows
         elif op == Op.HANDOFF:

@@ -145,9 +145,10 @@ def gdn_chunk_columns(word: Word, tile: int) -> tuple[int, int]:
 
 
 def merge_tile(word: Word, tile: int) -> tuple[int, int, int]:
-    """ATTN_MERGE tile -> (query head, first column, end column) of the head's head_dim columns."""
-    hd = params(word)["head_dim"]
-    per_head = plan.merge_tiles_per_head(hd)
+    """ATTN_MERGE tile -> (query head, first column, end column) of the head's head_dim columns (the word's
+    tiles a head: plan.merge_tiles_per_head)."""
+    p = params(word)
+    hd, per_head = p["head_dim"], word.tiles // p["heads"]
     head, part = divmod(tile, per_head)
     return head, part * hd // per_head, (part + 1) * hd // per_head
 

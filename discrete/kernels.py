@@ -35,7 +35,8 @@ def check_shared_constants() -> None:
                                 (GEMV_HEADER, "TOP_EXPONENT_FLOOR", ops.TOP_EXPONENT_FLOOR),
                                 (GEMV_HEADER, "WARP_ROWS", plan.STRIP_ROWS),
                                 (GEMV_TILE_HEADER, "MAX_TILE_ROWS", plan.MAX_TILE_ROWS),
-                                (COMMON_HEADER, "MAX_ROWS", MAX_ROWS)):
+                                (COMMON_HEADER, "MAX_ROWS", MAX_ROWS),
+                                (COMMON_HEADER, "TILE_THREADS", plan.TILE_THREADS)):
         if cuda_build.define(header, name) != value:
             raise RuntimeError(f"{header.name} has {name} = {cuda_build.define(header, name)}, Python has {value}")
 

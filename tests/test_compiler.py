@@ -37,6 +37,16 @@ def test_word_counts_per_layer_kind():
                           Op.NORM_GATE_UP, Op.GEMV_RESIDUAL]
 
 
+def test_attention_merge_tiles_give_each_thread_one_element_and_stay_one_a_head_at_one_row():
+    """D76: the 27B's 24 query heads x 256 columns; a tile a head at M = 1 and 2 (256 and 512 elements: one a
+    thread), four 64-column runs a head at M = 8 (96 tiles), two at M = 3, four at M = 5 (3 does not divide 4)."""
+    c = preset("qwen3.5-27b")
+    for rows, per_head in ((1, 1), (2, 1), (3, 2), (5, 4), (8, 4)):
+        merges = [w for w in lower(c, rows=rows, sms=132).words if w.opcode == Op.ATTN_MERGE]
+        assert len(merges) == 16 and all(w.tiles == c.num_attention_heads * per_head for w in merges), rows
+    assert plan.merge_tiles_per_head(96, 8) == 1  # no multiple of 64 columns: a tile a head
+
+
 def test_split_k_matches_the_numerics_plan_and_is_independent_of_rows_and_sms():
     c = preset("qwen3.5-27b")
     slices = plan.slices_by_weight(c)

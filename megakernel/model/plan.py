@@ -31,7 +31,8 @@ STRIP_ROWS = 16  # rows of one warp's mma tile (gemv.cuh WARP_ROWS): row groups 
 MAX_TILE_ROWS = 256  # gemv_tile.cuh: the rows one GEMV tile keeps in shared memory
 HEAD_TILE_ROWS = ROW_BLOCK  # the head's row groups: one argmax candidate per this many vocabulary rows (ISA.md)
 ATTENTION_PARTITIONS = 32  # x 4 KV heads = 128 attention tiles on the 27B
-MERGE_COLS = 64  # ATTN_MERGE: a tile sums a query head's partitions over this many of its columns (D76)
+MERGE_COLS = 64  # ATTN_MERGE: a tile sums a query head's partitions over runs of this many of its columns (D76)
+TILE_THREADS = 512  # threads of every tile (common.cuh; discrete/kernels.py check_shared_constants)
 # The prompt path (issue 21): softmax statistics over key tiles of this many keys from position 0, combined
 # online in key order (ops.attend_tiled); every linear in one k-slice (the prompt GEMM's promotion order).
 PROMPT_KEY_TILE = 64
@@ -100,10 +101,14 @@ def widest_slice(k: int, slices: int) -> int:
     return max(b1 - b0 for b0, b1 in (slice_blocks(k, slices, s) for s in range(slices))) * K_BLOCK
 
 
-def merge_tiles_per_head(head_dim: int) -> int:
-    """ATTN_MERGE's tiles a query head: its columns in runs of MERGE_COLS where they divide evenly, else one. A
-    tile per head left 24 of 132 SMs at work and, at M = 8, each thread four elements' 32 loads in turn (D76)."""
-    return head_dim // MERGE_COLS if head_dim % MERGE_COLS == 0 else 1
+def merge_tiles_per_head(head_dim: int, rows: int) -> int:
+    """ATTN_MERGE's tiles a query head at an M-row pass: the fewest equal runs of MERGE_COLS columns that give
+    a tile's threads one (row, column) element each (one tile a head where head_dim is no multiple of
+    MERGE_COLS). A tile per head gave each thread of 24 tiles four elements' partition loads in turn at M = 8,
+    the word 7.75 us against 2.71 at M = 1; four runs a head, 3.79 (D76). At M = 1 it stays one."""
+    runs = head_dim // MERGE_COLS if head_dim % MERGE_COLS == 0 else 1
+    need = -(-rows * head_dim // TILE_THREADS)
+    return next((d for d in range(1, runs + 1) if runs % d == 0 and d >= need), runs)
 
 
 def partition_bounds(length: int, p: int, partitions: int = ATTENTION_PARTITIONS) -> tuple[int, int]:
