@@ -1,7 +1,7 @@
 // Split-KV attention decode tiles (docs/ISA.md "Other ops"): ATTN_SCORES and ATTN_PV run one tile per
-// (KV head, partition) for the group of query heads sharing that KV head, ATTN_MERGE one tile per run of
-// plan.MERGE_COLS columns of a query head. Row m of the pass attends to keys [0, position + m] cut into P partitions by
-// plan.partition_bounds, so a row's partitioning depends on its own length only.
+// (KV head, partition) for the group of query heads sharing that KV head, ATTN_MERGE one tile per run of a
+// query head's columns (plan.merge_tiles_per_head). Row m of the pass attends to keys [0, position + m] cut
+// into P partitions by plan.partition_bounds, so a row's partitioning depends on its own length only.
 //
 // ATTN_SCORES and ATTN_PV read each key and value row of their partition once for all the pass's rows and
 // the group's heads: the rows of the partition (the union of the pass rows' ranges) stream through a ring
