@@ -1,8 +1,11 @@
 #!/bin/bash
-# Issue 18 (s47), call 5: norm_rows's last round of pieces shared by row groups (de568e3, tree nr), and on top
-# of it the rows two at a time (tree np: de568e3 + norm_two_rows.patch), against the landed merge split
-# (c7d1071, tree mg2): the arena digests of the three trees (same bits, M = 1 and 8 with speculative passes),
-# then the 27B step at 1k (compare_trees, M = 1 and 8, three rounds).
+# Issue 18 (s47), call 5 (prepared, not run: no machine): norm_rows's last round of pieces shared by row groups
+# (tree nr), and on top of it the rows two at a time (tree np), against the landed merge split (tree mg2): the
+# arena digests of the three trees (same bits, M = 1 and 8 with speculative passes), then the 27B step at 1k
+# (compare_trees, M = 1 and 8, three rounds). The trees, from the repository root:
+#   P=experiments/results/gemv_s47; python3 experiments/make_tree.py build/v/mg2 --commit c7d1071
+#   python3 experiments/make_tree.py build/v/nr --commit c7d1071 --patch $P/norm_rest.patch
+#   python3 experiments/make_tree.py build/v/np --commit c7d1071 --patch $P/norm_rest.patch --patch $P/norm_two_rows.patch
 nvidia-smi --query-gpu=name --format=csv,noheader
 python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl 2>/dev/null
 export PYTHONUNBUFFERED=1

@@ -217,25 +217,10 @@ __device__ inline void norm_rows(Src src, Dst dst, int m, int k, const Weight& n
     tile_stamp(9);
     const float* factor =
         row_factors([&](int r, int c) { return reinterpret_cast<const uint4*>(rows + r * k)[c]; }, m, k, eps, scratch);
-    // A piece (8 columns) a thread, all m rows, over the whole rounds of TILE_THREADS pieces; the last round's
-    // pieces (`rest`; with x_p a multiple of 16, whole k-blocks) have their rows shared out among the
-    // TILE_THREADS / rest groups of `rest` threads. A thread a piece there too left a 5,120-column row's last
-    // 128 pieces to 128 threads, 16 rows each at M = 8 against 8 for the others, waited for at the barrier
-    // below (D76).
-    const int pieces = (c1 - c0) / 8, full = pieces - pieces % TILE_THREADS, rest = pieces - full;
-    const int per = rest ? (m + TILE_THREADS / rest - 1) / (TILE_THREADS / rest) : m;  // rows a group
-    for (int i = threadIdx.x; i < full + (rest ? TILE_THREADS : 0); i += TILE_THREADS) {
-        int c = i, r0 = 0, r1 = m;
-        if (i >= full) {  // the last round; a half-warp's 16 pieces are one k-block's, its rows the same
-            const int t = threadIdx.x;
-            c = full + t % rest;
-            r0 = min(m, t / rest * per);
-            r1 = min(m, r0 + per);
-        }
-        c += c0 / 8;
+    for (int c = c0 / 8 + threadIdx.x; c < c1 / 8; c += TILE_THREADS) {
         float w[8];
         weight8(weight, nw.dtype, 8 * c - c0, w);
-        for (int r = r0; r < r1; ++r) {
+        for (int r = 0; r < m; ++r) {
             uint4 out = norm_piece(reinterpret_cast<const uint4*>(rows + r * k)[c], factor[r], w);
             if (x_p != nullptr) {  // f16_operand's rule: the half-warp holds this k-block's 16 pieces
                 const int P = block_p(piece_top(out), 0xFFFFu << (threadIdx.x & 16));
