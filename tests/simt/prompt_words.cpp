@@ -93,7 +93,6 @@ extern "C" int simt_copy_probe() {
     return simt::failure.empty() ? seen : -1;
 }
 
-
 // The decode GEMV's f16 operand (gemv.cuh f16_operand) alone, in place as the GEMV tiles run it, on one block
 // (tests/test_f16_operand_on_cpu.py): x [m][stride] bf16 rows in, their f16 operand out; p [m][MAX_SLICE_BLOCKS].
 // 0 when it ran, 1 when a block stalled (`message` says why).
