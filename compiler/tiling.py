@@ -202,7 +202,8 @@ def tile_meaning(program: Program, word: Word, stage: int, tile: int) -> dict:
         kv_head, part = divmod(tile, p["partitions"])
         return {"kv_head": kv_head, "partition": part}
     if op == Op.ATTN_MERGE:
-        return {"head": merge_tile(word, tile)[0], "cols": merge_tile(word, tile)[1:]}
+        head, c0, c1 = merge_tile(word, tile)
+        return {"head": head, "cols": (c0, c1)}
     if op == Op.ARGMAX:
         return {"row": tile}
     return {}

@@ -74,6 +74,9 @@ def library() -> ctypes.CDLL:
     lib.simt_run_launch.restype = ctypes.c_int
     lib.simt_run_launch.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
                                     ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
+    lib.simt_f16_operand.restype = ctypes.c_int
+    lib.simt_f16_operand.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p,
+                                     ctypes.c_char_p, ctypes.c_int]
     return lib
 
 

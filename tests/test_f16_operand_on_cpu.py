@@ -43,12 +43,8 @@ def run_on_cpu(bits: np.ndarray, stride: int) -> tuple[np.ndarray, np.ndarray]:
     x = np.full((m, stride), 0x7E7E, dtype=np.uint16)  # the padding must come back as it went in
     x[:, :width] = bits
     p = np.full((m, MAX_SLICE_BLOCKS), 99, dtype=np.int8)
-    lib = library()
-    lib.simt_f16_operand.restype = ctypes.c_int
-    lib.simt_f16_operand.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p,
-                                     ctypes.c_char_p, ctypes.c_int]
     message = ctypes.create_string_buffer(256)
-    assert lib.simt_f16_operand(x.ctypes.data, m, width // K_BLOCK, stride, p.ctypes.data, message, len(message)) == 0, \
+    assert library().simt_f16_operand(x.ctypes.data, m, width // K_BLOCK, stride, p.ctypes.data, message, len(message)) == 0, \
         message.value.decode()
     return x, p
 
