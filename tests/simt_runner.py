@@ -1,15 +1,18 @@
-"""The prompt programs' words on the CPU: the engine's own tile functions (prompt_ops.cuh, prompt_gdn.cuh,
-prompt_attention.cuh, prompt_gemm.cuh) built by the host's g++ against tests/simt/simt.h, which runs a CUDA
-block's threads as fibers that interleave only at barriers, shuffles, mbarrier waits and warp-wide instructions
-(mma.sync, ldmatrix and wgmma modelled from the PTX ISA's fragment layouts). A word runs from a copy of the CPU interpreter's arena,
-so tests/gpu/per_word.py's check compares it with the interpreter exactly as on the GPU.
+"""A Program's words on the CPU: the engine's own tile functions (the prompt programs' prompt_ops.cuh,
+prompt_gdn.cuh, prompt_attention.cuh, prompt_gemm.cuh; the decode words' gemv_tile.cuh, gdn.cuh, attention.cuh,
+small_ops.cuh, called as discrete/kernels.cu or the megakernel calls them) built by the host's g++ against
+tests/simt/simt.h, which runs a CUDA block's threads as fibers that interleave only at barriers, shuffles, mbarrier
+waits and warp-wide instructions (mma.sync, ldmatrix and wgmma modelled from the PTX ISA's fragment layouts). A word
+runs from a copy of the CPU interpreter's arena, so tests/gpu/per_word.py's check compares it with the interpreter
+exactly as on the GPU.
 
-Why: these kernels were written in sessions without a GPU (D68-D70); this finds their indexing, barrier and
-arithmetic mistakes before a GPU session spends device time on them; its copies stay in flight until the waits the
-GPU requires, so a missing wait shows too. What it cannot find: anything of timing, fences, or global memory
-shared between blocks (one block runs at a time). Arithmetic: the host's IEEE fp32, glibc's expf and log1pf (CUDA's may differ in the last bit), a tensor-core
-product's sums in double rounded once (the hardware's own order is not modelled): the comparison's tolerances
-cover these as they cover the GPU's.
+Why: the prompt kernels were written in sessions without a GPU (D68-D70), and the decode kernels' levers are
+prepared in such sessions too (D77); this finds their indexing, barrier and arithmetic mistakes before a GPU
+session spends device time on them; its copies stay in flight until the waits the GPU requires, so a missing wait
+shows too. What it cannot find: anything of timing, fences, or global memory shared between blocks (one block runs
+at a time, so a split-K group's last slice is its last tile). Arithmetic: the host's IEEE fp32, glibc's expf and
+log1pf (CUDA's may differ in the last bit), a tensor-core product's sums in double rounded once (the hardware's own
+order is not modelled): the comparison's tolerances cover these as they cover the GPU's.
 """
 
 from __future__ import annotations
@@ -25,14 +28,17 @@ from pathlib import Path
 
 import numpy as np
 
-from isa import DType, Op, Program
+from isa import COUNTER_STRIDE, GEMV_OPS, DType, Op, Program
 from megakernel.runtime import cuda_build
 from megakernel.runtime.weight_layout import to_units
 
 SIMT_DIR = Path(__file__).parent / "simt"
-CPU_OPS = frozenset({Op.PROMPT_EMBED, Op.PROMPT_ADVANCE, Op.PROMPT_QKV, Op.PROMPT_CONV, Op.PROMPT_NORM,
-                     Op.NORM_PREPARE, Op.PREPARE, Op.MTP_PREPARE, Op.GATED_PREPARE, Op.GDN_CHUNK, Op.ATTN_CAUSAL,
-                     Op.GEMM, Op.GEMM_GATE_UP, Op.GEMM_RESIDUAL})
+PROMPT_CPU_OPS = frozenset({Op.PROMPT_EMBED, Op.PROMPT_ADVANCE, Op.PROMPT_QKV, Op.PROMPT_CONV, Op.PROMPT_NORM,
+                            Op.NORM_PREPARE, Op.PREPARE, Op.MTP_PREPARE, Op.GATED_PREPARE, Op.GDN_CHUNK,
+                            Op.ATTN_CAUSAL, Op.GEMM, Op.GEMM_GATE_UP, Op.GEMM_RESIDUAL})
+DECODE_CPU_OPS = frozenset(GEMV_OPS | {Op.EMBED, Op.GDN_CORE, Op.ATTN_SCORES, Op.ATTN_PV, Op.ATTN_MERGE, Op.ARGMAX,
+                                       Op.HANDOFF})
+CPU_OPS = PROMPT_CPU_OPS | DECODE_CPU_OPS
 H200_SMEM_OPT_IN = 232448  # a block's dynamic shared memory opt-in on the H200 (docs/HOPPER.md)
 
 
@@ -73,7 +79,8 @@ def library() -> ctypes.CDLL:
     lib = ctypes.CDLL(str(out))
     lib.simt_run_launch.restype = ctypes.c_int
     lib.simt_run_launch.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
-                                    ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
+                                    ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p,
+                                    ctypes.c_int]
     lib.simt_f16_operand.restype = ctypes.c_int
     lib.simt_f16_operand.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p,
                                      ctypes.c_char_p, ctypes.c_int]
@@ -117,22 +124,30 @@ class HostSession:
 
 
 class HostProgram:
-    """`program`'s CUDA-core words run one at a time on the CPU (DiscreteProgram.run_word's contract)."""
+    """`program`'s words run one at a time on the CPU (DiscreteProgram.run_word's contract), each with all the
+    shared memory an H200 block may take, as the discrete build gives its GEMV, attention and GDN tiles."""
 
-    def __init__(self, program: Program, weights):
+    def __init__(self, program: Program, weights, megakernel: bool = False, target: Program | None = None):
+        """megakernel: the decode words' tiles as the megakernel calls them (megakernel.cu run_tile; its GEMV tiles
+        primed before their inputs, or not, tile by tile in turn), else as the discrete kernels do. target: the
+        Program whose session and weight arena the words run in (an MTP draft Program's target), else `program`."""
         from discrete.launch_program import launch_program
 
-        self.program, self.session = program, HostSession(program)
-        self.weights = weight_arena(program, weights)
+        home = target or program
+        self.program, self.session, self.megakernel = program, HostSession(home), megakernel
+        self.weights = weight_arena(home, weights)
         self._launch = {i: launch_program(program, i) for i, w in enumerate(program.words) if w.opcode in CPU_OPS}
         room = H200_SMEM_OPT_IN - -(-cuda_build.launch_program_bytes() // 1024) * 1024  # as DiscreteProgram._room
         self.smem = np.zeros(room, np.uint8)
+        # the split-K arrival counters, laid out as the discrete launcher's (zero between words)
+        self.arrivals = np.zeros(max(1, len(program.counters)) * COUNTER_STRIDE, np.uint32)
 
     def run_word(self, index: int) -> None:
         w = self.program.words[index]
         if index not in self._launch:
-            raise ValueError(f"word {index} ({w.opcode.name}) is not a prompt word: it does not run on the CPU")
-        need = cuda_build.prompt_word_smem(w)
+            raise ValueError(f"word {index} ({w.opcode.name}) does not run on the CPU")
+        need = (cuda_build.tile_smem_bytes(self.program) if w.opcode in DECODE_CPU_OPS
+                else cuda_build.prompt_word_smem(w))
         if need > self.smem.size:
             raise ValueError(f"word {index} ({w.opcode.name}) needs {need} bytes of shared memory, "
                              f"a block has {self.smem.size}")
@@ -140,9 +155,12 @@ class HostProgram:
         message = ctypes.create_string_buffer(512)
         rc = library().simt_run_launch(self._launch[index], self.session.arena.data.ctypes.data,
                                        self.weights.ctypes.data, cuda_build.word_threads(w), self.smem.ctypes.data,
-                                       self.smem.size, message, len(message))
+                                       self.smem.size, self.arrivals.ctypes.data, int(self.megakernel), message,
+                                       len(message))
         if rc:
             raise RuntimeError(f"word {index} ({w.opcode.name}) on the CPU: {message.value.decode()}")
+        if self.arrivals.any():
+            raise RuntimeError(f"word {index} ({w.opcode.name}) on the CPU left split-K arrivals counted")
 
 
-__all__ = ["CPU_OPS", "HostProgram", "library", "unavailable", "weight_arena"]
+__all__ = ["CPU_OPS", "DECODE_CPU_OPS", "PROMPT_CPU_OPS", "HostProgram", "library", "unavailable", "weight_arena"]

@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).parent / "gpu"))
 from compiler import lower_mtp_prompt, lower_prompt  # noqa: E402
 from isa import Op  # noqa: E402
 from per_word import check_word, interpret_word, interpreter_at  # noqa: E402
-from simt_runner import CPU_OPS, HostProgram, library, unavailable  # noqa: E402
+from simt_runner import PROMPT_CPU_OPS, HostProgram, library, unavailable  # noqa: E402
 
 pytestmark = pytest.mark.skipif(unavailable() is not None, reason=f"CPU runner: {unavailable()}")
 ROWS = 160  # two token tiles, the second partial (tests/gpu/test_prompt_gpu.py's chunks)
@@ -32,7 +32,7 @@ def walk(weights, program, position, tokens, seed=0, run=lambda word: True, tamp
     tamper(runner)
     checked, problems = [], []
     for i, w in enumerate(program.words):
-        if w.opcode in CPU_OPS and run(w):
+        if w.opcode in PROMPT_CPU_OPS and run(w):
             problems += check_word(interp, runner, program, i)
             checked.append(w.opcode)
         else:
@@ -47,7 +47,7 @@ def test_every_prompt_word_matches_the_interpreter(tiny_weights, position, capac
     first_attention = min(c.attention_layers)
     checked, problems = walk(tiny_weights, program, position, [(7919 * i) % c.defined_vocab for i in range(150)],
                              run=lambda w: w.opcode != Op.ATTN_CAUSAL or position < 300 or w.layer == first_attention)
-    assert set(checked) == CPU_OPS - {Op.MTP_PREPARE}
+    assert set(checked) == PROMPT_CPU_OPS - {Op.MTP_PREPARE}
     assert checked.count(Op.GDN_CHUNK) == len(c.gdn_layers)
     assert not problems, problems[:10]
 

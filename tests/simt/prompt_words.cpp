@@ -1,18 +1,23 @@
-// The prompt programs' CUDA-core words (megakernel/runtime/cuda/prompt_ops.cuh, prompt_gdn.cuh) on the CPU,
-// one launch at a time: the tile functions the discrete kernels call (discrete/kernels.cu), each block of the
-// grid run by simt.h. Built and called by tests/simt_runner.py.
+// A Program's words on the CPU (the prompt programs' prompt_ops.cuh, prompt_gdn.cuh, prompt_attention.cuh,
+// prompt_gemm.cuh; the decode words' gemv_tile.cuh, gdn.cuh, attention.cuh, small_ops.cuh), one launch at a time:
+// the tile functions the discrete kernels call (discrete/kernels.cu), each block of the grid run by simt.h.
+// Built and called by tests/simt_runner.py.
 #include "simt.h"
 
 #include "prompt_attention.cuh"
 #include "prompt_gdn.cuh"
 #include "prompt_gemm.cuh"
+#include "tiles.cuh"
 
 namespace {
 
-// Word 0 of `launch` (a launch program: discrete/launch_program.py) as its kernel would run it, block by block.
-// 0 when it ran, 1 when a block stalled (`message` says why), 2 for an opcode this file does not run.
+// Word 0 of `launch` (a launch program: discrete/launch_program.py) as its kernel would run it, block by block;
+// `megakernel`: a decode word's tiles as the megakernel runs them instead (its GEMV tiles primed or not, in turn).
+// `arrivals`: the split-K arrival counters. 0 when it ran, 1 when a block stalled (`message` says why), 2 for an
+// opcode this file does not run.
 int run_launch(const unsigned char* launch, unsigned char* arena, const unsigned char* weights, int threads,
-               unsigned char* smem, int smem_bytes, char* message, int message_bytes) {
+               unsigned char* smem, int smem_bytes, unsigned* arrivals, bool megakernel, char* message,
+               int message_bytes) {
     simt::smem_window = smem;
     simt::smem_window_bytes = smem_bytes;
     const mk::Ctx ctx{arena, weights, launch};
@@ -34,6 +39,38 @@ int run_launch(const unsigned char* launch, unsigned char* arena, const unsigned
         case mk::OP_GEMM:
         case mk::OP_GEMM_GATE_UP:
         case mk::OP_GEMM_RESIDUAL: tile = [&](int t) { mk::gemm_tile(ctx, w, t, smem); }; break;
+        // the decode words, as discrete/kernels.cu calls them, or (megakernel) as megakernel.cu's run_tile does
+        case mk::OP_EMBED: tile = [&](int t) { mk::embed_tile(ctx, w, t); }; break;
+        case mk::OP_GDN_CORE:
+            tile = [&](int t) {
+                auto& sm = *reinterpret_cast<mk::GdnSmem*>(smem);
+                if (!megakernel) mk::gdn_reads_ahead(ctx, w, t, sm);
+                mk::gdn_tile(ctx, w, t, sm, !megakernel);
+            };
+            break;
+        case mk::OP_ATTN_SCORES: tile = [&](int t) { mk::attn_scores_tile(ctx, w, t, smem); }; break;
+        case mk::OP_ATTN_PV: tile = [&](int t) { mk::attn_pv_tile(ctx, w, t, smem); }; break;
+        case mk::OP_ATTN_MERGE: tile = [&](int t) { mk::attn_merge_tile(ctx, w, t); }; break;
+        case mk::OP_ARGMAX: tile = [&](int t) { mk::argmax_tile(ctx, w, t); }; break;
+        case mk::OP_HANDOFF: tile = [&](int) { mk::handoff_tile(ctx, w); }; break;
+        case mk::OP_NORM_GEMV:
+        case mk::OP_NORM_GEMV_QKV:
+        case mk::OP_NORM_GATE_UP:
+        case mk::OP_GEMV_RESIDUAL:
+        case mk::OP_NORM_HEAD:
+        case mk::OP_MTP_FC:
+            tile = [&](int t) {
+                if (!megakernel) {
+                    mk::gemv_main_weights(ctx, w, t, smem);
+                    mk::gemv_main_tile(ctx, w, t, smem, arrivals);
+                    return;
+                }
+                const bool primes = t % 2 == 1;  // the megakernel primes a tile whose inputs are not met yet (D51)
+                if (primes) mk::gemv_main_weights(ctx, w, t, smem);
+                mk::gemv_main_input(ctx, w, t, smem, primes);
+                mk::gemv_main_passes(ctx, w, t, smem, arrivals, primes);
+            };
+            break;
         default: std::snprintf(message, message_bytes, "opcode %d is not run on the CPU", op); return 2;
     }
     for (int t = 0; t < tiles; ++t) {
@@ -49,8 +86,10 @@ int run_launch(const unsigned char* launch, unsigned char* arena, const unsigned
 }  // namespace
 
 extern "C" int simt_run_launch(const unsigned char* launch, unsigned char* arena, const unsigned char* weights,
-                               int threads, unsigned char* smem, int smem_bytes, char* message, int message_bytes) {
-    return run_launch(launch, arena, weights, threads, smem, smem_bytes, message, message_bytes);
+                               int threads, unsigned char* smem, int smem_bytes, unsigned* arrivals, int megakernel,
+                               char* message, int message_bytes) {
+    return run_launch(launch, arena, weights, threads, smem, smem_bytes, arrivals, megakernel != 0, message,
+                      message_bytes);
 }
 
 // The runner's own check (tests/test_prompt_words_on_cpu.py): a block of 64 threads whose thread 0 waits at the

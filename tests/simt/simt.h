@@ -5,7 +5,7 @@
 // them. A barrier some thread never reaches, or a warp-wide instruction in a warp that is not whole, ends the run
 // with a message instead of hanging.
 //
-// What it models beyond that (below): mma.sync m16n8k16, ldmatrix x4 and wgmma m64n128k16 / m64n64k16 (each warp-wide, from the
+// What it models beyond that (below): shuffles over their mask's lanes, mma.sync m16n8k16, ldmatrix x4 and wgmma m64n128k16 / m64n64k16 (each warp-wide, from the
 // PTX ISA's fragment layouts), named barriers, mbarriers with transaction bytes, async copies that land only at
 // their thread's wait and bulk copies only at a wait on their mbarrier (so a read that skips its wait reads stale
 // shared memory). What it does not: the rest of the memory model (fences, global memory between blocks), timing;
@@ -119,7 +119,8 @@ struct Fiber {
     std::vector<Copy> open;                 // cp.async since the last commit
     std::vector<std::vector<Copy>> groups;  // committed groups, oldest first
     bool done = false;
-    int waits_on = 0;          // 0: runnable; 1: the block barrier; 2: its warp's; 3: named barrier `id`; 4: `mbar`
+    int waits_on = 0;          // 0: runnable; 1: the block barrier; 2: its warp's; 3: named barrier `id`; 4: `mbar`;
+                               // 5: its warp's lanes of mask slot `id` (a shuffle over part of the warp)
     unsigned generation = 0;   // the barrier's generation (an mbarrier's: the parity) it waits to pass
     int id = 0;
     const Mbarrier* mbar = nullptr;
@@ -137,6 +138,13 @@ struct Block {
     std::vector<int> warp_arrived, warp_alive;
     std::vector<unsigned> warp_generation;
     std::vector<uint32_t> fragments;  // a warp-wide instruction's operands (a shuffle's too), FRAGMENT_WORDS a thread
+    struct MaskBarrier {  // the lanes of one mask of one warp (a shuffle whose mask is not the whole warp)
+        int warp = 0;
+        unsigned mask = 0;
+        int arrived = 0;
+        unsigned generation = 0;
+    };
+    std::vector<MaskBarrier> masks;
     int named_arrived[NAMED_BARRIERS] = {};
     unsigned named_generation[NAMED_BARRIERS] = {};
     std::vector<std::unique_ptr<Mbarrier>> mbarriers;  // the block's; each barrier's 8 bytes point at its own
@@ -209,6 +217,7 @@ inline bool runnable(int i) {
     if (f.waits_on == 1) return block->block_generation != f.generation;
     if (f.waits_on == 2) return block->warp_generation[i / 32] != f.generation;
     if (f.waits_on == 3) return block->named_generation[f.id] != f.generation;
+    if (f.waits_on == 5) return block->masks[f.id].generation != f.generation;
     if (f.waits_on == 4) {
         if (f.mbar->phase != f.generation) return true;
         for (const Copy& c : block->bulk)
@@ -227,6 +236,26 @@ inline void sync_named(int id, int threads) {
     if (++block->named_arrived[id] >= threads) {
         block->named_arrived[id] = 0;
         ++block->named_generation[id];
+    }
+    yield();
+}
+
+// The lanes of `mask` in this thread's warp meet (the caller must be one of them; a lane of the mask that never
+// comes stalls the block, as it would leave a GPU's shuffle undefined).
+inline void sync_mask(unsigned mask) {
+    const int me = block->current, w = me / 32;
+    if (!(mask >> (me & 31) & 1u) && failure.empty()) failure = "a shuffle by a lane outside its mask";
+    size_t slot = 0;
+    while (slot < block->masks.size() && (block->masks[slot].warp != w || block->masks[slot].mask != mask)) ++slot;
+    if (slot == block->masks.size()) block->masks.push_back({w, mask, 0, 0});
+    Block::MaskBarrier& m = block->masks[slot];
+    Fiber& f = block->fibers[me];
+    f.waits_on = 5;
+    f.id = static_cast<int>(slot);
+    f.generation = m.generation;
+    if (++m.arrived >= __builtin_popcount(mask)) {
+        m.arrived = 0;
+        ++m.generation;
     }
     yield();
 }
@@ -305,16 +334,25 @@ inline const uint32_t* warp_fragments(const uint32_t* mine, int n) {
 }
 inline void warp_fragments_done() { sync_warp(); }
 
-// A shuffle: lane `source_lane`'s value of this warp's `v` (at most 8 bytes).
+// A shuffle among the lanes of `mask`: lane `source_lane`'s value of this warp's `v` (at most 8 bytes).
 template <class T>
-T exchange(T v, int source_lane) {
+T exchange(T v, int source_lane, unsigned mask = 0xffffffffu) {
     static_assert(sizeof(T) <= 8, "a shuffle moves at most 8 bytes");
     uint32_t mine[2] = {0, 0};
     std::memcpy(mine, &v, sizeof(T));
-    const uint32_t* all = warp_fragments(mine, 2);
     T r;
-    std::memcpy(&r, &all[(source_lane & 31) * FRAGMENT_WORDS], sizeof(T));
-    warp_fragments_done();
+    if (mask == 0xffffffffu) {
+        const uint32_t* all = warp_fragments(mine, 2);
+        std::memcpy(&r, &all[(source_lane & 31) * FRAGMENT_WORDS], sizeof(T));
+        warp_fragments_done();
+        return r;
+    }
+    const int me = block->current, w = me / 32;
+    if (!(mask >> (source_lane & 31) & 1u) && failure.empty()) failure = "a shuffle reading a lane outside its mask";
+    std::memcpy(&block->fragments[static_cast<size_t>(me) * FRAGMENT_WORDS], mine, 8);
+    sync_mask(mask);
+    std::memcpy(&r, &block->fragments[(static_cast<size_t>(w) * 32 + (source_lane & 31)) * FRAGMENT_WORDS], sizeof(T));
+    sync_mask(mask);
     return r;
 }
 
@@ -378,13 +416,13 @@ inline void ldmatrix_x4_trans(uint32_t (&r)[4], unsigned at) { ldmatrix_model(r,
 inline void __syncthreads() { simt::sync_block(); }
 inline void __syncwarp(unsigned = 0xffffffffu) { simt::sync_warp(); }
 template <class T>
-inline T __shfl_xor_sync(unsigned, T v, int mask) { return simt::exchange(v, (threadIdx.x & 31) ^ mask); }
+inline T __shfl_xor_sync(unsigned lanes, T v, int mask) { return simt::exchange(v, (threadIdx.x & 31) ^ mask, lanes); }
 template <class T>
-inline T __shfl_sync(unsigned, T v, int lane) { return simt::exchange(v, lane); }
+inline T __shfl_sync(unsigned lanes, T v, int lane) { return simt::exchange(v, lane, lanes); }
 template <class T>
-inline T __shfl_down_sync(unsigned, T v, int delta) {
+inline T __shfl_down_sync(unsigned lanes, T v, int delta) {
     const int lane = threadIdx.x & 31;
-    const T other = simt::exchange(v, std::min(31, lane + delta));
+    const T other = simt::exchange(v, std::min(31, lane + delta), lanes);
     return lane + delta < 32 ? other : v;
 }
 inline int __syncthreads_or(int predicate) {
@@ -451,6 +489,13 @@ inline uint4 load_shared16(unsigned at) {
     uint4 r;
     std::memcpy(&r, simt::window_at(at, 16), 16);
     return r;
+}
+inline void store_shared16(unsigned at, const float (&v)[4]) { std::memcpy(simt::window_at(at, 16), v, 16); }
+inline void store_shared8(unsigned at, float2 v) { std::memcpy(simt::window_at(at, 8), &v, 8); }
+inline float2 load_shared8(unsigned at) {
+    float2 v;
+    std::memcpy(&v, simt::window_at(at, 8), 8);
+    return v;
 }
 inline void e4m3x4_to_f16x2(uint32_t four_bytes, uint32_t& lo, uint32_t& hi) {  // bytes 0, 1 -> lo; 2, 3 -> hi
     const __half2_raw l = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(four_bytes & 0xFFFFu), __NV_E4M3);

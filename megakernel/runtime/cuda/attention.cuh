@@ -77,6 +77,17 @@ __device__ __forceinline__ void copy_async16_or_zero(u32 dst, const void* src, b
 __device__ __forceinline__ void pair_sync(int id) {
     asm volatile("bar.sync %0, 64;" ::"r"(id) : "memory");
 }
+
+// Two floats to and from shared memory at a shared-memory address (a warp pair's exchange).
+__device__ __forceinline__ void store_shared8(u32 at, float2 v) {
+    asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(at), "f"(v.x), "f"(v.y) : "memory");
+}
+
+__device__ __forceinline__ float2 load_shared8(u32 at) {
+    float2 v;
+    asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f"(v.x), "=f"(v.y) : "r"(at) : "memory");
+    return v;
+}
 #endif
 
 // The keys (or values) of one partition's tile: rows [c0, end) of KV head kv, c0 a multiple of 16 at or
@@ -229,10 +240,9 @@ __device__ inline void attn_scores_tile(const Ctx& ctx, const Word& w, int tile,
             // acc[e]: row g + 8 (e >> 1), key 2 t4 + (e & 1) of the n-tile; this warp keeps e & 1 == half
             // (selected, not indexed by half: an index known only at run time would put acc in local memory).
             const float2 give = half ? make_float2(acc[0], acc[2]) : make_float2(acc[1], acc[3]);
-            asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(mine + 256 * mt), "f"(give.x), "f"(give.y) : "memory");
+            store_shared8(mine + 256 * mt, give);
             pair_sync(1 + nt);
-            float2 other;
-            asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f"(other.x), "=f"(other.y) : "r"(theirs + 256 * mt) : "memory");
+            const float2 other = load_shared8(theirs + 256 * mt);
 #pragma unroll
             for (int sel = 0; sel < 2; ++sel) {
                 const int qi = 16 * mt + g + 8 * sel;

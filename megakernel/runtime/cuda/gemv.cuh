@@ -445,10 +445,12 @@ struct StripStream {
     }
 };
 
+#ifndef MK_HOST_SIMT  // tests/simt/simt.h: the same store into its shared-memory window
 __device__ __forceinline__ void store_shared16(u32 at, const float (&v)[4]) {
     asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(at), "f"(v[0]), "f"(v[1]), "f"(v[2]), "f"(v[3])
                  : "memory");
 }
+#endif
 
 // A strip's sum = ((phase 0 + phase 1) + phase 2) + .., into phase 0's acc: the other phases leave their
 // acc in their own ring slots (their streams are over: every copy they issued has landed and been read).
@@ -484,8 +486,12 @@ __device__ __forceinline__ void stream_blocks(float (&acc)[4], const StripStream
     if (!FP8) st.fill();
     int slot = 0;  // j % depth, kept as a counter
     for (int j = 0; j < st.mine; ++j) {
+#ifdef MK_HOST_SIMT
+        copies_wait(depth - 1);  // block j has landed
+#else
         if (DEPTH > 0) asm volatile("cp.async.wait_group %0;" ::"n"(DEPTH > 0 ? DEPTH - 1 : 0) : "memory");
         else copies_wait(depth - 1);  // block j has landed
+#endif
         if (!FP8) __syncwarp();  // bf16: every lane's pieces of it
         const int n = st.block(j);
         float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};

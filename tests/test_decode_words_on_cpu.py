@@ -1,0 +1,139 @@
+"""The decode Programs' kernels (gemv_tile.cuh, gdn.cuh, attention.cuh, small_ops.cuh) run on the CPU by
+tests/simt_runner.py, word by word against the CPU interpreter with the GPU tests' own check (tests/gpu/per_word.py:
+the written buffers within the op tolerance, every other byte exact), on the tiny preset: after two passes of
+history at 1 and 3 rows, from a random session at 8 rows, an MTP draft pass, each as the discrete kernels call the
+tile functions and as the megakernel does; negative controls. tests/gpu/test_discrete_gpu.py runs the same words
+on a GPU.
+
+Why on the CPU too: a session without a GPU prepares the decode kernels' levers (D77), and this finds their
+indexing, barrier and arithmetic mistakes before a GPU session spends device time on them.
+"""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "gpu"))
+
+from compiler import lower, lower_mtp  # noqa: E402
+from compiler.interpreter import Interpreter  # noqa: E402
+from isa import DType, Op  # noqa: E402
+from isa.opcodes import CTRL_LANE, CTRL_POSITION  # noqa: E402
+from per_word import check_word, interpret_word, randomise_session  # noqa: E402
+from simt_runner import DECODE_CPU_OPS, HostProgram, unavailable  # noqa: E402
+
+pytestmark = pytest.mark.skipif(unavailable() is not None, reason=f"CPU runner: {unavailable()}")
+TOKENS = [9707, 11, 1879, 0, 151, 77, 3000, 42, 5, 248000, 17, 1]
+
+
+def walk(weights, program, interp, megakernel=False, tamper=lambda runner: None, target=None):
+    """Every word of one pass in order from the interpreter's state, each decode word checked against it (`target`:
+    HostProgram's). Returns (opcodes checked, problems)."""
+    runner = HostProgram(program, weights, megakernel=megakernel, target=target)
+    tamper(runner)
+    checked, problems = [], []
+    for i, w in enumerate(program.words):
+        if w.opcode in DECODE_CPU_OPS:
+            problems += check_word(interp, runner, program, i)
+            checked.append(w.opcode)
+        else:
+            interpret_word(interp, program, i)
+    return checked, problems
+
+
+def with_history(weights, program):
+    """The interpreter after two passes (a non-zero position, GDN states, KV rows), the next pass's tokens set."""
+    rows = program.rows
+    interp = Interpreter(program, weights)
+    for step in range(2):
+        interp.set_tokens(TOKENS[step * rows:(step + 1) * rows])
+        interp.run(1)
+    interp.set_tokens(TOKENS[-rows:])
+    return interp
+
+
+@pytest.mark.parametrize("rows", [1, 3])
+@pytest.mark.parametrize("megakernel", [False, True], ids=["discrete", "megakernel"])
+def test_every_decode_word_matches_the_interpreter(tiny_weights, rows, megakernel):
+    program = lower(tiny_weights.config, rows=rows, sms=132, capacity=64, debug_logits=True)
+    checked, problems = walk(tiny_weights, program, with_history(tiny_weights, program), megakernel)
+    assert set(checked) == {w.opcode for w in program.words} - {Op.NOP}
+    assert not problems, problems[:10]
+
+
+@pytest.mark.parametrize("megakernel", [False, True], ids=["discrete", "megakernel"])
+def test_an_8_row_pass_on_random_state_matches_the_interpreter(tiny_weights, megakernel):
+    """Eight rows (ATTN_MERGE's heads in column runs, every f16 operand row), random states 41 tokens deep."""
+    program = lower(tiny_weights.config, rows=8, sms=132, capacity=64, debug_logits=True)
+    interp = Interpreter(program, tiny_weights)
+    rng = np.random.default_rng(8)
+    randomise_session(interp, program, rng, position=41)
+    interp.set_tokens(rng.integers(0, tiny_weights.config.vocab_size, 8).tolist())
+    checked, problems = walk(tiny_weights, program, interp, megakernel)
+    assert Op.ATTN_MERGE in checked and Op.GDN_CORE in checked
+    assert not problems, problems[:10]
+
+
+def test_the_mtp_draft_words_match_the_interpreter(tiny_weights):
+    """The MTP draft Program (MTP_FC's two norms, the MTP layer's attention) on a session an 8-row target pass and
+    an 8-row MTP pass left, as tests/gpu/test_discrete_gpu.py sets it up."""
+    c = tiny_weights.config
+    target = lower(c, rows=8, sms=132, capacity=64, debug_logits=True)
+    program = lower_mtp(c, rows=3, sms=132, capacity=64, debug_logits=True)
+    base = Interpreter(target, tiny_weights)
+    base.set_tokens(TOKENS[:8])
+    base.run(1)
+    prefill = Interpreter(lower_mtp(c, rows=8, sms=132, capacity=64, debug_logits=True), tiny_weights,
+                          session_of=base)
+    prefill.set_tokens(TOKENS[1:9])
+    prefill.run(1)
+    interp = Interpreter(program, tiny_weights, session_of=base)
+    interp.view(0)[0, CTRL_LANE + CTRL_POSITION] = 5  # rows over the prefilled ones, as after a verify pass
+    interp.set_tokens(TOKENS[9:12])
+    checked, problems = walk(tiny_weights, program, interp, target=target)
+    assert Op.MTP_FC in checked
+    assert not problems, problems[:10]
+
+
+def first_fp8_weight(program, opcode):
+    w = next(w for w in program.words if w.opcode == opcode)
+    return program.weights[w.weight_first]
+
+
+@pytest.mark.parametrize("opcode", [Op.NORM_GATE_UP, Op.GEMV_RESIDUAL])
+def test_a_wrong_weight_on_the_cpu_is_caught(tiny_weights, opcode):
+    """Negative control: the check fails when one fp8 weight byte of a GEMV word's first weight differs from the
+    interpreter's (a GEMV_RESIDUAL word is split-K on the tiny preset: its finish reads the tampered slice's sums)."""
+    program = lower(tiny_weights.config, rows=1, sms=132, capacity=64, debug_logits=True)
+    entry = first_fp8_weight(program, opcode)
+    assert entry.dtype == DType.FP8_E4M3
+
+    def tamper(runner):
+        runner.weights[entry.offset + 5] ^= 0x08  # an exponent bit of one weight (e4m3: bits 3-6)
+
+    _, problems = walk(tiny_weights, program, with_history(tiny_weights, program), tamper=tamper)
+    assert problems and all(opcode.name in p for p in problems), problems[:3]
+
+
+def test_a_split_k_finish_that_never_runs_is_caught(tiny_weights):
+    """Negative control of the split-K finish: arrival counters that start one short of a group's last slice make
+    another slice finish the group before every partial is in, so the word's sums differ."""
+    program = lower(tiny_weights.config, rows=1, sms=132, capacity=64, debug_logits=True)
+    split = next(w for w in program.words if w.opcode in DECODE_CPU_OPS and w.k_slices > 1)
+    assert split.arrival_count > 0
+
+    def tamper(runner):
+        original = runner.run_word
+
+        def early_finish(index):
+            w = program.words[index]
+            if w is split:
+                runner.arrivals[w.arrival_base * 32] = 1  # group 0 counts one slice before any has arrived
+            original(index)
+
+        runner.run_word = early_finish
+
+    with pytest.raises(RuntimeError, match="left split-K arrivals counted"):
+        walk(tiny_weights, program, with_history(tiny_weights, program), tamper=tamper)
