@@ -2,8 +2,9 @@
 tests/simt_runner.py, word by word against the CPU interpreter with the GPU tests' own check (tests/gpu/per_word.py:
 the written buffers within the op tolerance, every other byte exact), on the tiny preset: after two passes of
 history at 1 and 3 rows, from a random session at 8 rows, an MTP draft pass, each as the discrete kernels call the
-tile functions and as the megakernel does; negative controls. tests/gpu/test_discrete_gpu.py runs the same words
-on a GPU.
+tile functions and as the megakernel does; negative controls. Then two bit identities the kernels themselves hold:
+an M-row pass equal to M one-row passes, the megakernel's order equal to the discrete kernels'.
+tests/gpu/test_discrete_gpu.py runs the same words on a GPU.
 
 Why on the CPU too: a session without a GPU prepares the decode kernels' levers (D77), and this finds their
 indexing, barrier and arithmetic mistakes before a GPU session spends device time on them.
@@ -19,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).parent / "gpu"))
 
 from compiler import lower, lower_mtp  # noqa: E402
 from compiler.interpreter import Interpreter  # noqa: E402
-from isa import DType, Op  # noqa: E402
+from isa import DType, Kind, Op  # noqa: E402
 from isa.opcodes import CTRL_LANE, CTRL_POSITION  # noqa: E402
 from per_word import check_word, interpret_word, randomise_session  # noqa: E402
 from simt_runner import DECODE_CPU_OPS, HostProgram, unavailable  # noqa: E402
@@ -95,6 +96,56 @@ def test_the_mtp_draft_words_match_the_interpreter(tiny_weights):
     checked, problems = walk(tiny_weights, program, interp, target=target)
     assert Op.MTP_FC in checked
     assert not problems, problems[:10]
+
+
+def cpu_passes(weights, program, arena, token_rows, megakernel=False):
+    """Whole passes of `program` on the CPU runner alone (every word, in order) from session bytes `arena`, one
+    pass per entry of token_rows; returns the arena after each pass."""
+    interp = Interpreter(program, weights)  # writes the tokens into the runner's arena (set_tokens)
+    runner = HostProgram(program, weights, megakernel=megakernel)
+    runner.session.arena.data = interp.arena
+    interp.arena[:] = 0
+    interp.arena[:arena.size] = arena
+    out = []
+    for tokens in token_rows:
+        interp.set_tokens(tokens)
+        for i, w in enumerate(program.words):
+            if w.opcode != Op.NOP:
+                runner.run_word(i)
+        out.append(interp.arena.copy())
+    return out
+
+
+def logits_of(program, arena):
+    b = next(b for b in program.buffers if b.name == "logits")
+    return arena[b.offset:b.offset + b.nbytes].view(np.float32).reshape(b.rows, b.cols)
+
+
+def test_an_m_row_pass_on_the_cpu_is_m_one_row_passes_and_the_megakernel_order_the_same_bits(tiny_weights):
+    """Two of the project's bit identities, held by the kernels themselves and so checkable here: three one-row
+    passes and one 3-row pass from the same session (the GPU's test_m_row_pass_equals_m_one_row_passes), every
+    word run by the CPU runner, leave the same state buffers and logits bit for bit; and the 3-row pass run as the
+    megakernel calls its tiles equals the discrete kernels' (megakernel == graph)."""
+    c = tiny_weights.config
+    one = lower(c, rows=1, sms=132, capacity=64, debug_logits=True)
+    many = lower(c, rows=3, sms=132, capacity=64, debug_logits=True)
+    assert one.state_end == many.state_end
+    history = Interpreter(one, tiny_weights)
+    for t in TOKENS[:2]:  # some history: a non-zero position, GDN states, KV rows
+        history.set_tokens([t])
+        history.run(1)
+    start = history.arena[:one.state_end].copy()
+    block = TOKENS[2:5]
+    singles = cpu_passes(tiny_weights, one, start, [[t] for t in block])
+    (discrete,) = cpu_passes(tiny_weights, many, start, [block])
+    (megakernel,) = cpu_passes(tiny_weights, many, start, [block], megakernel=True)
+    assert np.array_equal(discrete, megakernel), "the megakernel's order changed a bit of the 3-row pass"
+    for b in many.buffers:
+        if b.kind == Kind.STATE and b.name != "hidden":  # hidden is right-aligned: rows differ by design
+            lo, hi = b.offset, b.offset + b.nbytes
+            assert np.array_equal(discrete[lo:hi], singles[-1][lo:hi]), f"{b.name} differs after the 3-row pass"
+    for r in range(3):
+        assert np.array_equal(logits_of(many, discrete)[r], logits_of(one, singles[r])[0]), f"row {r} logits differ"
 
 
 def first_fp8_weight(program, opcode):
