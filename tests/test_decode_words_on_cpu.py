@@ -1,15 +1,16 @@
 """The decode Programs' kernels (gemv_tile.cuh, gdn.cuh, attention.cuh, small_ops.cuh) run on the CPU by
 tests/simt_runner.py, word by word against the CPU interpreter with the GPU tests' own check (tests/gpu/per_word.py:
-the written buffers within the op tolerance, every other byte exact), on the tiny preset: after two passes of
+the written buffers within the op tolerance, every other byte exact): on the tiny preset after two passes of
 history at 1 and 3 rows, from a random session at 8 rows, an MTP draft pass, each as the discrete kernels call the
-tile functions and as the megakernel does; negative controls. Then two bit identities the kernels themselves hold:
-an M-row pass equal to M one-row passes, the megakernel's order equal to the discrete kernels'.
-tests/gpu/test_discrete_gpu.py runs the same words on a GPU.
+tile functions and as the megakernel does; an 8-row pass of a two-layer slice of the 27B at its widths; negative
+controls. Then two bit identities the kernels themselves hold: an M-row pass equal to M one-row passes, the
+megakernel's order equal to the discrete kernels'. tests/gpu/test_discrete_gpu.py runs the same words on a GPU.
 
 Why on the CPU too: a session without a GPU prepares the decode kernels' levers (D77), and this finds their
 indexing, barrier and arithmetic mistakes before a GPU session spends device time on them.
 """
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -74,6 +75,35 @@ def test_an_8_row_pass_on_random_state_matches_the_interpreter(tiny_weights, meg
     interp.set_tokens(rng.integers(0, tiny_weights.config.vocab_size, 8).tolist())
     checked, problems = walk(tiny_weights, program, interp, megakernel)
     assert Op.ATTN_MERGE in checked and Op.GDN_CORE in checked
+    assert not problems, problems[:10]
+
+
+@pytest.fixture(scope="module")
+def wide_weights():
+    """synthetic weights of a two-layer slice of the 27B (one GDN layer, one attention layer at the 27B's widths:
+    hidden 5,120, gate_up's 144-row groups in two passes, in_proj's four segments, 640-piece norm rows, split-K
+    out_proj and down), a 2,048-token vocabulary and no MTP layer: ~0.8 GB, its words ~1 min a pass on the CPU."""
+    from megakernel.model.config import _layer_types_from_interval, preset
+    from megakernel.model.synthetic import synthetic_weights
+
+    config = dataclasses.replace(preset("qwen3.5-27b"), num_hidden_layers=2, layer_types=_layer_types_from_interval(2, 2),
+                                 vocab_size=2048, defined_vocab=2048, mtp_num_hidden_layers=0, name="qwen3.5-27b-slice")
+    return synthetic_weights(config, seed=0)
+
+
+def test_an_8_row_pass_at_the_27b_widths_matches_the_interpreter(wide_weights):
+    """The words at the 27B's shapes (the tiny preset's GEMVs are all split-K over a few groups), eight rows on
+    random state: what a lever that only the 27B's shapes reach (a norm row of 640 pieces, gate_up's 16-row
+    passes, out_proj's slices) must still compute."""
+    c = wide_weights.config
+    program = lower(c, rows=8, sms=132, capacity=64, debug_logits=True)
+    assert any(w.opcode == Op.NORM_GATE_UP and w.tile_rows == 144 and w.k_slices == 1 for w in program.words)
+    interp = Interpreter(program, wide_weights)
+    rng = np.random.default_rng(27)
+    randomise_session(interp, program, rng, position=41)
+    interp.set_tokens(rng.integers(0, c.vocab_size, 8).tolist())
+    checked, problems = walk(wide_weights, program, interp)
+    assert set(checked) == {w.opcode for w in program.words} - {Op.NOP}
     assert not problems, problems[:10]
 
 
