@@ -23,7 +23,7 @@ from compiler import lower, lower_mtp  # noqa: E402
 from compiler.interpreter import Interpreter  # noqa: E402
 from isa import DType, Kind, Op  # noqa: E402
 from isa.opcodes import CTRL_LANE, CTRL_POSITION  # noqa: E402
-from per_word import check_word, interpret_word, randomise_session  # noqa: E402
+from per_word import check_word, interpret_word, mtp_history, randomise_session  # noqa: E402
 from simt_runner import DECODE_CPU_OPS, HostProgram, unavailable  # noqa: E402
 
 pytestmark = pytest.mark.skipif(unavailable() is not None, reason=f"CPU runner: {unavailable()}")
@@ -86,8 +86,9 @@ def wide_weights():
     from megakernel.model.config import _layer_types_from_interval, preset
     from megakernel.model.synthetic import synthetic_weights
 
-    config = dataclasses.replace(preset("qwen3.5-27b"), num_hidden_layers=2, layer_types=_layer_types_from_interval(2, 2),
-                                 vocab_size=2048, defined_vocab=2048, mtp_num_hidden_layers=0, name="qwen3.5-27b-slice")
+    config = dataclasses.replace(preset("qwen3.5-27b"), num_hidden_layers=2,
+                                 layer_types=_layer_types_from_interval(2, 2), vocab_size=2048, defined_vocab=2048,
+                                 mtp_num_hidden_layers=0, name="qwen3.5-27b-slice")
     return synthetic_weights(config, seed=0)
 
 
@@ -113,14 +114,7 @@ def test_the_mtp_draft_words_match_the_interpreter(tiny_weights):
     c = tiny_weights.config
     target = lower(c, rows=8, sms=132, capacity=64, debug_logits=True)
     program = lower_mtp(c, rows=3, sms=132, capacity=64, debug_logits=True)
-    base = Interpreter(target, tiny_weights)
-    base.set_tokens(TOKENS[:8])
-    base.run(1)
-    prefill = Interpreter(lower_mtp(c, rows=8, sms=132, capacity=64, debug_logits=True), tiny_weights,
-                          session_of=base)
-    prefill.set_tokens(TOKENS[1:9])
-    prefill.run(1)
-    interp = Interpreter(program, tiny_weights, session_of=base)
+    interp = Interpreter(program, tiny_weights, session_of=mtp_history(tiny_weights, target, TOKENS))
     interp.view(0)[0, CTRL_LANE + CTRL_POSITION] = 5  # rows over the prefilled ones, as after a verify pass
     interp.set_tokens(TOKENS[9:12])
     checked, problems = walk(tiny_weights, program, interp, target=target)

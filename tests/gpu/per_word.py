@@ -209,6 +209,25 @@ def interpreter_at(program, weights, position: int, tokens: list[int], seed: int
     return interp
 
 
+def mtp_history(weights, target, tokens: list[int], prepare=lambda base: None):
+    """The target Program's interpreter after an 8-row target pass over tokens[:8] and an 8-row MTP pass over
+    tokens[1:9] (hidden rows, MTP cache rows, the MTP lane's position): the session an MTP draft Program's words
+    are checked from (interpreters of the draft Program share it: session_of). `prepare(base)` runs first (a
+    working vocabulary's table)."""
+    from compiler import lower_mtp
+    from compiler.interpreter import Interpreter
+
+    base = Interpreter(target, weights)
+    prepare(base)
+    base.set_tokens(tokens[:8])
+    base.run(1)
+    prefill = Interpreter(lower_mtp(weights.config, rows=8, sms=target.sms, capacity=target.meta["capacity"],
+                                    debug_logits=True), weights, session_of=base)
+    prefill.set_tokens(tokens[1:9])
+    prefill.run(1)
+    return base
+
+
 HISTORY_TOKENS = [9707, 11, 1879, 0, 151, 77, 3000, 42, 5, 248000, 17, 1, 60, 61, 62, 63]
 
 

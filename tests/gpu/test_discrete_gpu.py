@@ -23,8 +23,8 @@ from isa import DType, Kind, Op  # noqa: E402
 from isa.opcodes import CTRL_LANE, CTRL_POSITION  # noqa: E402
 from megakernel.measurement.checker import Goldens, check  # noqa: E402
 from megakernel.runtime.device import DeviceSession, DeviceWeights  # noqa: E402
-from per_word import (check_word, diff_arena, interpret_word, poison_write_only, randomise_session,  # noqa: E402
-                      word_accesses)
+from per_word import (check_word, diff_arena, interpret_word, mtp_history, poison_write_only,  # noqa: E402
+                      randomise_session, word_accesses)
 from program_tools import session_state  # noqa: E402
 
 pytestmark = pytest.mark.gpu
@@ -76,20 +76,16 @@ def test_every_mtp_instruction_matches_the_interpreter(tiny_weights, rows, chain
                         working_vocab=working)
     runner = DiscreteProgram(program, DeviceWeights.from_weightset(target, tiny_weights, progress=False),
                              DeviceSession(target))
-    base = Interpreter(target, tiny_weights)
-    if working:  # a small core and the test's ids: most rows are padding, session ids sit at other rows
+
+    def working_table(base):  # a small core and the test's ids: most rows are padding, session ids sit at other rows
         vocab = WorkingVocab(draft_rows(c), c.defined_vocab, core=16)
         vocab.add(TOKENS)
         table = vocab.table()
         index = {b.name: i for i, b in enumerate(target.buffers)}
         base.view(index["mtp.draft_ids"])[0] = table
         base.view(index["mtp.draft_head"])[:] = tiny_weights[LM_HEAD][table]
-    base.set_tokens(TOKENS[:8])
-    base.run(1)
-    prefill = Interpreter(lower_mtp(c, rows=8, sms=132, capacity=64, debug_logits=True), tiny_weights,
-                          session_of=base)
-    prefill.set_tokens(TOKENS[1:9])
-    prefill.run(1)
+
+    base = mtp_history(tiny_weights, target, TOKENS, working_table if working else lambda base: None)
     interp = Interpreter(program, tiny_weights, session_of=base)
     if not chained:
         interp.view(0)[0, CTRL_LANE + CTRL_POSITION] = 5  # rows over the prefilled ones, as after a verify pass
