@@ -129,7 +129,8 @@ class HostProgram:
 
     def __init__(self, program: Program, weights, megakernel: bool = False, target: Program | None = None):
         """megakernel: the decode words' tiles as the megakernel calls them (megakernel.cu run_tile; its GEMV tiles
-        primed before their inputs, or not, tile by tile in turn), else as the discrete kernels do. target: the
+        primed before their inputs, or not, tile by tile in turn), each of the Program's G blocks its range of a
+        word's tiles in order in one shared memory; else as the discrete kernels do, a block a tile. target: the
         Program whose session and weight arena the words run in (an MTP draft Program's target), else `program`."""
         from discrete.launch_program import launch_program
 
@@ -155,8 +156,8 @@ class HostProgram:
         message = ctypes.create_string_buffer(512)
         rc = library().simt_run_launch(self._launch[index], self.session.arena.data.ctypes.data,
                                        self.weights.ctypes.data, cuda_build.word_threads(w), self.smem.ctypes.data,
-                                       self.smem.size, self.arrivals.ctypes.data, int(self.megakernel), message,
-                                       len(message))
+                                       self.smem.size, self.arrivals.ctypes.data,
+                                       self.program.sms if self.megakernel else 0, message, len(message))
         if rc:
             raise RuntimeError(f"word {index} ({w.opcode.name}) on the CPU: {message.value.decode()}")
         if self.arrivals.any():

@@ -12,17 +12,19 @@
 namespace {
 
 // Word 0 of `launch` (a launch program: discrete/launch_program.py) as its kernel would run it, block by block;
-// `megakernel`: a decode word's tiles as the megakernel runs them instead (its GEMV tiles primed or not, in turn).
-// `arrivals`: the split-K arrival counters. 0 when it ran, 1 when a block stalled (`message` says why), 2 for an
-// opcode this file does not run.
+// `megakernel_blocks` > 0: a decode word's tiles as the megakernel's G = megakernel_blocks blocks run them instead
+// (block b tiles [b T / G, (b + 1) T / G) in order in one shared memory, which holds 0xA5 before each block's
+// first; its GEMV tiles primed or not, in turn). `arrivals`: the split-K arrival counters. 0 when it ran, 1 when a
+// block stalled (`message` says why), 2 for an opcode this file does not run.
 int run_launch(const unsigned char* launch, unsigned char* arena, const unsigned char* weights, int threads,
-               unsigned char* smem, int smem_bytes, unsigned* arrivals, bool megakernel, char* message,
+               unsigned char* smem, int smem_bytes, unsigned* arrivals, int megakernel_blocks, char* message,
                int message_bytes) {
     simt::smem_window = smem;
     simt::smem_window_bytes = smem_bytes;
     const mk::Ctx ctx{arena, weights, launch};
     const mk::Word w = ctx.word(0);
     const int op = w.opcode(), tiles = w.tiles();
+    const bool megakernel = megakernel_blocks > 0;
     std::function<void(int)> tile;
     switch (op) {
         case mk::OP_PROMPT_EMBED: tile = [&](int t) { mk::prompt_embed_tile(ctx, w, t); }; break;
@@ -73,11 +75,18 @@ int run_launch(const unsigned char* launch, unsigned char* arena, const unsigned
             break;
         default: std::snprintf(message, message_bytes, "opcode %d is not run on the CPU", op); return 2;
     }
-    for (int t = 0; t < tiles; ++t) {
-        simt::failure.clear();
-        if (!simt::run_block(threads, [&] { tile(t); }, t, tiles)) {
-            std::snprintf(message, message_bytes, "%s", simt::failure.c_str());
-            return 1;
+    const bool decode = op < mk::OP_PROMPT_EMBED;  // the decode opcodes precede the prompt programs' (common.cuh)
+    const int blocks = megakernel && decode ? megakernel_blocks : tiles;
+    for (int b = 0; b < blocks; ++b) {
+        const int first = static_cast<int>(static_cast<long long>(b) * tiles / blocks);
+        const int last = static_cast<int>(static_cast<long long>(b + 1) * tiles / blocks);
+        if (megakernel && decode && first < last) std::memset(smem, 0xA5, smem_bytes);
+        for (int t = first; t < last; ++t) {
+            simt::failure.clear();
+            if (!simt::run_block(threads, [&] { tile(t); }, megakernel && decode ? b : t, blocks)) {
+                std::snprintf(message, message_bytes, "%s", simt::failure.c_str());
+                return 1;
+            }
         }
     }
     return 0;
@@ -86,9 +95,9 @@ int run_launch(const unsigned char* launch, unsigned char* arena, const unsigned
 }  // namespace
 
 extern "C" int simt_run_launch(const unsigned char* launch, unsigned char* arena, const unsigned char* weights,
-                               int threads, unsigned char* smem, int smem_bytes, unsigned* arrivals, int megakernel,
-                               char* message, int message_bytes) {
-    return run_launch(launch, arena, weights, threads, smem, smem_bytes, arrivals, megakernel != 0, message,
+                               int threads, unsigned char* smem, int smem_bytes, unsigned* arrivals,
+                               int megakernel_blocks, char* message, int message_bytes) {
+    return run_launch(launch, arena, weights, threads, smem, smem_bytes, arrivals, megakernel_blocks, message,
                       message_bytes);
 }
 
