@@ -5,14 +5,15 @@
 // them. A barrier some thread never reaches, or a warp-wide instruction in a warp that is not whole, ends the run
 // with a message instead of hanging.
 //
-// What it models beyond that (below): shuffles over their mask's lanes, mma.sync m16n8k16, ldmatrix x4 and wgmma m64n128k16 / m64n64k16 (each warp-wide, from the
-// PTX ISA's fragment layouts), named barriers, mbarriers with transaction bytes, async copies that land only at
-// their thread's wait and bulk copies only at a wait on their mbarrier (so a read that skips its wait reads stale
-// shared memory). What it does not: the rest of the memory model (fences, global memory between blocks), timing;
-// wgmma's asynchrony (a product reads its operands when issued, so a missing wgmma.fence, commit, wait_group or
-// fence.proxy.async passes here), that all four warps of a warpgroup issue it (only the warp meets), and the asm's
-// own flags (the layout and type come from the function's name: the GPU per-word test checks the asm). Arithmetic is the host's IEEE fp32 (common.cuh
-// MK_HOST_SIMT); expf and log1pf are glibc's, which may differ from CUDA's in the last bit.
+// What it models beyond that (below): shuffles over their mask's lanes, mma.sync m16n8k16, ldmatrix x4 and wgmma
+// m64n128k16 / m64n64k16 (each warp-wide, from the PTX ISA's fragment layouts), named barriers, mbarriers with
+// transaction bytes, async copies that land only at their thread's wait and bulk copies only at a wait on their
+// mbarrier (so a read that skips its wait reads stale shared memory). What it does not: the rest of the memory model
+// (fences, global memory between blocks), timing; wgmma's asynchrony (a product reads its operands when issued, so a
+// missing wgmma.fence, commit, wait_group or fence.proxy.async passes here), that all four warps of a warpgroup issue
+// it (only the warp meets), and the asm's own flags (the layout and type come from the function's name: the GPU
+// per-word test checks the asm). Arithmetic is the host's IEEE fp32 (common.cuh MK_HOST_SIMT); expf and log1pf are
+// glibc's, which may differ from CUDA's in the last bit.
 #pragma once
 
 #include <algorithm>
