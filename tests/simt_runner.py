@@ -139,6 +139,9 @@ class HostProgram:
         self.weights = weight_arena(home, weights)
         self._launch = {i: launch_program(program, i) for i, w in enumerate(program.words) if w.opcode in CPU_OPS}
         room = H200_SMEM_OPT_IN - -(-cuda_build.launch_program_bytes() // 1024) * 1024  # as DiscreteProgram._room
+        need = cuda_build.tile_smem_bytes(program)  # the tiles' least, checked once as the launcher checks it
+        if need > room:
+            raise ValueError(f"the tiles need {need} bytes of shared memory, a block has {room}")
         self.smem = np.zeros(room, np.uint8)
         # the split-K arrival counters, laid out as the discrete launcher's (zero between words)
         self.arrivals = np.zeros(max(1, len(program.counters)) * COUNTER_STRIDE, np.uint32)
@@ -147,8 +150,7 @@ class HostProgram:
         w = self.program.words[index]
         if index not in self._launch:
             raise ValueError(f"word {index} ({w.opcode.name}) does not run on the CPU")
-        need = (cuda_build.tile_smem_bytes(self.program) if w.opcode in DECODE_CPU_OPS
-                else cuda_build.prompt_word_smem(w))
+        need = cuda_build.prompt_word_smem(w)  # a prompt word's own need (0: a decode word), as the launcher asks
         if need > self.smem.size:
             raise ValueError(f"word {index} ({w.opcode.name}) needs {need} bytes of shared memory, "
                              f"a block has {self.smem.size}")

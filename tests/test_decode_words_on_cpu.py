@@ -130,17 +130,17 @@ def test_the_mtp_draft_words_match_the_interpreter(tiny_weights):
 def cpu_passes(weights, program, arena, token_rows, megakernel=False):
     """Whole passes of `program` on the CPU runner alone (every word, in order) from session bytes `arena`, one
     pass per entry of token_rows; returns the arena after each pass."""
-    interp = Interpreter(program, weights)  # writes the tokens into the runner's arena (set_tokens)
+    interp = Interpreter(program, weights)  # its set_tokens writes a pass's tokens into the session bytes
     runner = HostProgram(program, weights, megakernel=megakernel)
-    runner.session.arena.data = interp.arena
-    interp.arena[:] = 0
     interp.arena[:arena.size] = arena
     out = []
     for tokens in token_rows:
         interp.set_tokens(tokens)
+        runner.session.load(interp.arena)
         for i, w in enumerate(program.words):
             if w.opcode != Op.NOP:
                 runner.run_word(i)
+        interp.arena[:] = runner.session.arena.data
         out.append(interp.arena.copy())
     return out
 
