@@ -382,11 +382,15 @@ inline void mma_16816(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)
         return simt::half_bits_to_float(static_cast<uint16_t>(k % 2 ? v >> 16 : v & 0xFFFFu), F16);
     };
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    double a_rows[2][16], b_cols[2][16];  // each element decoded once
+    for (int k = 0; k < 16; ++k) {
+        for (int r = 0; r < 2; ++r) a_rows[r][k] = A(g + 8 * r, k);
+        for (int c = 0; c < 2; ++c) b_cols[c][k] = B(k, 2 * t + c);
+    }
     float out[4];
-    for (int e = 0; e < 4; ++e) {
-        const int row = g + 8 * (e >> 1), col = 2 * t + (e & 1);
+    for (int e = 0; e < 4; ++e) {  // row g + 8 (e / 2), column 2 t + e % 2
         double acc = d[e];
-        for (int k = 0; k < 16; ++k) acc += static_cast<double>(A(row, k)) * static_cast<double>(B(k, col));
+        for (int k = 0; k < 16; ++k) acc += a_rows[e >> 1][k] * b_cols[e & 1][k];
         out[e] = static_cast<float>(acc);
     }
     simt::warp_fragments_done();
@@ -589,11 +593,18 @@ inline float desc_element(unsigned long long desc, int mn, int k, bool mn_major,
 template <int N, class A, class B>
 void warpgroup_product(float* d, int accumulate, A a_at, B b_at) {
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    // the thread's two rows of A and N / 4 columns of B, each element decoded once (not once a product)
+    double a[2][16], b[N / 4][16];
+    for (int r = 0; r < 2; ++r)
+        for (int k = 0; k < 16; ++k) a[r][k] = a_at(g + 8 * r, k);
+    for (int c = 0; c < N / 4; ++c)
+        for (int k = 0; k < 16; ++k) b[c][k] = b_at(k, 8 * (c >> 1) + 2 * t + (c & 1));
     float out[N / 2];
-    for (int i = 0; i < N / 2; ++i) {
-        const int row = g + 8 * ((i >> 1) & 1), n = 8 * (i >> 2) + 2 * t + (i & 1);
+    for (int i = 0; i < N / 2; ++i) {  // row g + 8 ((i / 2) % 2), column 8 (i / 4) + 2 t + i % 2
+        const double* ar = a[(i >> 1) & 1];
+        const double* bc = b[2 * (i >> 2) + (i & 1)];
         double acc = accumulate ? d[i] : 0.0;
-        for (int k = 0; k < 16; ++k) acc += static_cast<double>(a_at(row, k)) * static_cast<double>(b_at(k, n));
+        for (int k = 0; k < 16; ++k) acc += ar[k] * bc[k];
         out[i] = static_cast<float>(acc);
     }
     warp_fragments_done();
