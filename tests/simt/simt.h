@@ -365,6 +365,28 @@ inline float a_element(const uint32_t* all, int row, int k, bool f16) {
 }
 
 
+// d (N / 2 words a thread: row g + 8 ((i / 2) % 2), column 8 (i / 4) + 2 t + i % 2 of the warp's 16 x N; mma.sync's
+// layout at N = 8) from A(row, k) of the warp's 16 rows and B(k, n)
+template <int N, class A, class B>
+void warpgroup_product(float* d, int accumulate, A a_at, B b_at) {
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    // the thread's two rows of A and N / 4 columns of B, each element decoded once (not once a product)
+    double a[2][16], b[N / 4][16];
+    for (int r = 0; r < 2; ++r)
+        for (int k = 0; k < 16; ++k) a[r][k] = a_at(g + 8 * r, k);
+    for (int c = 0; c < N / 4; ++c)
+        for (int k = 0; k < 16; ++k) b[c][k] = b_at(k, 8 * (c >> 1) + 2 * t + (c & 1));
+    float out[N / 2];
+    for (int i = 0; i < N / 2; ++i) {  // row g + 8 ((i / 2) % 2), column 8 (i / 4) + 2 t + i % 2
+        const double* ar = a[(i >> 1) & 1];
+        const double* bc = b[2 * (i >> 2) + (i & 1)];
+        double acc = accumulate ? d[i] : 0.0;
+        for (int k = 0; k < 16; ++k) acc += ar[k] * bc[k];
+        out[i] = static_cast<float>(acc);
+    }
+    warp_fragments_done();
+    for (int i = 0; i < N / 2; ++i) d[i] = out[i];
+}
 }  // namespace simt
 
 // mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}: the PTX ISA's fragment layouts (lane = 4 g + t): A as
@@ -381,20 +403,7 @@ inline void mma_16816(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)
         const uint32_t v = all[(4 * col + (k % 8) / 2) * simt::FRAGMENT_WORDS + 4 + (k >= 8)];
         return simt::half_bits_to_float(static_cast<uint16_t>(k % 2 ? v >> 16 : v & 0xFFFFu), F16);
     };
-    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    double a_rows[2][16], b_cols[2][16];  // each element decoded once
-    for (int k = 0; k < 16; ++k) {
-        for (int r = 0; r < 2; ++r) a_rows[r][k] = A(g + 8 * r, k);
-        for (int c = 0; c < 2; ++c) b_cols[c][k] = B(k, 2 * t + c);
-    }
-    float out[4];
-    for (int e = 0; e < 4; ++e) {  // row g + 8 (e / 2), column 2 t + e % 2
-        double acc = d[e];
-        for (int k = 0; k < 16; ++k) acc += a_rows[e >> 1][k] * b_cols[e & 1][k];
-        out[e] = static_cast<float>(acc);
-    }
-    simt::warp_fragments_done();
-    for (int e = 0; e < 4; ++e) d[e] = out[e];
+    simt::warpgroup_product<8>(d, 1, A, B);
 }
 
 // ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16: lane 8 m + r gives the address of row r of matrix m; lane l
@@ -588,27 +597,6 @@ inline float desc_element(unsigned long long desc, int mn, int k, bool mn_major,
     uint16_t h;
     std::memcpy(&h, window_at(start + (mn / 8) * sbo + (k / 8) * lbo + inner, 2), 2);
     return half_bits_to_float(h, f16);
-}
-// d (N / 2 words a thread) from A(row, k) of the warp's 16 rows and B(k, n)
-template <int N, class A, class B>
-void warpgroup_product(float* d, int accumulate, A a_at, B b_at) {
-    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    // the thread's two rows of A and N / 4 columns of B, each element decoded once (not once a product)
-    double a[2][16], b[N / 4][16];
-    for (int r = 0; r < 2; ++r)
-        for (int k = 0; k < 16; ++k) a[r][k] = a_at(g + 8 * r, k);
-    for (int c = 0; c < N / 4; ++c)
-        for (int k = 0; k < 16; ++k) b[c][k] = b_at(k, 8 * (c >> 1) + 2 * t + (c & 1));
-    float out[N / 2];
-    for (int i = 0; i < N / 2; ++i) {  // row g + 8 ((i / 2) % 2), column 8 (i / 4) + 2 t + i % 2
-        const double* ar = a[(i >> 1) & 1];
-        const double* bc = b[2 * (i >> 2) + (i & 1)];
-        double acc = accumulate ? d[i] : 0.0;
-        for (int k = 0; k < 16; ++k) acc += ar[k] * bc[k];
-        out[i] = static_cast<float>(acc);
-    }
-    warp_fragments_done();
-    for (int i = 0; i < N / 2; ++i) d[i] = out[i];
 }
 }  // namespace simt
 // A from registers, f16, B K-major (the prompt GEMM)
