@@ -1,9 +1,9 @@
 """The prompt programs' kernels (prompt_ops.cuh, prompt_gdn.cuh, prompt_attention.cuh, prompt_gemm.cuh) run on the
 CPU by tests/simt_runner.py, word by word against the CPU interpreter with the GPU tests' own check
 (tests/gpu/per_word.py: the written buffers within the op tolerance, every other byte exact), on the tiny preset
-from a random session at two positions (a first WY chunk and key tile cut short at 37; 2950 deep in a long cache,
-causal attention there in its first layer only, ~25 s a word on the CPU, and no GEMM: its tiles' work does not
-change with the position); negative controls for the three kinds of kernel. tests/gpu/test_prompt_gpu.py runs
+from a random session at two positions (a first WY chunk and key tile cut short at 37, 150 rows; 2950 deep in a long
+cache, 70 rows that still end in a second, partial token tile and cross a WY chunk's start at 3008, causal attention
+there in its first layer only, and no GEMM: its tiles' work does not change with the position); negative controls for the three kinds of kernel. tests/gpu/test_prompt_gpu.py runs
 every word on a GPU.
 """
 
@@ -41,8 +41,8 @@ def walk(weights, program, position, tokens, seed=0, run=lambda word: True, tamp
     return checked, problems
 
 
-@pytest.mark.parametrize("position, capacity", [(37, 384), (2950, 3200)])
-def test_every_prompt_word_matches_the_interpreter(tiny_weights, position, capacity):
+@pytest.mark.parametrize("position, capacity, n", [(37, 384, 150), (2950, 3200, 70)])
+def test_every_prompt_word_matches_the_interpreter(tiny_weights, position, capacity, n):
     c = tiny_weights.config
     program = lower_prompt(c, rows=ROWS, sms=132, capacity=capacity)
     first_attention = min(c.attention_layers)
@@ -53,7 +53,7 @@ def test_every_prompt_word_matches_the_interpreter(tiny_weights, position, capac
             return True
         return w.opcode not in GEMM_OPS and (w.opcode != Op.ATTN_CAUSAL or w.layer == first_attention)
 
-    checked, problems = walk(tiny_weights, program, position, [(7919 * i) % c.defined_vocab for i in range(150)],
+    checked, problems = walk(tiny_weights, program, position, [(7919 * i) % c.defined_vocab for i in range(n)],
                              run=run)
     assert set(checked) == PROMPT_CPU_OPS - {Op.MTP_PREPARE} - (GEMM_OPS if deep else set())
     assert checked.count(Op.GDN_CHUNK) == len(c.gdn_layers)
