@@ -425,8 +425,17 @@ struct StripStream {
         slots = smem_addr(ring) + static_cast<u32>(warp * depth * slot_bytes());
     }
     __device__ u32 slot_at(int slot) const { return slots + slot * slot_bytes(); }
-    // Whether this warp's slots lie within the ring's first `bytes` (the warps a tile may prime: prime_ring).
-    __device__ bool within(int bytes) const { return ((threadIdx.x >> 5) + 1) * depth * slot_bytes() <= bytes; }
+    // Whether this warp primes its slots (prime_ring) when a tile primes the ring's first `bytes`: where they lie
+    // within them, but for the megakernel's warp 0, whose thread 0 polls the tile's input counters once the prime
+    // is issued: issuing its share of up to 192 KB of copies, throttled behind the SM's outstanding ones, held the
+    // poll ~2 us (D58); its ring is filled when the pass starts, as an unprimed warp's (the megakernel 1 % faster at
+    // M = 1, level at M = 8: D79).
+    __device__ bool primes(int bytes) const {
+#ifndef MK_DISCRETE_BUILD
+        if (threadIdx.x < 32) return false;
+#endif
+        return ((threadIdx.x >> 5) + 1) * depth * slot_bytes() <= bytes;
+    }
     // The ring's first `depth` blocks, one copy group a slot (empty groups past this warp's last block).
     __device__ void fill() const {
         for (int i = 0; i < depth; ++i) {
@@ -539,14 +548,14 @@ __device__ __forceinline__ void stream_blocks(float (&acc)[4], const StripStream
 
 constexpr int WHOLE_RING = 1 << 30;  // a primed part that holds every warp's slots
 
-// A pass's first `depth` k-blocks issued into the rings of the warps whose slots lie within the ring's
-// first `part` bytes (StripStream::fill), so that they stream while the tile waits for its input rows and
+// A pass's first `depth` k-blocks issued into the rings of the warps that prime the ring's first `part` bytes
+// (StripStream::primes, fill), so that they stream while the tile waits for its input rows and
 // prepares them (gemv_block_rows, given the same `part`, fills the other warps' rings); returns the groups
 // a primed warp issued. fp8 only.
 __device__ inline int prime_ring(const u8* weight, int k, int row0, int rows, int b0, int b1, u8* ring, int ring_bytes,
                                  int part) {
     const StripStream st(true, weight, k, row0, rows, b0, b1, ring, ring_bytes);
-    if (st.within(part)) st.fill();
+    if (st.primes(part)) st.fill();
     return st.depth;
 }
 
@@ -583,8 +592,8 @@ __device__ inline void stage_pass_scales(const __nv_bfloat16* scale, int k, int 
 // w) returns acc[0..3] = (row g, input 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1) of its strip; the
 // other warps' acc is undefined. `ring`: shared memory for the 16 warps' slots (at least one 16-row block
 // each); `scales`: MAX_SLICE_BLOCKS floats; `primed` (fp8): the caller left this pass's scales staged and
-// landed (stage_pass_scales) and filled the rings of the warps within the ring's first `part` bytes
-// (prime_ring), and this function fills the others' (the norm words); otherwise it stages
+// landed (stage_pass_scales) and filled the rings of the warps that prime the ring's first `part` bytes
+// (prime_ring, StripStream::primes), and this function fills the others'; otherwise it stages
 // the scales and fills every ring, the scales' copies first (D46). fp8: rows [row0, row0 + rows) must lie
 // in one 128-row scale block.
 __device__ inline void gemv_block_rows(float (&acc)[4], bool fp8, const u8* weight, const __nv_bfloat16* scale,
@@ -603,7 +612,7 @@ __device__ inline void gemv_block_rows(float (&acc)[4], bool fp8, const u8* weig
             st.fill();
             copies_wait(st.depth);  // the scales have landed
             __syncthreads();        // every thread's
-        } else if (!st.within(part)) {
+        } else if (!st.primes(part)) {
             st.fill();
         }
         const size_t first = scale_index(k, row0, b0);
