@@ -489,20 +489,30 @@ def cmd_bench(args: argparse.Namespace) -> None:
     for name in names:  # warm-up: module loads, graph capture
         start_at(contexts[0])
         steps[name]()
-    samples = abtest.interleave({n: steps[n] for n in names}, contexts, args.tokens, args.rounds, start_at,
-                                abtest.event_ms)
-    mega.check()
     floor = {c: sum(instruction_bytes(program, w, c) for w in program.words) / bandwidth / 1e6 for c in contexts}
-    result = {
+    head = {
         "device": cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"].decode(),
         "git_commit": git_commit(), "command": "megakernel " + " ".join(sys.argv[1:]),
         "created": datetime.datetime.now(datetime.UTC).isoformat(), "model": args.model,
         "read_bandwidth_gbps": bandwidth, "tokens_per_round": args.tokens, "rounds": args.rounds,
-        **abtest.summarize(samples, floor),
-        "samples": [{"backend": s.backend, "context": s.context, "round": s.round, "ms": s.ms} for s in samples],
     }
-    with open(args.out, "w") as f:
-        json.dump(result, f, indent=1)
+
+    def write(samples: list[abtest.Sample], complete: bool) -> dict:
+        """The results so far at --out: after each context (`complete` false until the last), so that a run
+        stopped at a time limit leaves its finished contexts."""
+        mega.check()  # a stalled or failed megakernel pass ends the run before its samples are written
+        done = sorted({s.context for s in samples}, key=contexts.index)
+        result = {**head, "complete": complete, "contexts_done": done,
+                  **abtest.summarize(samples, floor),
+                  "samples": [{"backend": s.backend, "context": s.context, "round": s.round, "ms": s.ms}
+                              for s in samples]}
+        with open(args.out, "w") as f:
+            json.dump(result, f, indent=1)
+        return result
+
+    samples = abtest.interleave({n: steps[n] for n in names}, contexts, args.tokens, args.rounds, start_at,
+                                abtest.event_ms, context_done=lambda s: write(s, False))
+    result = write(samples, True)
     for st in result["steps"]:
         print(f"{st['backend']:<11} context {st['context']:>6}: {st['ms_per_token']:.3f} ms/token "
               f"(p10 {st['p10']:.3f}, p90 {st['p90']:.3f}), {100 * st['floor_fraction']:.1f} % of the floor")

@@ -35,6 +35,17 @@ def test_backends_interleave_round_by_round_with_rotating_order():
     assert [s.round for s in samples[:6]] == [0] * 6 and samples[-1].round == 2
 
 
+def test_each_context_reports_its_samples_when_its_rounds_are_done():
+    """The bench writes its results after each context (a run stopped at a time limit keeps what it finished)."""
+    backends, start_at, timer, _ = fake({"megakernel": 1.0, "graph": 1.1})
+    seen = []
+    samples = abtest.interleave(backends, [4096, 1024], tokens=2, rounds=3, start_at=start_at, timer=timer,
+                                context_done=seen.append)
+    assert [len(s) for s in seen] == [12, 24] and seen[-1] == samples
+    assert {s.context for s in seen[0]} == {4096}
+    assert abtest.summarize(seen[0], {4096: 0.5, 1024: 0.4})["ratio_megakernel_over_graph"].keys() == {"4096"}
+
+
 def test_summary_has_the_contract_fields_and_the_ratio_per_round():
     backends, start_at, timer, _ = fake({"megakernel": 0.95, "graph": 1.0})
     samples = abtest.interleave(backends, [1000, 2000], tokens=4, rounds=5, start_at=start_at, timer=timer)

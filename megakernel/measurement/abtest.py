@@ -24,9 +24,11 @@ class Sample:
 
 
 def interleave(backends: dict[str, Callable[[], None]], contexts: list[int], tokens: int, rounds: int,
-               start_at: Callable[[int], None], timer: Callable[[Callable[[], None]], float]) -> list[Sample]:
+               start_at: Callable[[int], None], timer: Callable[[Callable[[], None]], float],
+               context_done: Callable[[list[Sample]], None] | None = None) -> list[Sample]:
     """Time every backend's passes: start_at(context) puts the session at a context, timer(step) runs one
-    pass and returns its milliseconds."""
+    pass and returns its milliseconds; context_done(samples so far), if given, after each context's rounds
+    (the bench writes what it has, so that a run stopped at a time limit keeps its finished contexts)."""
     names = list(backends)
     samples = []
     for context in contexts:
@@ -35,6 +37,8 @@ def interleave(backends: dict[str, Callable[[], None]], contexts: list[int], tok
                 start_at(context)
                 for _ in range(tokens):
                     samples.append(Sample(name, context, r, timer(backends[name])))
+        if context_done is not None:
+            context_done(list(samples))
     return samples
 
 
