@@ -1,8 +1,8 @@
 #!/bin/bash
-# Issue 19 (s50), call 6: run5's context sweep cut to the device time left (two rounds, no bench_gemv).
+# Issue 19 (s50), call 6: run5's context sweep cut to the device time left (the bench keeps each finished context; the contexts in order of need; no bench_gemv).
 nvidia-smi --query-gpu=name --format=csv,noheader
 python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl 2>/dev/null
 export PYTHONUNBUFFERED=1
 GIT_COMMIT=$(cat build/commit) PYTHONPATH=$PWD:/tmp/site timeout 220 python3 -m megakernel bench \
-  --model synthetic:qwen3.5-27b --contexts 1024,4096,16384,32768,131072 --rounds 2 --out $OUT/ab_bench.json 2>&1 | tail -22
+  --model synthetic:qwen3.5-27b --contexts 1024,32768,131072,16384,4096 --rounds 3 --out $OUT/ab_bench.json 2>&1 | tail -22
 PYTHONPATH=$PWD:/tmp/site python3 experiments/context_sweep.py $OUT/ab_bench.json --out $OUT/context_sweep.png 2>&1 | tail -3
