@@ -1,8 +1,12 @@
 """Each kind of word in a traced step (CPU only, from graph_trace.py's files): per kind (the word's name after
 its layer: in_proj, gate_up, .., head) the us a word adds to the step in the graph build, what its bytes
 take at the measured read bandwidth, its release after the word before it, its tail (its last block's end
-after its median block's) and, where the megakernel was traced too, the us it adds there. Derived from
-the records of the traced graph's last pass (the one graph_trace.json's words describe).
+after its median block's), what it loses to uneven blocks (its last block's end after the end every block
+would share were the word's work spread evenly over them: the mean ready time plus the mean time from ready
+to end; for words of one wave, not the head's 1,940 tiles) and how far that unevenness follows the block index (the correlation, between consecutive words of
+the kind, of each block's time from ready to end: near 1 where a block's placement decides its speed, near 0
+where it is chance), and, where the megakernel was traced too, the us it adds there. Derived from the
+records of the traced graph's last pass (the one graph_trace.json's words describe).
 
   python experiments/graph_trace_report.py experiments/results/graph_trace.json --gbps 4441.8 [--rows 1]
                                            [--against OTHER/graph_trace.json] [--out graph_trace_kinds.json]
@@ -27,20 +31,24 @@ def kinds(program, entry: dict, records: np.ndarray, gbps: float, context: int) 
     """One row per kind of word, in program order of first appearance. `records`: the pass's
     [words][blocks][4] (start, ready, end, tiles) of the graph build."""
     table: dict[str, dict] = {}
+    spans: dict[str, list[np.ndarray]] = {}  # per kind, each word's ready-to-end times by block
     for row in entry["words"]:
         i = row["index"]
         ran = (records[i][:, 3] & 0xFFFFFFFF) > 0
         if not ran.any():
             continue
-        ends = records[i][ran, 2].astype(np.int64)
+        ends, ready = records[i][ran, 2].astype(np.int64), records[i][ran, 1].astype(np.int64)
         t = table.setdefault(kind_of(row["name"]), {"kind": kind_of(row["name"]), "words": 0, "added_us": 0.0,
                                                      "bytes_us": 0.0, "release_us": 0.0, "tail_us": 0.0,
-                                                     "megakernel_added_us": 0.0})
+                                                     "unbalanced_us": 0.0, "megakernel_added_us": 0.0})
         t["words"] += 1
         t["added_us"] += row["added_us"]
         t["bytes_us"] += instruction_bytes(program, program.words[i], context) / (gbps * 1e3)
         t["release_us"] += row["release_us"]
         t["tail_us"] += float(ends.max() - np.median(ends)) / 1e3
+        t["unbalanced_us"] += float(ends.max() - ready.mean() - (ends - ready).mean()) / 1e3
+        spans.setdefault(t["kind"], []).append(np.where(ran, records[i][:, 2].astype(np.int64) -
+                                                        records[i][:, 1].astype(np.int64), -1))
         t["megakernel_added_us"] += row.get("megakernel_added_us", 0.0)
     out = []
     for t in table.values():
@@ -48,9 +56,22 @@ def kinds(program, entry: dict, records: np.ndarray, gbps: float, context: int) 
         out.append({"kind": t["kind"], "words": n, "added_us_a_word": round(t["added_us"] / n, 2),
                     "bytes_us_a_word": round(t["bytes_us"] / n, 2), "release_us_a_word": round(t["release_us"] / n, 2),
                     "tail_us_a_word": round(t["tail_us"] / n, 2),
+                    "unbalanced_us_a_word": round(t["unbalanced_us"] / n, 2),
+                    "block_persistence": block_persistence(spans[t["kind"]]),
                     "above_bytes_ms": round((t["added_us"] - t["bytes_us"]) / 1e3, 3),
                     "megakernel_added_us_a_word": round(t["megakernel_added_us"] / n, 2)})
     return out
+
+
+def block_persistence(spans: list[np.ndarray]) -> float | None:
+    """The mean correlation between consecutive words' ready-to-end times of the blocks both ran (-1: did not
+    run); None where fewer than two words, or fewer than three such blocks, or no spread."""
+    r = []
+    for a, b in zip(spans, spans[1:]):
+        both = (a >= 0) & (b >= 0)
+        if both.sum() >= 3 and a[both].std() > 0 and b[both].std() > 0:
+            r.append(float(np.corrcoef(a[both], b[both])[0, 1]))
+    return round(float(np.mean(r)), 2) if r else None
 
 
 def load(trace: str, rows: int, gbps: float) -> tuple[dict, list[dict]]:
@@ -82,11 +103,12 @@ def main() -> None:
     args = parser.parse_args()
     result, rows = load(args.trace, args.rows, args.gbps)
     other = {r["kind"]: r for r in load(args.against, args.rows, args.gbps)[1]} if args.against else {}
-    print(f"{'kind':<10}{'words':>6}{'us a word':>11}{'bytes us':>10}{'release':>9}{'tail':>7}{'above bytes ms':>16}"
-          f"{'megakernel us':>15}" + (f"{'against':>9}{'change':>8}" if other else ""))
+    print(f"{'kind':<10}{'words':>6}{'us a word':>11}{'bytes us':>10}{'release':>9}{'tail':>7}{'uneven':>8}"
+          f"{'by block':>9}{'above bytes ms':>16}{'megakernel us':>15}" + (f"{'against':>9}{'change':>8}" if other else ""))
     for r in rows:
         line = (f"{r['kind']:<10}{r['words']:>6}{r['added_us_a_word']:>11.1f}{r['bytes_us_a_word']:>10.1f}"
-                f"{r['release_us_a_word']:>9.2f}{r['tail_us_a_word']:>7.2f}{r['above_bytes_ms']:>16.3f}"
+                f"{r['release_us_a_word']:>9.2f}{r['tail_us_a_word']:>7.2f}{r['unbalanced_us_a_word']:>8.2f}"
+                f"{'-' if r['block_persistence'] is None else r['block_persistence']:>9}{r['above_bytes_ms']:>16.3f}"
                 f"{r['megakernel_added_us_a_word']:>15.1f}")
         if r["kind"] in other:
             them = other[r["kind"]]["added_us_a_word"]

@@ -114,7 +114,23 @@ def test_the_report_sums_each_kind_of_word(program):
         assert r["words"] == len(mine)
         assert (r["added_us_a_word"], r["release_us_a_word"], r["megakernel_added_us_a_word"]) == (2.0, 0.5, 3.0)
         assert r["tail_us_a_word"] == pytest.approx(0.3)  # last end after the median end
+        # all ready at 0.1 us, 0.9-1.5 us of work: spread evenly every block would end at 1.3, the last ends at 1.6
+        assert r["unbalanced_us_a_word"] == pytest.approx(0.3)
+        assert r["block_persistence"] == (None if r["words"] < 2 else pytest.approx(1.0))  # the same slow block
     assert report.kind_of("L3.gate_up") == "gate_up" and report.kind_of("head") == "head"
+
+
+def test_block_persistence_tells_placement_from_chance():
+    report = load_experiment("graph_trace_report")
+    rng = np.random.default_rng(5)
+    slow = rng.normal(0, 1, 64)
+    same = [1000 + 100 * slow + rng.normal(0, 10, 64) for _ in range(6)]  # the same blocks slow every word
+    chance = [1000 + 100 * rng.normal(0, 1, 64) for _ in range(6)]
+    assert report.block_persistence(same) > 0.9
+    assert abs(report.block_persistence(chance)) < 0.3
+    assert report.block_persistence(same[:1]) is None
+    idle = [np.where(np.arange(64) < 3, -1, w) for w in same]  # blocks that did not run are left out
+    assert report.block_persistence(idle) > 0.9
 
 
 def test_the_report_refuses_a_missing_or_foreign_trace_in_one_line(tmp_path):
