@@ -5,7 +5,8 @@ after its median block's), what it loses to uneven blocks (its last block's end 
 would share were the word's work spread evenly over them: the mean ready time plus the mean time from ready
 to end; for words of one wave, not the head's 1,940 tiles) and how far that unevenness follows the block index (the correlation, between consecutive words of
 the kind, of each block's time from ready to end: near 1 where a block's placement decides its speed, near 0
-where it is chance), and, where the megakernel was traced too, the us it adds there. Derived from the
+where it is chance; `sm_persistence` the same by the SM a block ran on, where the records hold it: a slow SM
+rather than a slow block), and, where the megakernel was traced too, the us it adds there. Derived from the
 records of the traced graph's last pass (the one graph_trace.json's words describe).
 
   python experiments/graph_trace_report.py experiments/results/graph_trace.json --gbps 4441.8 [--rows 1]
@@ -32,6 +33,7 @@ def kinds(program, entry: dict, records: np.ndarray, gbps: float, context: int) 
     [words][blocks][4] (start, ready, end, tiles) of the graph build."""
     table: dict[str, dict] = {}
     spans: dict[str, list[np.ndarray]] = {}  # per kind, each word's ready-to-end times by block
+    by_sm: dict[str, list[np.ndarray]] = {}  # and by SM (the records' high word: SM + 1; 0 where not recorded)
     for row in entry["words"]:
         i = row["index"]
         ran = (records[i][:, 3] & 0xFFFFFFFF) > 0
@@ -47,8 +49,13 @@ def kinds(program, entry: dict, records: np.ndarray, gbps: float, context: int) 
         t["release_us"] += row["release_us"]
         t["tail_us"] += float(ends.max() - np.median(ends)) / 1e3
         t["unbalanced_us"] += float(ends.max() - ready.mean() - (ends - ready).mean()) / 1e3
-        spans.setdefault(t["kind"], []).append(np.where(ran, records[i][:, 2].astype(np.int64) -
-                                                        records[i][:, 1].astype(np.int64), -1))
+        span = np.where(ran, records[i][:, 2].astype(np.int64) - records[i][:, 1].astype(np.int64), -1)
+        spans.setdefault(t["kind"], []).append(span)
+        sm = (records[i][:, 3] >> np.uint64(32)).astype(np.int64) - 1
+        if ran.any() and (sm[ran] >= 0).all():
+            sms = np.full(SMS, -1, np.int64)
+            sms[sm[ran]] = span[ran]
+            by_sm.setdefault(t["kind"], []).append(sms)
         t["megakernel_added_us"] += row.get("megakernel_added_us", 0.0)
     out = []
     for t in table.values():
@@ -58,14 +65,18 @@ def kinds(program, entry: dict, records: np.ndarray, gbps: float, context: int) 
                     "tail_us_a_word": round(t["tail_us"] / n, 2),
                     "unbalanced_us_a_word": round(t["unbalanced_us"] / n, 2),
                     "block_persistence": block_persistence(spans[t["kind"]]),
+                    "sm_persistence": block_persistence(by_sm[t["kind"]]) if t["kind"] in by_sm else None,
                     "above_bytes_ms": round((t["added_us"] - t["bytes_us"]) / 1e3, 3),
                     "megakernel_added_us_a_word": round(t["megakernel_added_us"] / n, 2)})
     return out
 
 
+SMS = 1024  # above any GPU's SM count: the by-SM arrays' length
+
+
 def block_persistence(spans: list[np.ndarray]) -> float | None:
-    """The mean correlation between consecutive words' ready-to-end times of the blocks both ran (-1: did not
-    run); None where fewer than two words, or fewer than three such blocks, or no spread."""
+    """The mean correlation between consecutive words' ready-to-end times of the blocks (or SMs) both ran (-1: did
+    not run); None where fewer than two words, or fewer than three such blocks, or no spread."""
     r = []
     for a, b in zip(spans, spans[1:]):
         both = (a >= 0) & (b >= 0)
@@ -104,11 +115,12 @@ def main() -> None:
     result, rows = load(args.trace, args.rows, args.gbps)
     other = {r["kind"]: r for r in load(args.against, args.rows, args.gbps)[1]} if args.against else {}
     print(f"{'kind':<10}{'words':>6}{'us a word':>11}{'bytes us':>10}{'release':>9}{'tail':>7}{'uneven':>8}"
-          f"{'by block':>9}{'above bytes ms':>16}{'megakernel us':>15}" + (f"{'against':>9}{'change':>8}" if other else ""))
+          f"{'by block':>9}{'by SM':>7}{'above bytes ms':>16}{'megakernel us':>15}" + (f"{'against':>9}{'change':>8}" if other else ""))
     for r in rows:
         line = (f"{r['kind']:<10}{r['words']:>6}{r['added_us_a_word']:>11.1f}{r['bytes_us_a_word']:>10.1f}"
                 f"{r['release_us_a_word']:>9.2f}{r['tail_us_a_word']:>7.2f}{r['unbalanced_us_a_word']:>8.2f}"
-                f"{'-' if r['block_persistence'] is None else r['block_persistence']:>9}{r['above_bytes_ms']:>16.3f}"
+                f"{'-' if r['block_persistence'] is None else r['block_persistence']:>9}"
+                f"{'-' if r['sm_persistence'] is None else r['sm_persistence']:>7}{r['above_bytes_ms']:>16.3f}"
                 f"{r['megakernel_added_us_a_word']:>15.1f}")
         if r["kind"] in other:
             them = other[r["kind"]]["added_us_a_word"]

@@ -120,6 +120,31 @@ def test_the_report_sums_each_kind_of_word(program):
     assert report.kind_of("L3.gate_up") == "gate_up" and report.kind_of("head") == "head"
 
 
+def test_the_report_tells_a_slow_sm_from_a_slow_block(program):
+    """Records whose high word holds SM + 1 (D79): the slow SMs are the same every word, the blocks they run
+    change, so the slowness follows the SM and not the block; records without SMs give None."""
+    report = load_experiment("graph_trace_report")
+    words, blocks = len(program.words), 40
+    rng = np.random.default_rng(3)
+    sm_speed = rng.normal(0, 200, 132)
+    rec = np.zeros((words, blocks, 4), np.uint64)
+    rows = []
+    for i, w in enumerate(program.words):
+        if w.opcode == Op.NOP:
+            continue
+        sms = rng.permutation(132)[:blocks]
+        base = 1_000_000 + 100_000 * i
+        for b in range(blocks):
+            rec[i, b] = (base, base + 100, base + 5_000 + int(sm_speed[sms[b]]), 1 | int(sms[b] + 1) << 32)
+        rows.append({"index": i, "name": program.meta["instructions"][i], "added_us": 6.0, "release_us": 0.5})
+    out = {r["kind"]: r for r in report.kinds(program, {"words": rows}, rec, gbps=1000.0, context=16)}
+    many = [r for r in out.values() if r["words"] >= 4]
+    assert many and all(r["sm_persistence"] > 0.9 and abs(r["block_persistence"]) < 0.5 for r in many)
+    rec[..., 3] &= np.uint64(0xFFFFFFFF)  # a trace from before the SMs were recorded
+    out = report.kinds(program, {"words": rows}, rec, gbps=1000.0, context=16)
+    assert all(r["sm_persistence"] is None for r in out)
+
+
 def test_block_persistence_tells_placement_from_chance():
     report = load_experiment("graph_trace_report")
     rng = np.random.default_rng(5)

@@ -3,7 +3,8 @@ with one track per block, a per-opcode table of work, wait and bandwidth, and an
 
 A record covers one block's tiles of one (pass, word): start (before its first tile's waits),
 ready (those waits done) and end (its last tile signalled), %globaltimer ns, and its tile count with the
-number of sleeping wait polls above it (tiles | polls << 32). Wait is ready - start; work
+number of sleeping wait polls above it (tiles | polls << 32; the graph build's records, experiments/graph_trace.py,
+hold the block's SM + 1 there instead). Wait is ready - start; work
 is end - ready, which also holds the waits of the block's later tiles of the same word (rare: a word
 gives a block at most a few tiles).
 """

@@ -282,11 +282,21 @@ struct LaunchProgram {
     u32 u[LAUNCH_PROGRAM_BYTES / 4];
 };
 
+#if defined(MK_GRAPH_TRACE) || defined(MK_TILE_STAMPS)
+__device__ __forceinline__ u32 sm_id() {  // the SM the block runs on (the timing probes record it)
+    u32 sm;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+    return sm;
+}
+#endif
+
 #ifdef MK_GRAPH_TRACE
 // The graph build's trace (experiments/graph_trace.py; built only with MEGAKERNEL_GRAPH_TRACE set): thread 0
 // of block b of a launch whose launch program ends in slot s > 0 (launch_program.py) records %globaltimer at
 // the kernel's start, past its wait for the launch before, and at its end (after a block barrier) in
-// mk_graph_trace[s - 1][b][0..2], and 1 tile in [3]: the megakernel trace's record (megakernel.cu).
+// mk_graph_trace[s - 1][b][0..2], and 1 tile in [3]'s low 32 bits: the megakernel trace's record
+// (megakernel.cu); [3]'s high 32 bits hold the block's SM + 1 (0 in records made before D79), so that a slow
+// block can be told apart from a slow SM (graph_trace_report.py).
 constexpr int GRAPH_TRACE_SLOTS = 1024;
 constexpr int GRAPH_TRACE_BLOCKS = 2048;
 extern "C" {  // unmangled: the probe finds it by name
@@ -298,7 +308,7 @@ __device__ __forceinline__ void graph_trace(const LaunchProgram& launch, int fie
     if (threadIdx.x != 0 || slot == 0 || slot > GRAPH_TRACE_SLOTS || blockIdx.x >= GRAPH_TRACE_BLOCKS) return;
     unsigned long long* r = mk_graph_trace[slot - 1][blockIdx.x];
     r[field] = global_ns();
-    if (field == 2) r[3] = 1;
+    if (field == 2) r[3] = 1ull | static_cast<unsigned long long>(sm_id() + 1) << 32;
 }
 #else
 __device__ __forceinline__ void graph_trace(const LaunchProgram&, int) {}
@@ -338,9 +348,7 @@ __device__ __forceinline__ void tile_stamp(int phase, bool wall = false) {
     if (threadIdx.x != 0 || blockIdx.x >= STAMP_BLOCKS) return;
     if (wall) {
         mk_tile_stamps[blockIdx.x][phase == 0 ? 6 : 7] = global_ns();
-        u32 sm;
-        asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-        mk_tile_stamps[blockIdx.x][5] = sm;
+        mk_tile_stamps[blockIdx.x][5] = sm_id();
     }
     mk_tile_stamps[blockIdx.x][phase] = clock64();
 }
