@@ -3,11 +3,12 @@ its layer: in_proj, gate_up, .., head) the us a word adds to the step in the gra
 take at the measured read bandwidth, its release after the word before it, its tail (its last block's end
 after its median block's), what it loses to uneven blocks (its last block's end after the end every block
 would share were the word's work spread evenly over them: the mean ready time plus the mean time from ready
-to end; for words of one wave, not the head's 1,940 tiles) and how far that unevenness follows the block index (the correlation, between consecutive words of
-the kind, of each block's time from ready to end: near 1 where a block's placement decides its speed, near 0
-where it is chance; `sm_persistence` the same by the SM a block ran on, where the records hold it: a slow SM
-rather than a slow block), and, where the megakernel was traced too, the us it adds there. Derived from the
-records of the traced graph's last pass (the one graph_trace.json's words describe).
+to end; for words of one wave, not the head's 1,940 tiles) and how far that unevenness follows the block
+index (the correlation, between consecutive words of the kind, of each block's time from ready to end: near 1
+where a block's placement decides its speed, near 0 where it is chance; `sm_persistence` the same by the SM a
+block ran on, where the records hold it: a slow SM rather than a slow block), and, where the megakernel was
+traced too, the us it adds there. Derived from the records of the traced graph's last pass (the one
+graph_trace.json's words describe).
 
   python experiments/graph_trace_report.py experiments/results/graph_trace.json --gbps 4441.8 [--rows 1]
                                            [--against OTHER/graph_trace.json] [--out graph_trace_kinds.json]
@@ -75,8 +76,8 @@ SMS = 1024  # above any GPU's SM count: the by-SM arrays' length
 
 
 def block_persistence(spans: list[np.ndarray]) -> float | None:
-    """The mean correlation between consecutive words' ready-to-end times of the blocks (or SMs) both ran (-1: did
-    not run); None where fewer than two words, or fewer than three such blocks, or no spread."""
+    """The mean correlation between consecutive words' ready-to-end times of the blocks (or SMs) both ran (-1:
+    did not run); None where fewer than two words, or fewer than three such blocks, or no spread."""
     r = []
     for a, b in zip(spans, spans[1:]):
         both = (a >= 0) & (b >= 0)
@@ -115,7 +116,8 @@ def main() -> None:
     result, rows = load(args.trace, args.rows, args.gbps)
     other = {r["kind"]: r for r in load(args.against, args.rows, args.gbps)[1]} if args.against else {}
     print(f"{'kind':<10}{'words':>6}{'us a word':>11}{'bytes us':>10}{'release':>9}{'tail':>7}{'uneven':>8}"
-          f"{'by block':>9}{'by SM':>7}{'above bytes ms':>16}{'megakernel us':>15}" + (f"{'against':>9}{'change':>8}" if other else ""))
+          f"{'by block':>9}{'by SM':>7}{'above bytes ms':>16}{'megakernel us':>15}"
+          + (f"{'against':>9}{'change':>8}" if other else ""))
     for r in rows:
         line = (f"{r['kind']:<10}{r['words']:>6}{r['added_us_a_word']:>11.1f}{r['bytes_us_a_word']:>10.1f}"
                 f"{r['release_us_a_word']:>9.2f}{r['tail_us_a_word']:>7.2f}{r['unbalanced_us_a_word']:>8.2f}"

@@ -1,10 +1,10 @@
 """The prompt programs' kernels (prompt_ops.cuh, prompt_gdn.cuh, prompt_attention.cuh, prompt_gemm.cuh) run on the
 CPU by tests/simt_runner.py, word by word against the CPU interpreter with the GPU tests' own check
 (tests/gpu/per_word.py: the written buffers within the op tolerance, every other byte exact), on the tiny preset
-from a random session at two positions (a first WY chunk and key tile cut short at 37, 150 rows; 2950 deep in a long
-cache, 70 rows that still end in a second, partial token tile and cross a WY chunk's start at 3008, causal attention
-there in its first layer only, and no GEMM: its tiles' work does not change with the position); negative controls for the three kinds of kernel. tests/gpu/test_prompt_gpu.py runs
-every word on a GPU.
+from a random session at two positions (a first WY chunk and key tile cut short at 37, 150 rows; 2950 deep in a
+long cache, 70 rows that still end in a second, partial token tile and cross a WY chunk's start at 3008, causal
+attention there in its first layer only, and no GEMM: its tiles' work does not change with the position);
+negative controls for the three kinds of kernel. tests/gpu/test_prompt_gpu.py runs every word on a GPU.
 """
 
 import sys
