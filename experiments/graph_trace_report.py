@@ -50,12 +50,13 @@ def kinds(program, entry: dict, records: np.ndarray, gbps: float, context: int) 
         t["release_us"] += row["release_us"]
         t["tail_us"] += float(ends.max() - np.median(ends)) / 1e3
         t["unbalanced_us"] += float(ends.max() - ready.mean() - (ends - ready).mean()) / 1e3
-        span = np.where(ran, records[i][:, 2].astype(np.int64) - records[i][:, 1].astype(np.int64), -1)
+        span = np.full(len(ran), -1, np.int64)
+        span[ran] = ends - ready
         spans.setdefault(t["kind"], []).append(span)
-        sm = (records[i][:, 3] >> np.uint64(32)).astype(np.int64) - 1
-        if ran.any() and (sm[ran] >= 0).all():
+        sm = (records[i][ran, 3] >> np.uint64(32)).astype(np.int64) - 1
+        if (sm >= 0).all():
             sms = np.full(SMS, -1, np.int64)
-            sms[sm[ran]] = span[ran]
+            sms[sm] = ends - ready
             by_sm.setdefault(t["kind"], []).append(sms)
         t["megakernel_added_us"] += row.get("megakernel_added_us", 0.0)
     out = []

@@ -46,7 +46,7 @@ def test_every_prompt_word_matches_the_interpreter(tiny_weights, position, capac
     c = tiny_weights.config
     program = lower_prompt(c, rows=ROWS, sms=132, capacity=capacity)
     first_attention = min(c.attention_layers)
-    deep = position >= 300  # the GEMMs' tiles see the same 150 rows at every position: checked at 37 only
+    deep = position >= 300  # the GEMMs' tiles do the same work at every position: checked at 37 only
 
     def run(w):
         if not deep:

@@ -1,5 +1,6 @@
 #!/bin/bash
-# Issue 19 (s50), call 6: run5's context sweep cut to the device time left (the bench keeps each finished context; the contexts in order of need; no bench_gemv).
+# Issue 19 (s50), call 6 (prepared, not run): gemv_s48's run5_context_sweep.sh on an H200 with the contexts in order of
+# need and a limit that fits what device time is left (the bench keeps each finished context).
 nvidia-smi --query-gpu=name --format=csv,noheader
 python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl 2>/dev/null
 export PYTHONUNBUFFERED=1
