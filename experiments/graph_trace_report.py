@@ -6,8 +6,10 @@ would share were the word's work spread evenly over them: the mean ready time pl
 to end; for words of one wave, not the head's 1,940 tiles) and how far that unevenness follows the block
 index (the correlation, between consecutive words of the kind, of each block's time from ready to end: near 1
 where a block's placement decides its speed, near 0 where it is chance; `sm_persistence` the same by the SM a
-block ran on, where the records hold it: a slow SM rather than a slow block), and, where the megakernel was
-traced too, the us it adds there. Derived from the records of the traced graph's last pass (the one
+block ran on, where the records hold it: a slow SM rather than a slow block), how far apart the blocks and the
+SMs are on average over the kind's words (`block_spread_us`, `sm_spread_us`: the spread, over block indices or
+SMs, of each one's mean time from ready to end after its word's median: the us each cause moves a block, D80),
+and, where the megakernel was traced too, the us it adds there. Derived from the records of the traced graph's last pass (the one
 graph_trace.json's words describe).
 
   python experiments/graph_trace_report.py experiments/results/graph_trace.json --gbps 4441.8 [--rows 1]
@@ -53,11 +55,14 @@ def kinds(program, entry: dict, records: np.ndarray, gbps: float, context: int) 
         span = np.full(len(ran), -1, np.int64)
         span[ran] = ends - ready
         spans.setdefault(t["kind"], []).append(span)
+        after_median = (ends - ready) - np.median(ends - ready)
+        _add(t, "block", np.nonzero(ran)[0], after_median, len(ran))
         sm = (records[i][ran, 3] >> np.uint64(32)).astype(np.int64) - 1
         if (sm >= 0).all():
             sms = np.full(SMS, -1, np.int64)
             sms[sm] = ends - ready
             by_sm.setdefault(t["kind"], []).append(sms)
+            _add(t, "sm", sm, after_median, SMS)
         t["megakernel_added_us"] += row.get("megakernel_added_us", 0.0)
     out = []
     for t in table.values():
@@ -68,12 +73,30 @@ def kinds(program, entry: dict, records: np.ndarray, gbps: float, context: int) 
                     "unbalanced_us_a_word": round(t["unbalanced_us"] / n, 2),
                     "block_persistence": block_persistence(spans[t["kind"]]),
                     "sm_persistence": block_persistence(by_sm[t["kind"]]) if t["kind"] in by_sm else None,
+                    "block_spread_us": _spread(t, "block"), "sm_spread_us": _spread(t, "sm"),
                     "above_bytes_ms": round((t["added_us"] - t["bytes_us"]) / 1e3, 3),
                     "megakernel_added_us_a_word": round(t["megakernel_added_us"] / n, 2)})
     return out
 
 
 SMS = 1024  # above any GPU's SM count: the by-SM arrays' length
+
+
+def _add(t: dict, by: str, where: np.ndarray, after_median: np.ndarray, size: int) -> None:
+    """Each block's (or SM's) time from ready to end after its word's median (ns), summed with a count per index."""
+    total, count = t.setdefault(f"{by}_after_median", (np.zeros(size), np.zeros(size)))
+    np.add.at(total, where, after_median)
+    np.add.at(count, where, 1)
+
+
+def _spread(t: dict, by: str) -> float | None:
+    """The standard deviation, over the indices seen in at least two words, of their mean time after the median
+    (us); None where fewer than three such indices."""
+    if f"{by}_after_median" not in t:
+        return None
+    total, count = t[f"{by}_after_median"]
+    seen = count >= 2
+    return round(float((total[seen] / count[seen]).std()) / 1e3, 2) if seen.sum() >= 3 else None
 
 
 def block_persistence(spans: list[np.ndarray]) -> float | None:
@@ -117,13 +140,15 @@ def main() -> None:
     result, rows = load(args.trace, args.rows, args.gbps)
     other = {r["kind"]: r for r in load(args.against, args.rows, args.gbps)[1]} if args.against else {}
     print(f"{'kind':<10}{'words':>6}{'us a word':>11}{'bytes us':>10}{'release':>9}{'tail':>7}{'uneven':>8}"
-          f"{'by block':>9}{'by SM':>7}{'above bytes ms':>16}{'megakernel us':>15}"
+          f"{'by block':>9}{'by SM':>7}{'block us':>9}{'SM us':>7}{'above bytes ms':>16}{'megakernel us':>15}"
           + (f"{'against':>9}{'change':>8}" if other else ""))
     for r in rows:
         line = (f"{r['kind']:<10}{r['words']:>6}{r['added_us_a_word']:>11.1f}{r['bytes_us_a_word']:>10.1f}"
                 f"{r['release_us_a_word']:>9.2f}{r['tail_us_a_word']:>7.2f}{r['unbalanced_us_a_word']:>8.2f}"
                 f"{'-' if r['block_persistence'] is None else r['block_persistence']:>9}"
-                f"{'-' if r['sm_persistence'] is None else r['sm_persistence']:>7}{r['above_bytes_ms']:>16.3f}"
+                f"{'-' if r['sm_persistence'] is None else r['sm_persistence']:>7}"
+                f"{'-' if r['block_spread_us'] is None else r['block_spread_us']:>9}"
+                f"{'-' if r['sm_spread_us'] is None else r['sm_spread_us']:>7}{r['above_bytes_ms']:>16.3f}"
                 f"{r['megakernel_added_us_a_word']:>15.1f}")
         if r["kind"] in other:
             them = other[r["kind"]]["added_us_a_word"]

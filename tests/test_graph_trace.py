@@ -117,6 +117,9 @@ def test_the_report_sums_each_kind_of_word(program):
         # all ready at 0.1 us, 0.9-1.5 us of work: spread evenly every block would end at 1.3, the last ends at 1.6
         assert r["unbalanced_us_a_word"] == pytest.approx(0.3)
         assert r["block_persistence"] == (None if r["words"] < 2 else pytest.approx(1.0))  # the same slow block
+        # blocks 0.3 us before, at and after the median every word: their spread is the std of (-0.3, 0, 0.3)
+        assert r["block_spread_us"] == (None if r["words"] < 2 else pytest.approx(0.245, abs=0.006))
+        assert r["sm_spread_us"] is None  # no SMs in these records
     assert report.kind_of("L3.gate_up") == "gate_up" and report.kind_of("head") == "head"
 
 
@@ -140,6 +143,9 @@ def test_the_report_tells_a_slow_sm_from_a_slow_block(program):
     out = {r["kind"]: r for r in report.kinds(program, {"words": rows}, rec, gbps=1000.0, context=16)}
     many = [r for r in out.values() if r["words"] >= 4]
     assert many and all(r["sm_persistence"] > 0.9 and abs(r["block_persistence"]) < 0.5 for r in many)
+    # the SMs are 0.2 us apart (sm_speed's spread); a block's mean over 6-8 words is of as many random SMs:
+    # ~0.2 / sqrt(words)
+    assert all(abs(r["sm_spread_us"] - 0.2) < 0.05 and r["block_spread_us"] < 0.6 * r["sm_spread_us"] for r in many)
     rec[..., 3] &= np.uint64(0xFFFFFFFF)  # a trace from before the SMs were recorded
     out = report.kinds(program, {"words": rows}, rec, gbps=1000.0, context=16)
     assert all(r["sm_persistence"] is None for r in out)
