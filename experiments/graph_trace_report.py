@@ -9,7 +9,10 @@ where a block's placement decides its speed, near 0 where it is chance; `sm_pers
 block ran on, where the records hold it: a slow SM rather than a slow block), how far apart the blocks and the
 SMs are on average over the kind's words (`block_spread_us`, `sm_spread_us`: the spread, over block indices or
 SMs, of each one's mean time from ready to end after its word's median: the us each cause moves a block, D80),
-and, where the megakernel was traced too, the us it adds there. Derived from the records of the traced graph's last pass (the one
+and, where the megakernel was traced too, the us it adds there. Each word's time is also cut into its blocks'
+median readiness after the latest end before it (`ready`), their median time from ready to end (`work`) and its
+tail, in the graph and, where its records are beside the trace, in the megakernel (`megakernel_ready`, ..): which
+part of a word a build loses (D80). Derived from the records of the traced graph's last pass (the one
 graph_trace.json's words describe).
 
   python experiments/graph_trace_report.py experiments/results/graph_trace.json --gbps 4441.8 [--rows 1]
@@ -31,10 +34,32 @@ from megakernel.model.models import model_config
 from step_tail import kind_of  # the word's name after its layer, as the stamp reports group them
 
 
-def kinds(program, entry: dict, records: np.ndarray, gbps: float, context: int) -> list[dict]:
+def word_phases(entry: dict, records: np.ndarray) -> dict[int, tuple[float, float, float]]:
+    """Per word index (us): its blocks' median ready time after the latest block end of the words before it, their
+    median time from ready to end, and its last end after its median end. `records` as kinds() takes them."""
+    out, before = {}, None
+    for row in entry["words"]:
+        r = records[row["index"]]
+        ran = (r[:, 3] & 0xFFFFFFFF) > 0
+        if not ran.any():
+            continue
+        start, ready, ends = (r[ran, c].astype(np.int64) for c in (0, 1, 2))
+        before = start.min() if before is None else before
+        out[row["index"]] = (float(np.median(ready) - before) / 1e3, float(np.median(ends - ready)) / 1e3,
+                             float(ends.max() - np.median(ends)) / 1e3)
+        before = max(before, ends.max())
+    return out
+
+
+def kinds(program, entry: dict, records: np.ndarray, gbps: float, context: int,
+          megakernel: np.ndarray | None = None) -> list[dict]:
     """One row per kind of word, in program order of first appearance. `records`: the pass's
-    [words][blocks][4] (start, ready, end, tiles) of the graph build."""
+    [words][blocks][4] (start, ready, end, tiles) of the graph build; `megakernel`: the megakernel's of the same
+    pass, where traced."""
     table: dict[str, dict] = {}
+    phases = {"": word_phases(entry, records)}
+    if megakernel is not None:
+        phases["megakernel_"] = word_phases(entry, megakernel)
     spans: dict[str, list[np.ndarray]] = {}  # per kind, each word's ready-to-end times by block
     by_sm: dict[str, list[np.ndarray]] = {}  # and by SM (the records' high word: SM + 1; 0 where not recorded)
     for row in entry["words"]:
@@ -64,6 +89,10 @@ def kinds(program, entry: dict, records: np.ndarray, gbps: float, context: int) 
             by_sm.setdefault(t["kind"], []).append(sms)
             _add(t, "sm", sm, after_median, SMS)
         t["megakernel_added_us"] += row.get("megakernel_added_us", 0.0)
+        for build, by_word in phases.items():
+            ready, work, tail = by_word.get(i, (np.nan, np.nan, np.nan))
+            for name, v in (("ready", ready), ("work", work), ("tail", tail)):
+                t.setdefault(f"{build}{name}", []).append(v)
     out = []
     for t in table.values():
         n = t["words"]
@@ -75,8 +104,18 @@ def kinds(program, entry: dict, records: np.ndarray, gbps: float, context: int) 
                     "sm_persistence": block_persistence(by_sm[t["kind"]]) if t["kind"] in by_sm else None,
                     "block_spread_us": _spread(t, "block"), "sm_spread_us": _spread(t, "sm"),
                     "above_bytes_ms": round((t["added_us"] - t["bytes_us"]) / 1e3, 3),
-                    "megakernel_added_us_a_word": round(t["megakernel_added_us"] / n, 2)})
+                    "megakernel_added_us_a_word": round(t["megakernel_added_us"] / n, 2),
+                    **{f"{build}{name}_us_a_word": _mean(t.get(f"{build}{name}"))
+                       for build in ("", "megakernel_") for name in ("ready", "work")},
+                    "megakernel_tail_us_a_word": _mean(t.get("megakernel_tail"))})
     return out
+
+
+def _mean(values: list[float] | None) -> float | None:
+    """The mean of a kind's per-word values (us, 2 decimals); None where not recorded (a build not traced)."""
+    if not values or np.isnan(values).any():
+        return None
+    return round(float(np.mean(values)), 2)
 
 
 SMS = 1024  # above any GPU's SM count: the by-SM arrays' length
@@ -121,12 +160,15 @@ def load(trace: str, rows: int, gbps: float) -> tuple[dict, list[dict]]:
         path = os.path.join(os.path.dirname(trace), f"graph_records_m{rows}.npz")
         saved = np.load(path, allow_pickle=False)
         records, capacity, context = saved["records"], int(saved["capacity"]), result["context"]
+        mk_path = os.path.join(os.path.dirname(trace), f"megakernel_records_m{rows}.npz")  # where traced and kept
+        megakernel = np.load(mk_path, allow_pickle=False)["records"] if os.path.exists(mk_path) else None
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise SystemExit(f"{trace}: not a graph trace with its records beside it ({type(e).__name__}: {e})") from None
     program = lower(model_config(result["model"]), rows=rows, sms=132, capacity=capacity)  # as graph_trace.py lowered it
-    if records.shape[1] != len(program.words) or len(entry["words"]) != len(program.words):
+    if (records.shape[1] != len(program.words) or len(entry["words"]) != len(program.words)
+            or (megakernel is not None and megakernel.shape[1] != len(program.words))):
         raise SystemExit(f"{trace}: its records do not match the Program of {result['model']} at {rows} rows")
-    return result, kinds(program, entry, records[-1], gbps, context)
+    return result, kinds(program, entry, records[-1], gbps, context, None if megakernel is None else megakernel[-1])
 
 
 def main() -> None:
@@ -154,6 +196,13 @@ def main() -> None:
             them = other[r["kind"]]["added_us_a_word"]
             line += f"{them:>9.1f}{r['added_us_a_word'] - them:>+8.2f}"
         print(line)
+    print(f"\n{'kind':<10}{'ready':>8}{'work':>8}{'tail':>8}  (us a word: graph" +
+          (" | megakernel)" if rows and rows[0]["megakernel_work_us_a_word"] is not None else ")"))
+    for r in rows:
+        cells = [r["ready_us_a_word"], r["work_us_a_word"], r["tail_us_a_word"]]
+        if r["megakernel_work_us_a_word"] is not None:
+            cells += [r["megakernel_ready_us_a_word"], r["megakernel_work_us_a_word"], r["megakernel_tail_us_a_word"]]
+        print(f"{r['kind']:<10}" + "".join(f"{'-' if c is None else round(c, 2):>8}" for c in cells))
     if args.out:
         with open(args.out, "w") as f:
             json.dump({"command": "python " + " ".join(sys.argv), "source": args.trace,

@@ -120,6 +120,18 @@ def test_the_report_sums_each_kind_of_word(program):
         # blocks 0.3 us before, at and after the median every word: their spread is the std of (-0.3, 0, 0.3)
         assert r["block_spread_us"] == (None if r["words"] < 2 else pytest.approx(0.245, abs=0.006))
         assert r["sm_spread_us"] is None  # no SMs in these records
+        assert r["work_us_a_word"] == pytest.approx(1.2)  # ready at 0.1 us, ends at 1.0, 1.3, 1.6: median 1.2
+        assert r["megakernel_work_us_a_word"] is None and r["megakernel_tail_us_a_word"] is None  # not traced
+    # the megakernel's records beside the graph's: its blocks ready 0.5 us later and 2 us slower from ready to end
+    mk = rec.copy()
+    mk[..., 1] += np.uint64(500)
+    mk[..., 2] += np.uint64(2_500)
+    both = report.kinds(program, {"words": rows}, rec, gbps=1000.0, context=16, megakernel=mk)
+    for r in both:
+        assert r["megakernel_work_us_a_word"] == pytest.approx(3.2) and r["megakernel_tail_us_a_word"] == pytest.approx(0.3)
+        # ready 0.5 us later after an end 2.5 us later (the first word's after the same start)
+        shift = 0.5 if r["kind"] == both[0]["kind"] else -2.0
+        assert r["megakernel_ready_us_a_word"] == pytest.approx(r["ready_us_a_word"] + shift)
     assert report.kind_of("L3.gate_up") == "gate_up" and report.kind_of("head") == "head"
 
 
