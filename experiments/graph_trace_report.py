@@ -57,9 +57,8 @@ def kinds(program, entry: dict, records: np.ndarray, gbps: float, context: int,
     [words][blocks][4] (start, ready, end, tiles) of the graph build; `megakernel`: the megakernel's of the same
     pass, where traced."""
     table: dict[str, dict] = {}
-    phases = {"": word_phases(entry, records)}
-    if megakernel is not None:
-        phases["megakernel_"] = word_phases(entry, megakernel)
+    graph_phases = word_phases(entry, records)
+    megakernel_phases = word_phases(entry, megakernel) if megakernel is not None else None
     spans: dict[str, list[np.ndarray]] = {}  # per kind, each word's ready-to-end times by block
     by_sm: dict[str, list[np.ndarray]] = {}  # and by SM (the records' high word: SM + 1; 0 where not recorded)
     for row in entry["words"]:
@@ -69,13 +68,13 @@ def kinds(program, entry: dict, records: np.ndarray, gbps: float, context: int,
             continue
         ends, ready = records[i][ran, 2].astype(np.int64), records[i][ran, 1].astype(np.int64)
         t = table.setdefault(kind_of(row["name"]), {"kind": kind_of(row["name"]), "words": 0, "added_us": 0.0,
-                                                     "bytes_us": 0.0, "release_us": 0.0, "tail_us": 0.0,
-                                                     "unbalanced_us": 0.0, "megakernel_added_us": 0.0})
+                                                     "bytes_us": 0.0, "release_us": 0.0, "unbalanced_us": 0.0,
+                                                     "megakernel_added_us": 0.0, "indices": []})
         t["words"] += 1
+        t["indices"].append(i)
         t["added_us"] += row["added_us"]
         t["bytes_us"] += instruction_bytes(program, program.words[i], context) / (gbps * 1e3)
         t["release_us"] += row["release_us"]
-        t["tail_us"] += float(ends.max() - np.median(ends)) / 1e3
         t["unbalanced_us"] += float(ends.max() - ready.mean() - (ends - ready).mean()) / 1e3
         span = np.full(len(ran), -1, np.int64)
         span[ran] = ends - ready
@@ -89,33 +88,32 @@ def kinds(program, entry: dict, records: np.ndarray, gbps: float, context: int,
             by_sm.setdefault(t["kind"], []).append(sms)
             _add(t, "sm", sm, after_median, SMS)
         t["megakernel_added_us"] += row.get("megakernel_added_us", 0.0)
-        for build, by_word in phases.items():
-            ready, work, tail = by_word.get(i, (np.nan, np.nan, np.nan))
-            for name, v in (("ready", ready), ("work", work), ("tail", tail)):
-                t.setdefault(f"{build}{name}", []).append(v)
     out = []
     for t in table.values():
         n = t["words"]
+        g_ready, g_work, g_tail = _phase_means(graph_phases, t["indices"])
+        m_ready, m_work, m_tail = _phase_means(megakernel_phases, t["indices"])
         out.append({"kind": t["kind"], "words": n, "added_us_a_word": round(t["added_us"] / n, 2),
                     "bytes_us_a_word": round(t["bytes_us"] / n, 2), "release_us_a_word": round(t["release_us"] / n, 2),
-                    "tail_us_a_word": round(t["tail_us"] / n, 2),
+                    "tail_us_a_word": g_tail,
                     "unbalanced_us_a_word": round(t["unbalanced_us"] / n, 2),
                     "block_persistence": block_persistence(spans[t["kind"]]),
                     "sm_persistence": block_persistence(by_sm[t["kind"]]) if t["kind"] in by_sm else None,
                     "block_spread_us": _spread(t, "block"), "sm_spread_us": _spread(t, "sm"),
                     "above_bytes_ms": round((t["added_us"] - t["bytes_us"]) / 1e3, 3),
                     "megakernel_added_us_a_word": round(t["megakernel_added_us"] / n, 2),
-                    **{f"{build}{name}_us_a_word": _mean(t.get(f"{build}{name}"))
-                       for build in ("", "megakernel_") for name in ("ready", "work")},
-                    "megakernel_tail_us_a_word": _mean(t.get("megakernel_tail"))})
+                    "ready_us_a_word": g_ready, "work_us_a_word": g_work, "megakernel_ready_us_a_word": m_ready,
+                    "megakernel_work_us_a_word": m_work, "megakernel_tail_us_a_word": m_tail})
     return out
 
 
-def _mean(values: list[float] | None) -> float | None:
-    """The mean of a kind's per-word values (us, 2 decimals); None where not recorded (a build not traced)."""
-    if not values or np.isnan(values).any():
-        return None
-    return round(float(np.mean(values)), 2)
+def _phase_means(by_word: dict | None, indices: list[int]) -> tuple:
+    """A kind's mean (ready, work, tail) over its words that ran (us, 2 decimals), from word_phases; Nones where the
+    build was not traced."""
+    ran = [by_word[i] for i in indices if i in by_word] if by_word is not None else []
+    if not ran:
+        return None, None, None
+    return tuple(round(float(np.mean([phases[p] for phases in ran])), 2) for p in range(3))
 
 
 SMS = 1024  # above any GPU's SM count: the by-SM arrays' length
